@@ -1,21 +1,188 @@
 package main
 
 import (
+	"context"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"planbridge/internal/agent"
+	"planbridge/internal/session"
+	"planbridge/internal/store"
+	"planbridge/rpc"
 )
 
+// commonFlags are the flags serve, doctor and demo share.
+type commonFlags struct {
+	stateDir string
+	engine   string
+	script   string
+	logFile  string
+}
+
+func (c *commonFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.stateDir, "state-dir", "", "state directory (default $PLANBRIDGE_STATE_DIR or $XDG_STATE_HOME/planbridge)")
+	fs.StringVar(&c.engine, "engine", os.Getenv("PLANBRIDGE_ENGINE"), "model engine: script or openai")
+	fs.StringVar(&c.script, "script", os.Getenv("PLANBRIDGE_SCRIPT"), "script file for the script engine")
+	fs.StringVar(&c.logFile, "log", os.Getenv("PLANBRIDGE_LOG"), "log file (default stderr; never stdout)")
+}
+
+func (c *commonFlags) dir() string {
+	if c.stateDir != "" {
+		return c.stateDir
+	}
+	return store.DefaultDir(os.Getenv)
+}
+
+func (c *commonFlags) engineConfig() agent.EngineConfig {
+	kind := c.engine
+	if kind == "" && c.script != "" {
+		kind = "script"
+	}
+	return agent.EngineConfig{Kind: kind, Script: c.script}
+}
+
+// newEngine builds an engine and, for scripts, keeps its cursor in the
+// store so a restarted process continues the replay where it stopped.
+func newEngine(ctx context.Context, st *store.Store, cfg agent.EngineConfig) (agent.Engine, error) {
+	eng, err := agent.NewEngine(cfg, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if sc, ok := eng.(*agent.Script); ok {
+		abs, _ := filepath.Abs(cfg.Script)
+		key := "script-cursor:" + abs
+		if v, ok, _ := st.Get(ctx, key); ok {
+			if n, err := strconv.Atoi(v); err == nil {
+				sc.Seek(n)
+			}
+		}
+		sc.OnAdvance = func(pos int) { _ = st.Put(context.Background(), key, strconv.Itoa(pos)) }
+	}
+	return eng, nil
+}
+
+func openLogger(path string, stderr io.Writer) (*slog.Logger, func(), error) {
+	if path == "" {
+		return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	return slog.New(slog.NewTextHandler(f, nil)), func() { f.Close() }, nil
+}
+
 func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "planbridge serve: not built yet")
-	return 2
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf commonFlags
+	cf.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	lg, closeLog, err := openLogger(cf.logFile, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "planbridge: %v\n", err)
+		return 1
+	}
+	defer closeLog()
+	ctx := context.Background()
+	st, err := store.Open(ctx, cf.dir())
+	if err != nil {
+		fmt.Fprintf(stderr, "planbridge: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+	mgr := session.NewManager(session.Config{Store: st, Shell: newShell(), Logger: lg})
+	if ec := cf.engineConfig(); ec.Kind != "" {
+		eng, err := newEngine(ctx, st, ec)
+		if err != nil {
+			fmt.Fprintf(stderr, "planbridge: %v\n", err)
+			return 1
+		}
+		mgr.SetEngine(eng)
+	}
+	err = rpc.Serve(ctx, stdin, stdout, rpc.Options{Manager: mgr, Logger: lg, Version: version,
+		NewEngine: func(c agent.EngineConfig) (agent.Engine, error) { return newEngine(ctx, st, c) }})
+	mgr.Close()
+	if err != nil {
+		lg.Error("serve", "err", err)
+		return 1
+	}
+	return 0
 }
 
 func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "planbridge doctor: not built yet")
-	return 2
-}
-
-func runDemo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "planbridge demo: not built yet")
-	return 2
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf commonFlags
+	cf.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ok := true
+	line := func(name, val string, good bool) {
+		mark := "ok  "
+		if !good {
+			mark, ok = "FAIL", false
+		}
+		fmt.Fprintf(stdout, "%s %-10s %s\n", mark, name, val)
+	}
+	fmt.Fprintf(stdout, "planbridge %s\n", version)
+	dir := cf.dir()
+	line("state dir", dir, true)
+	ctx := context.Background()
+	if st, err := store.Open(ctx, dir); err != nil {
+		line("database", err.Error(), false)
+	} else {
+		v, _ := st.SchemaVersion(ctx)
+		ss, err := st.ListSessions(ctx)
+		var blocked int64
+		plan := 0
+		for _, s := range ss {
+			blocked += s.BlockedTotal
+			if s.Plan {
+				plan++
+			}
+		}
+		line("database", fmt.Sprintf("%s (schema %d, %d sessions, %d in Plan)", filepath.Join(dir, "state.db"), v, len(ss), plan), err == nil)
+		line("blocked", fmt.Sprintf("plan_mode_blocked_total %d", blocked), true)
+		st.Close()
+	}
+	if out, err := exec.Command("git", "--version").Output(); err != nil {
+		line("git", "not found: "+err.Error(), false)
+	} else {
+		line("git", strings.TrimSpace(string(out)), true)
+	}
+	line("bash", shellConfinement(), true)
+	ec := cf.engineConfig()
+	switch ec.Kind {
+	case "":
+		line("engine", "none configured (set by the client at initialize, or --engine)", true)
+	case "openai":
+		oc := agent.OpenAIConfigFromEnv(os.Getenv)
+		key := "no API key in the environment (Emacs passes one from auth-source)"
+		if oc.APIKey != "" {
+			key = "API key from the environment"
+		}
+		line("engine", fmt.Sprintf("openai %s model %q, %s", oc.BaseURL, oc.Model, key), oc.Model != "")
+	default:
+		_, err := agent.NewEngine(ec, os.Getenv)
+		msg := ec.Kind + " " + ec.Script
+		if err != nil {
+			msg = err.Error()
+		}
+		line("engine", msg, err == nil)
+	}
+	if !ok {
+		return 1
+	}
+	return 0
 }

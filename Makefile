@@ -1,0 +1,35 @@
+# planbridge — see README.md. `make demo` runs the scripted demo, `make test` the tests.
+GO      ?= go
+EMACS   ?= emacs
+BIN     := bin/planbridge
+ELISP   := elisp/planbridge.el
+export PLANBRIDGE_PROGRAM := $(CURDIR)/$(BIN)
+
+.PHONY: build test go-test elisp-test bench demo lint vet
+
+build:
+	$(GO) build -o $(BIN) ./cmd/planbridge
+
+vet:
+	$(GO) vet ./...
+	@out=$$(gofmt -l . ); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+go-test: build
+	$(GO) test -count=1 -timeout 30m ./...
+
+elisp-test: build
+	$(EMACS) -Q --batch -L elisp -l elisp/test/planbridge-test.el -f ert-run-tests-batch-and-exit
+
+test: vet lint go-test elisp-test
+
+lint:
+	$(EMACS) -Q --batch -L elisp --eval '(setq byte-compile-error-on-warn t)' -f batch-byte-compile $(ELISP)
+	$(EMACS) -Q --batch -L elisp -l elisp/test/lint.el $(ELISP)
+	rm -f elisp/*.elc
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./... | tee bin/bench.txt
+	$(GO) run ./internal/benchreport < bin/bench.txt
+
+demo: build
+	./$(BIN) demo

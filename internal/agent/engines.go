@@ -1,0 +1,38 @@
+package agent
+
+import "fmt"
+
+// EngineConfig names and configures a model engine, as given on the command
+// line or in initialize params.
+type EngineConfig struct {
+	Kind    string `json:"kind"`   // "script" or "openai"
+	Script  string `json:"script"` // script file (kind script)
+	BaseURL string `json:"base_url,omitempty"`
+	Model   string `json:"model,omitempty"`
+	APIKey  string `json:"api_key,omitempty"` // never persisted
+}
+
+// NewEngine builds the engine cfg describes. For openai, fields left empty
+// come from env (see [OpenAIConfigFromEnv]).
+func NewEngine(cfg EngineConfig, getenv func(string) string) (Engine, error) {
+	switch cfg.Kind {
+	case "script":
+		if cfg.Script == "" {
+			return nil, fmt.Errorf("engine script needs a script file")
+		}
+		return LoadScript(cfg.Script)
+	case "openai":
+		oc := OpenAIConfigFromEnv(getenv)
+		if cfg.BaseURL != "" {
+			oc.BaseURL = cfg.BaseURL
+		}
+		if cfg.Model != "" {
+			oc.Model = cfg.Model
+		}
+		if cfg.APIKey != "" {
+			oc.APIKey = cfg.APIKey
+		}
+		return NewOpenAI(oc)
+	}
+	return nil, fmt.Errorf("unknown engine %q (want script or openai)", cfg.Kind)
+}

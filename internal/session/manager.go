@@ -1,0 +1,234 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"planbridge/internal/agent"
+	"planbridge/internal/store"
+)
+
+// Error is an application error with a stable code for clients.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Stable error codes.
+const (
+	CodeNotFound       = "not_found"
+	CodeInvalidParams  = "invalid_params"
+	CodeBusy           = "busy"
+	CodeGoalUnfinished = "goal_unfinished"
+)
+
+func errorf(code, format string, args ...any) error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Event is one entry of a session's event log as published to listeners.
+type Event struct {
+	Session string          `json:"session"`
+	Seq     int64           `json:"seq"`
+	Kind    string          `json:"kind"`
+	Data    json.RawMessage `json:"data"`
+	Time    time.Time       `json:"time"`
+}
+
+// Asker asks the attached person whether a tool call may run.
+type Asker func(ctx context.Context, session string, call agent.ToolCall, reason string) (bool, error)
+
+// Config configures a [Manager].
+type Config struct {
+	Store  *store.Store
+	Engine agent.Engine // may be replaced later with SetEngine
+	Shell  agent.Shell  // bash runner; nil refuses bash everywhere it is needed
+	Logger *slog.Logger
+}
+
+// Manager owns the live sessions of one state directory. Safe for
+// concurrent use.
+type Manager struct {
+	st    *store.Store
+	log   *slog.Logger
+	shell agent.Shell
+	turns sync.WaitGroup
+
+	mu        sync.Mutex // guards the fields below
+	sessions  map[string]*Session
+	engine    agent.Engine
+	listeners map[int]func(Event)
+	nextLis   int
+	asker     Asker
+	closed    bool
+}
+
+// NewManager returns a manager over cfg.Store.
+func NewManager(cfg Config) *Manager {
+	lg := cfg.Logger
+	if lg == nil {
+		lg = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return &Manager{st: cfg.Store, log: lg, shell: cfg.Shell, engine: cfg.Engine,
+		sessions: map[string]*Session{}, listeners: map[int]func(Event){}}
+}
+
+// SetEngine replaces the model engine for turns started from now on.
+func (m *Manager) SetEngine(e agent.Engine) {
+	m.mu.Lock()
+	m.engine = e
+	m.mu.Unlock()
+}
+
+// Engine returns the current engine (nil if none is configured).
+func (m *Manager) Engine() agent.Engine {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.engine
+}
+
+// SetAsker installs the permission prompt used in ask/edits modes.
+func (m *Manager) SetAsker(a Asker) {
+	m.mu.Lock()
+	m.asker = a
+	m.mu.Unlock()
+}
+
+// Subscribe registers fn for every event of every session, in order per
+// session. It returns a function that unsubscribes.
+func (m *Manager) Subscribe(fn func(Event)) (cancel func()) {
+	m.mu.Lock()
+	id := m.nextLis
+	m.nextLis++
+	m.listeners[id] = fn
+	m.mu.Unlock()
+	return func() {
+		m.mu.Lock()
+		delete(m.listeners, id)
+		m.mu.Unlock()
+	}
+}
+
+func (m *Manager) publish(ev Event) {
+	m.mu.Lock()
+	fns := make([]func(Event), 0, len(m.listeners))
+	for _, fn := range m.listeners {
+		fns = append(fns, fn)
+	}
+	m.mu.Unlock()
+	for _, fn := range fns {
+		fn(ev)
+	}
+}
+
+// Close interrupts running turns, waits for them and flushes event logs.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closed = true
+	ss := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		ss = append(ss, s)
+	}
+	m.mu.Unlock()
+	for _, s := range ss {
+		s.Interrupt()
+	}
+	m.turns.Wait()
+	for _, s := range ss {
+		s.flush()
+	}
+}
+
+func newID(prefix string) string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// Create starts a session for workspace (an existing directory).
+func (m *Manager) Create(ctx context.Context, workspace string) (*Session, error) {
+	if workspace == "" {
+		return nil, errorf(CodeInvalidParams, "workspace is required")
+	}
+	abs, err := filepath.Abs(workspace)
+	if err != nil {
+		return nil, errorf(CodeInvalidParams, "workspace: %v", err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return nil, errorf(CodeInvalidParams, "workspace %s is not a directory", workspace)
+	}
+	row := store.Session{ID: newID("s-"), Workspace: abs, Mode: string(agent.ModeAsk), CreatedAt: time.Now()}
+	if err := m.st.PutSession(ctx, row); err != nil {
+		return nil, err
+	}
+	s, err := m.Get(ctx, row.ID)
+	if err != nil {
+		return nil, err
+	}
+	s.emit("status", s.statusData())
+	return s, nil
+}
+
+// Get returns the live session id, loading it from the store if needed.
+func (m *Manager) Get(ctx context.Context, id string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.sessions[id]; s != nil {
+		return s, nil
+	}
+	if id == "" {
+		return nil, errorf(CodeInvalidParams, "session is required")
+	}
+	row, err := m.st.GetSession(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errorf(CodeNotFound, "no session %q", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s, err := loadSession(ctx, m, row)
+	if err != nil {
+		return nil, fmt.Errorf("load session %s: %w", id, err)
+	}
+	m.sessions[id] = s
+	return s, nil
+}
+
+// List returns every stored session, most recent first.
+func (m *Manager) List(ctx context.Context) ([]Info, error) {
+	rows, err := m.st.ListSessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Info, 0, len(rows))
+	for _, r := range rows {
+		m.mu.Lock()
+		live := m.sessions[r.ID]
+		m.mu.Unlock()
+		if live != nil {
+			out = append(out, live.Info())
+			continue
+		}
+		out = append(out, infoFromRow(r, false))
+	}
+	return out, nil
+}
+
+// Store exposes the underlying store (for doctor and tests).
+func (m *Manager) Store() *store.Store { return m.st }

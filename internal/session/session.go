@@ -1,0 +1,393 @@
+package session
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"planbridge/internal/agent"
+	"planbridge/internal/store"
+)
+
+// Session is one conversation bound to a workspace. Safe for concurrent use.
+type Session struct {
+	m       *Manager
+	id      string
+	workDir string
+
+	mu      sync.Mutex // guards the fields below
+	row     store.Session
+	busy    bool
+	queue   []string
+	cancel  context.CancelFunc
+	msgs    []agent.Message // transcript of the current context segment
+	nextIdx int64
+	turnNo  int64
+
+	evMu    sync.Mutex // serialises event emission: seq order = delivery order
+	lastSeq int64
+	pending []store.Event // emitted text deltas not yet persisted
+}
+
+func loadSession(ctx context.Context, m *Manager, row store.Session) (*Session, error) {
+	s := &Session{m: m, id: row.ID, row: row,
+		workDir: filepath.Join(m.st.Dir(), "sessions", row.ID, "work")}
+	msgs, err := m.st.Messages(ctx, row.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, pm := range msgs {
+		s.nextIdx = pm.Idx + 1
+		if pm.Segment != row.Segment {
+			continue
+		}
+		am := agent.Message{Role: pm.Role, Content: pm.Content, ToolCallID: pm.ToolCallID, Name: pm.Name}
+		if pm.ToolCalls != "" {
+			if err := json.Unmarshal([]byte(pm.ToolCalls), &am.ToolCalls); err != nil {
+				m.log.Warn("corrupt tool calls in transcript; dropped", "session", row.ID, "idx", pm.Idx, "err", err)
+			}
+		}
+		s.msgs = append(s.msgs, am)
+	}
+	if s.lastSeq, err = m.st.LastSeq(ctx, row.ID); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ID is the session id.
+func (s *Session) ID() string { return s.id }
+
+// WorkDir is the directory behind the session's work:// addresses.
+func (s *Session) WorkDir() string { return s.workDir }
+
+// Info is the client-facing summary of a session.
+type Info struct {
+	ID             string    `json:"id"`
+	Workspace      string    `json:"workspace"`
+	Title          string    `json:"title"`
+	Plan           bool      `json:"plan"`
+	Mode           string    `json:"mode"`
+	Busy           bool      `json:"busy"`
+	Queued         int       `json:"queued"`
+	ProposalStatus string    `json:"proposal_status"`
+	BlockedTotal   int64     `json:"blocked_total"`
+	LastSeq        int64     `json:"last_seq"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+func infoFromRow(r store.Session, busy bool) Info {
+	return Info{ID: r.ID, Workspace: r.Workspace, Title: r.Title, Plan: r.Plan, Mode: r.Mode, Busy: busy,
+		ProposalStatus: "none", BlockedTotal: r.BlockedTotal, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}
+
+// Info returns the session's current summary.
+func (s *Session) Info() Info {
+	s.mu.Lock()
+	in := infoFromRow(s.row, s.busy)
+	in.Queued = len(s.queue)
+	s.mu.Unlock()
+	s.evMu.Lock()
+	in.LastSeq = s.lastSeq
+	s.evMu.Unlock()
+	return in
+}
+
+// Events returns the persisted event log after seq since.
+func (s *Session) Events(ctx context.Context, since int64) ([]Event, error) {
+	s.flush()
+	evs, err := s.m.st.Events(ctx, s.id, since)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Event, len(evs))
+	for i, e := range evs {
+		out[i] = Event{Session: s.id, Seq: e.Seq, Kind: e.Kind, Data: e.Data, Time: e.Time}
+	}
+	return out, nil
+}
+
+// emit appends an event to the log and publishes it. Every kind but "text"
+// is durable before it is published; text deltas are persisted in batches
+// with the next durable event (the transcript holds the full text anyway).
+func (s *Session) emit(kind string, data any) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		raw, _ = json.Marshal(map[string]string{"error": err.Error()})
+	}
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	s.lastSeq++
+	ev := store.Event{Seq: s.lastSeq, Kind: kind, Data: raw, Time: time.Now()}
+	s.pending = append(s.pending, ev)
+	if kind != "text" {
+		s.flushLocked()
+	}
+	s.m.publish(Event{Session: s.id, Seq: ev.Seq, Kind: kind, Data: raw, Time: ev.Time})
+}
+
+func (s *Session) flush() {
+	s.evMu.Lock()
+	s.flushLocked()
+	s.evMu.Unlock()
+}
+
+func (s *Session) flushLocked() {
+	if len(s.pending) == 0 {
+		return
+	}
+	if err := s.m.st.AppendEvents(context.Background(), s.id, s.pending); err != nil {
+		s.m.log.Error("persist events", "session", s.id, "err", err)
+		return
+	}
+	s.pending = s.pending[:0]
+}
+
+// saveRow persists the session row (caller must not hold s.mu).
+func (s *Session) saveRow(ctx context.Context) error {
+	s.mu.Lock()
+	row := s.row
+	s.mu.Unlock()
+	return s.m.st.PutSession(ctx, row)
+}
+
+func (s *Session) statusData() map[string]any {
+	in := s.Info()
+	return map[string]any{"plan": in.Plan, "mode": in.Mode, "busy": in.Busy, "queued": in.Queued,
+		"proposal_status": in.ProposalStatus, "blocked_total": in.BlockedTotal}
+}
+
+// SetMode sets the permission mode. It never touches the Plan posture.
+func (s *Session) SetMode(ctx context.Context, mode string) error {
+	md, err := agent.ParseMode(mode)
+	if err != nil {
+		return errorf(CodeInvalidParams, "%v", err)
+	}
+	s.mu.Lock()
+	s.row.Mode = string(md)
+	s.mu.Unlock()
+	if err := s.saveRow(ctx); err != nil {
+		return err
+	}
+	s.emit("status", s.statusData())
+	return nil
+}
+
+// EnterPlan turns Plan on (a no-op if it is on). Entering starts a new Plan
+// episode, which re-arms the full reminder template.
+func (s *Session) EnterPlan(ctx context.Context) error {
+	s.mu.Lock()
+	if s.row.Plan {
+		s.mu.Unlock()
+		return nil
+	}
+	s.row.Plan = true
+	s.row.PlanEpisode++
+	s.mu.Unlock()
+	if err := s.saveRow(ctx); err != nil {
+		return err
+	}
+	s.emit("status", s.statusData())
+	return nil
+}
+
+// ExitPlan turns Plan off. Only the person reaches this: no tool does.
+func (s *Session) ExitPlan(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.row.Plan {
+		s.mu.Unlock()
+		return nil
+	}
+	s.row.Plan = false
+	s.mu.Unlock()
+	if err := s.saveRow(ctx); err != nil {
+		return err
+	}
+	s.emit("status", s.statusData())
+	return nil
+}
+
+// PlanStatus is the answer to `/plan status`.
+type PlanStatus struct {
+	Plan           bool   `json:"plan"`
+	Mode           string `json:"mode"`
+	ProposalStatus string `json:"proposal_status"`
+	ProposalTitle  string `json:"proposal_title"`
+	BlockedTotal   int64  `json:"blocked_total"`
+	Text           string `json:"text"`
+}
+
+// Status reports posture, proposal state and the blocked-call count.
+func (s *Session) Status() PlanStatus {
+	in := s.Info()
+	st := PlanStatus{Plan: in.Plan, Mode: in.Mode, ProposalStatus: in.ProposalStatus, BlockedTotal: in.BlockedTotal}
+	posture := "off"
+	if st.Plan {
+		posture = "on"
+	}
+	st.Text = fmt.Sprintf("Plan %s · mode %s · proposal %s · %d blocked call(s)", posture, st.Mode, st.ProposalStatus, st.BlockedTotal)
+	return st
+}
+
+// SubmitResult says what happened to submitted text.
+type SubmitResult struct {
+	Queued  bool   `json:"queued"`
+	Command string `json:"command,omitempty"`
+}
+
+// Submit handles text typed by the person: `/plan` commands act on the
+// posture; anything else is a prompt, run now or queued behind the running
+// turn. Matching is on the exact first token, so prose about planning never
+// changes the posture.
+func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error) {
+	if strings.TrimSpace(text) == "" {
+		return SubmitResult{}, errorf(CodeInvalidParams, "empty prompt")
+	}
+	if cmd, rest, ok := slashCommand(text); ok && cmd == "/plan" {
+		return s.planCommand(ctx, rest)
+	}
+	return SubmitResult{Queued: s.prompt(text)}, nil
+}
+
+// slashCommand splits "/cmd rest" when text starts with a slash token.
+func slashCommand(text string) (cmd, rest string, ok bool) {
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "/") {
+		return "", "", false
+	}
+	cmd, rest, _ = strings.Cut(t, " ")
+	if i := strings.IndexAny(cmd, "\t\n"); i >= 0 {
+		cmd, rest = cmd[:i], t[i+1:]
+	}
+	return cmd, strings.TrimSpace(rest), true
+}
+
+func (s *Session) planCommand(ctx context.Context, arg string) (SubmitResult, error) {
+	res := SubmitResult{Command: "plan"}
+	var err error
+	switch arg {
+	case "":
+		if s.Info().Plan {
+			err = s.ExitPlan(ctx)
+		} else {
+			err = s.EnterPlan(ctx)
+		}
+	case "on":
+		err = s.EnterPlan(ctx)
+	case "off", "stop", "cancel":
+		err = s.ExitPlan(ctx)
+	case "status":
+		s.emit("notice", map[string]any{"message": s.Status().Text})
+	default:
+		if err = s.EnterPlan(ctx); err == nil {
+			res.Queued = s.prompt(arg)
+		}
+	}
+	return res, err
+}
+
+// prompt runs text as a turn now, or queues it if a turn is running.
+func (s *Session) prompt(text string) (queued bool) {
+	s.mu.Lock()
+	if s.busy {
+		s.queue = append(s.queue, text)
+		n := len(s.queue)
+		s.mu.Unlock()
+		s.emit("queued", map[string]any{"text": text, "queued": n})
+		return true
+	}
+	s.busy = true
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.mu.Unlock()
+	s.m.turns.Add(1)
+	go s.runQueue(ctx, cancel, text)
+	return false
+}
+
+func (s *Session) runQueue(ctx context.Context, cancel context.CancelFunc, text string) {
+	defer s.m.turns.Done()
+	for {
+		s.runTurn(ctx, text)
+		cancel()
+		s.mu.Lock()
+		if len(s.queue) == 0 || s.m.isClosed() {
+			s.busy, s.cancel = false, nil
+			s.mu.Unlock()
+			s.emit("status", s.statusData())
+			return
+		}
+		text, s.queue = s.queue[0], s.queue[1:]
+		ctx, cancel = context.WithCancel(context.Background())
+		s.cancel = cancel
+		s.mu.Unlock()
+	}
+}
+
+func (m *Manager) isClosed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
+}
+
+// Interrupt cancels the running turn and drops queued prompts.
+func (s *Session) Interrupt() {
+	s.mu.Lock()
+	cancel := s.cancel
+	dropped := len(s.queue)
+	s.queue = nil
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		s.emit("notice", map[string]any{"message": fmt.Sprintf("interrupted (%d queued prompt(s) dropped)", dropped)})
+	}
+}
+
+// Wait blocks until no turn is running (for tests and the demo).
+func (s *Session) Wait(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		busy := s.busy
+		s.mu.Unlock()
+		if !busy {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// appendTranscript persists messages of the current segment together with
+// the session row.
+func (s *Session) appendTranscript(ctx context.Context, msgs []agent.Message) error {
+	s.mu.Lock()
+	rows := make([]store.Message, 0, len(msgs))
+	for _, m := range msgs {
+		calls := ""
+		if len(m.ToolCalls) > 0 {
+			b, _ := json.Marshal(m.ToolCalls)
+			calls = string(b)
+		}
+		rows = append(rows, store.Message{Idx: s.nextIdx, Segment: s.row.Segment, Role: m.Role, Content: m.Content,
+			ToolCalls: calls, ToolCallID: m.ToolCallID, Name: m.Name})
+		s.nextIdx++
+	}
+	s.msgs = append(s.msgs, msgs...)
+	row := s.row
+	s.mu.Unlock()
+	return s.m.st.Tx(ctx, func(tx *sql.Tx) error {
+		if err := store.AppendMessagesTx(ctx, tx, s.id, rows); err != nil {
+			return err
+		}
+		return store.PutSessionTx(ctx, tx, row)
+	})
+}

@@ -1,0 +1,180 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"planbridge/internal/agent"
+)
+
+const systemPrompt = `You are a careful coding agent working in the repository at %s.
+Use the tools to inspect files before changing them. Paths are relative to the workspace;
+work:// paths address your own session notes and plan files.`
+
+// turnSink turns agent callbacks into session events.
+type turnSink struct {
+	s    *Session
+	plan bool // the turn's immutable Plan stamp
+	view viewFilter
+}
+
+// viewFilter decides what of a streamed response the person sees.
+type viewFilter interface {
+	Write(delta string) string
+	Done(text string) string // returns any held-back visible text
+}
+
+type passThrough struct{}
+
+func (passThrough) Write(d string) string { return d }
+func (passThrough) Done(string) string    { return "" }
+
+func (k *turnSink) Text(delta string) {
+	if v := k.view.Write(delta); v != "" {
+		k.s.emit("text", map[string]any{"delta": v})
+	}
+}
+
+func (k *turnSink) ResponseDone(text string) {
+	if v := k.view.Done(text); v != "" {
+		k.s.emit("text", map[string]any{"delta": v})
+	}
+	k.s.onResponse(k.plan, text)
+	k.view = k.s.newView(k.plan)
+}
+
+func (k *turnSink) ToolCall(call agent.ToolCall) {
+	k.s.emit("tool_call", map[string]any{"id": call.ID, "name": call.Name, "arguments": rawOrEmpty(call.Arguments)})
+}
+
+func (k *turnSink) ToolResult(call agent.ToolCall, ok bool, output string) {
+	k.s.emit("tool_result", map[string]any{"id": call.ID, "name": call.Name, "ok": ok, "output": clipView(output)})
+}
+
+func (k *turnSink) Blocked(call agent.ToolCall, code, reason string) {
+	k.s.mu.Lock()
+	k.s.row.BlockedTotal++
+	k.s.mu.Unlock()
+	if err := k.s.saveRow(context.Background()); err != nil {
+		k.s.m.log.Error("persist blocked count", "session", k.s.id, "err", err)
+	}
+	k.s.emit("blocked", map[string]any{"id": call.ID, "name": call.Name, "code": code, "reason": reason})
+}
+
+func rawOrEmpty(r json.RawMessage) json.RawMessage {
+	if len(r) == 0 || !json.Valid(r) {
+		return json.RawMessage(`{}`)
+	}
+	return r
+}
+
+// maxViewOutput bounds tool output copied into events (the model gets all).
+const maxViewOutput = 16 << 10
+
+func clipView(s string) string {
+	if len(s) <= maxViewOutput {
+		return s
+	}
+	cut := maxViewOutput
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n[… %d more bytes shown to the model only]", len(s)-cut)
+}
+
+// runTurn runs one prompt as a model turn and persists what it produced.
+func (s *Session) runTurn(ctx context.Context, text string) {
+	eng := s.m.Engine()
+	s.mu.Lock()
+	s.turnNo++
+	turnNo := s.turnNo
+	plan := s.row.Plan // the turn's immutable Plan stamp
+	fullReminder := plan && s.row.TemplateEpisode != s.row.PlanEpisode
+	if s.row.Title == "" {
+		s.row.Title = titleFrom(text)
+	}
+	history := append([]agent.Message(nil), s.msgs...)
+	mode := agent.Mode(s.row.Mode)
+	workspace := s.row.Workspace
+	s.mu.Unlock()
+
+	content := text
+	if plan {
+		content = text + "\n\n" + reminder(fullReminder)
+	}
+	user := agent.Message{Role: agent.RoleUser, Content: content}
+	s.emit("user", map[string]any{"text": text, "display": text})
+	s.emit("turn_start", map[string]any{"turn": turnNo, "plan": plan})
+	if eng == nil {
+		s.finishTurn(ctx, turnNo, []agent.Message{user}, errors.New("no model engine is configured"), false)
+		return
+	}
+	sink := &turnSink{s: s, plan: plan, view: s.newView(plan)}
+	t := &agent.Turn{
+		Engine:   eng,
+		Messages: append(append([]agent.Message{{Role: agent.RoleSystem, Content: fmt.Sprintf(systemPrompt, workspace)}}, history...), user),
+		Tools:    s.m.registry(),
+		Gate:     agent.Gate{Plan: plan, Mode: mode, Shell: s.m.shell},
+		Env:      agent.Env{Roots: agent.Roots{Workspace: workspace, Work: s.workDir}, Shell: s.m.shell},
+		Ask:      s.askFunc(),
+		Sink:     sink,
+	}
+	res, err := t.Run(ctx)
+	// The full template counts as delivered only once a model response
+	// actually arrived: a cancelled dispatch leaves it armed.
+	delivered := fullReminder && len(res.Messages) > 0
+	s.finishTurn(ctx, turnNo, append([]agent.Message{user}, res.Messages...), err, delivered)
+}
+
+func (s *Session) finishTurn(ctx context.Context, turnNo int64, msgs []agent.Message, err error, templateDelivered bool) {
+	if templateDelivered {
+		s.mu.Lock()
+		s.row.TemplateEpisode = s.row.PlanEpisode
+		s.mu.Unlock()
+	}
+	// Persist even after cancellation: the transcript must not lose what happened.
+	if perr := s.appendTranscript(context.WithoutCancel(ctx), msgs); perr != nil {
+		s.m.log.Error("persist transcript", "session", s.id, "err", perr)
+		s.emit("error", map[string]any{"message": "could not save the transcript: " + perr.Error()})
+	}
+	data := map[string]any{"turn": turnNo, "ok": err == nil}
+	if err != nil {
+		msg := err.Error()
+		if errors.Is(err, context.Canceled) {
+			msg = "interrupted"
+		}
+		data["error"] = msg
+		if !errors.Is(err, context.Canceled) {
+			s.emit("error", map[string]any{"message": msg})
+		}
+	}
+	s.emit("turn_end", data)
+}
+
+func (s *Session) askFunc() agent.Asker {
+	s.m.mu.Lock()
+	ask := s.m.asker
+	s.m.mu.Unlock()
+	if ask == nil {
+		return nil
+	}
+	return func(ctx context.Context, call agent.ToolCall, reason string) (bool, error) {
+		return ask(ctx, s.id, call, reason)
+	}
+}
+
+func titleFrom(text string) string {
+	t := strings.TrimSpace(text)
+	if i := strings.IndexByte(t, '\n'); i >= 0 {
+		t = t[:i]
+	}
+	if utf8.RuneCountInString(t) > 60 {
+		r := []rune(t)
+		t = string(r[:59]) + "…"
+	}
+	return t
+}

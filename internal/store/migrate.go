@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations[i] brings the schema from version i to i+1. Never edit a
+// released migration: append a new one.
+var migrations = []string{
+	// 1: sessions, events, transcript messages, key-value.
+	`CREATE TABLE sessions (
+		id TEXT PRIMARY KEY,
+		workspace TEXT NOT NULL,
+		title TEXT NOT NULL DEFAULT '',
+		plan INTEGER NOT NULL DEFAULT 0,
+		mode TEXT NOT NULL DEFAULT 'ask',
+		blocked_total INTEGER NOT NULL DEFAULT 0,
+		plan_episode INTEGER NOT NULL DEFAULT 0,
+		template_episode INTEGER NOT NULL DEFAULT 0,
+		segment INTEGER NOT NULL DEFAULT 0,
+		created_at TEXT NOT NULL,
+		updated_at TEXT NOT NULL
+	);
+	CREATE TABLE events (
+		session_id TEXT NOT NULL REFERENCES sessions(id),
+		seq INTEGER NOT NULL,
+		kind TEXT NOT NULL,
+		data TEXT NOT NULL,
+		time TEXT NOT NULL,
+		PRIMARY KEY (session_id, seq)
+	);
+	CREATE TABLE messages (
+		session_id TEXT NOT NULL REFERENCES sessions(id),
+		idx INTEGER NOT NULL,
+		segment INTEGER NOT NULL DEFAULT 0,
+		role TEXT NOT NULL,
+		content TEXT NOT NULL DEFAULT '',
+		tool_calls TEXT NOT NULL DEFAULT '',
+		tool_call_id TEXT NOT NULL DEFAULT '',
+		name TEXT NOT NULL DEFAULT '',
+		PRIMARY KEY (session_id, idx)
+	);
+	CREATE TABLE kv (
+		key TEXT PRIMARY KEY,
+		value TEXT NOT NULL
+	);`,
+}
+
+func (s *Store) migrate(ctx context.Context, steps []string) error {
+	var v int
+	if err := s.db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if v > len(steps) {
+		return fmt.Errorf("database schema version %d is newer than this planbridge (%d)", v, len(steps))
+	}
+	for i := v; i < len(steps); i++ {
+		err := s.Tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, steps[i]); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, i+1))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,219 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Session is one row of the sessions table.
+type Session struct {
+	ID              string
+	Workspace       string
+	Title           string
+	Plan            bool
+	Mode            string
+	BlockedTotal    int64
+	PlanEpisode     int64
+	TemplateEpisode int64
+	Segment         int64
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+const sessionCols = `id, workspace, title, plan, mode, blocked_total, plan_episode, template_episode, segment, created_at, updated_at`
+
+func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
+	var r Session
+	var created, updated string
+	if err := sc.Scan(&r.ID, &r.Workspace, &r.Title, &r.Plan, &r.Mode, &r.BlockedTotal,
+		&r.PlanEpisode, &r.TemplateEpisode, &r.Segment, &created, &updated); err != nil {
+		return r, err
+	}
+	r.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
+	r.UpdatedAt, _ = time.Parse(time.RFC3339Nano, updated)
+	return r, nil
+}
+
+// PutSession inserts or replaces the whole session row.
+func (s *Store) PutSession(ctx context.Context, r Session) error {
+	return s.Tx(ctx, func(tx *sql.Tx) error { return PutSessionTx(ctx, tx, r) })
+}
+
+// PutSessionTx is [Store.PutSession] inside a caller's transaction.
+func PutSessionTx(ctx context.Context, tx *sql.Tx, r Session) error {
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = time.Now()
+	}
+	r.UpdatedAt = time.Now()
+	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT(id) DO UPDATE SET workspace=excluded.workspace, title=excluded.title, plan=excluded.plan,
+		mode=excluded.mode, blocked_total=excluded.blocked_total, plan_episode=excluded.plan_episode,
+		template_episode=excluded.template_episode, segment=excluded.segment, updated_at=excluded.updated_at`,
+		r.ID, r.Workspace, r.Title, r.Plan, r.Mode, r.BlockedTotal, r.PlanEpisode, r.TemplateEpisode, r.Segment,
+		r.CreatedAt.UTC().Format(time.RFC3339Nano), r.UpdatedAt.UTC().Format(time.RFC3339Nano))
+	if err != nil {
+		return fmt.Errorf("save session %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// GetSession loads one session; [ErrNotFound] if it does not exist.
+func (s *Store) GetSession(ctx context.Context, id string) (Session, error) {
+	r, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	return r, err
+}
+
+// ListSessions returns every session, most recently updated first.
+func (s *Store) ListSessions(ctx context.Context) ([]Session, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions ORDER BY updated_at DESC`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		r, err := scanSession(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Event is one entry of a session's event log.
+type Event struct {
+	Seq  int64
+	Kind string
+	Data json.RawMessage
+	Time time.Time
+}
+
+// AppendEvents appends events (with their already assigned sequence numbers)
+// in one transaction.
+func (s *Store) AppendEvents(ctx context.Context, sessionID string, evs []Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	return s.Tx(ctx, func(tx *sql.Tx) error { return AppendEventsTx(ctx, tx, sessionID, evs) })
+}
+
+// AppendEventsTx is [Store.AppendEvents] inside a caller's transaction.
+func AppendEventsTx(ctx context.Context, tx *sql.Tx, sessionID string, evs []Event) error {
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (session_id, seq, kind, data, time) VALUES (?,?,?,?,?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, e := range evs {
+		if _, err := stmt.ExecContext(ctx, sessionID, e.Seq, e.Kind, string(e.Data), e.Time.UTC().Format(time.RFC3339Nano)); err != nil {
+			return fmt.Errorf("append event %d: %w", e.Seq, err)
+		}
+	}
+	return nil
+}
+
+// Events returns the events of a session with seq > since, in order. A row
+// whose data is not valid JSON is returned as kind "corrupt" with the raw text
+// quoted, so one bad row never hides the rest of the log.
+func (s *Store) Events(ctx context.Context, sessionID string, since int64) ([]Event, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, kind, data, time FROM events WHERE session_id = ? AND seq > ? ORDER BY seq`, sessionID, since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var e Event
+		var data, t string
+		if err := rows.Scan(&e.Seq, &e.Kind, &data, &t); err != nil {
+			return nil, err
+		}
+		if json.Valid([]byte(data)) {
+			e.Data = json.RawMessage(data)
+		} else {
+			raw, _ := json.Marshal(map[string]string{"kind": e.Kind, "raw": data})
+			e.Kind, e.Data = "corrupt", raw
+		}
+		e.Time, _ = time.Parse(time.RFC3339Nano, t)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// LastSeq returns the highest event sequence number of a session (0 if none).
+func (s *Store) LastSeq(ctx context.Context, sessionID string) (int64, error) {
+	var n sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT MAX(seq) FROM events WHERE session_id = ?`, sessionID).Scan(&n)
+	return n.Int64, err
+}
+
+// Message is one persisted transcript entry.
+type Message struct {
+	Idx        int64
+	Segment    int64
+	Role       string
+	Content    string
+	ToolCalls  string // JSON array or ""
+	ToolCallID string
+	Name       string
+}
+
+// AppendMessagesTx appends transcript messages inside a caller's transaction.
+func AppendMessagesTx(ctx context.Context, tx *sql.Tx, sessionID string, msgs []Message) error {
+	for _, m := range msgs {
+		_, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, idx, segment, role, content, tool_calls, tool_call_id, name) VALUES (?,?,?,?,?,?,?,?)`,
+			sessionID, m.Idx, m.Segment, m.Role, m.Content, m.ToolCalls, m.ToolCallID, m.Name)
+		if err != nil {
+			return fmt.Errorf("append message %d: %w", m.Idx, err)
+		}
+	}
+	return nil
+}
+
+// AppendMessages appends transcript messages in one transaction.
+func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs []Message) error {
+	return s.Tx(ctx, func(tx *sql.Tx) error { return AppendMessagesTx(ctx, tx, sessionID, msgs) })
+}
+
+// Messages returns a session's transcript in order.
+func (s *Store) Messages(ctx context.Context, sessionID string) ([]Message, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT idx, segment, role, content, tool_calls, tool_call_id, name FROM messages WHERE session_id = ? ORDER BY idx`, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		var m Message
+		if err := rows.Scan(&m.Idx, &m.Segment, &m.Role, &m.Content, &m.ToolCalls, &m.ToolCallID, &m.Name); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Get reads a key of the key-value table; ok is false when absent.
+func (s *Store) Get(ctx context.Context, key string) (value string, ok bool, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT value FROM kv WHERE key = ?`, key).Scan(&value)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	return value, err == nil, err
+}
+
+// Put writes a key of the key-value table.
+func (s *Store) Put(ctx context.Context, key, value string) error {
+	return s.Tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value)
+		return err
+	})
+}

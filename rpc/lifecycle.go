@@ -1,0 +1,48 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+
+	"planbridge/internal/agent"
+)
+
+type initializeParams struct {
+	Engine *agent.EngineConfig `json:"engine"`
+	Client *struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	} `json:"client"`
+}
+
+func initialize(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
+	p, err := decode[initializeParams](raw)
+	if err != nil {
+		return nil, err
+	}
+	m := s.opt.Manager
+	if p.Engine != nil && p.Engine.Kind != "" {
+		if s.opt.NewEngine == nil {
+			return nil, paramsError{errString("this server cannot configure engines")}
+		}
+		eng, err := s.opt.NewEngine(*p.Engine)
+		if err != nil {
+			return nil, paramsError{err}
+		}
+		m.SetEngine(eng)
+	}
+	engine := ""
+	if e := m.Engine(); e != nil {
+		engine = e.Name()
+	}
+	return map[string]any{"version": s.opt.Version, "state_dir": m.Store().Dir(), "engine": engine}, nil
+}
+
+func shutdown(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
+	s.opt.Manager.Close()
+	return nil, nil
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }

@@ -1,0 +1,183 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"planbridge/internal/agent"
+	"planbridge/internal/session"
+)
+
+// CodeApplication is the JSON-RPC error code of every application error; the
+// stable reason is in error.data.code.
+const CodeApplication = -32000
+
+// CodeRequestCancelled answers a request cancelled with $/cancelRequest.
+const CodeRequestCancelled = -32800
+
+// Options configures a [Server].
+type Options struct {
+	Manager *session.Manager
+	Logger  *slog.Logger
+	Version string
+	// NewEngine builds the model engine named by initialize params.
+	NewEngine func(agent.EngineConfig) (agent.Engine, error)
+}
+
+// Server serves one JSON-RPC connection.
+type Server struct {
+	opt  Options
+	log  *slog.Logger
+	conn *jsonrpc2.Conn
+
+	mu       sync.Mutex // guards inflight
+	inflight map[jsonrpc2.ID]context.CancelFunc
+}
+
+type handlerFunc func(ctx context.Context, s *Server, params json.RawMessage) (any, error)
+
+// methods is the method table: one entry per JSON-RPC method.
+var methods = map[string]handlerFunc{
+	"initialize":                initialize,
+	"shutdown":                  shutdown,
+	"session/create":            sessionCreate,
+	"session/open":              sessionOpen,
+	"session/list":              sessionList,
+	"session/submit":            sessionSubmit,
+	"session/interrupt":         sessionInterrupt,
+	"session/setPermissionMode": sessionSetMode,
+	"plan/enter":                planEnter,
+	"plan/exit":                 planExit,
+	"plan/status":               planStatus,
+}
+
+// Serve speaks JSON-RPC on r/w until the peer closes the stream or ctx ends.
+func Serve(ctx context.Context, r io.Reader, w io.Writer, opt Options) error {
+	s := &Server{opt: opt, log: opt.Logger, inflight: map[jsonrpc2.ID]context.CancelFunc{}}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	stream := newFrameStream(r, w, nil)
+	s.conn = jsonrpc2.NewConn(ctx, stream, jsonrpc2.AsyncHandler(jsonrpc2.HandlerWithError(s.handle)),
+		jsonrpc2.SetLogger(slogAdapter{s.log}))
+	unsub := opt.Manager.Subscribe(func(ev session.Event) {
+		if err := s.conn.Notify(context.Background(), "session/event", ev); err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
+			s.log.Warn("notify", "err", err)
+		}
+	})
+	defer unsub()
+	opt.Manager.SetAsker(s.askPermission)
+	select {
+	case <-s.conn.DisconnectNotify():
+	case <-ctx.Done():
+		s.conn.Close()
+	}
+	return nil
+}
+
+func (s *Server) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
+	if req.Method == "$/cancelRequest" {
+		var p struct {
+			ID jsonrpc2.ID `json:"id"`
+		}
+		if req.Params != nil && json.Unmarshal(*req.Params, &p) == nil {
+			s.mu.Lock()
+			if cancel := s.inflight[p.ID]; cancel != nil {
+				cancel()
+			}
+			s.mu.Unlock()
+		}
+		return nil, nil
+	}
+	fn := methods[req.Method]
+	if fn == nil {
+		if req.Notif {
+			return nil, nil
+		}
+		return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %s", req.Method)}
+	}
+	if !req.Notif {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		s.mu.Lock()
+		s.inflight[req.ID] = cancel
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.inflight, req.ID)
+			s.mu.Unlock()
+			cancel()
+		}()
+	}
+	var params json.RawMessage
+	if req.Params != nil {
+		params = *req.Params
+	}
+	res, err := fn(ctx, s, params)
+	if err != nil {
+		return nil, s.toWireError(ctx, req.Method, err)
+	}
+	return res, nil
+}
+
+// paramsError marks a params decoding failure.
+type paramsError struct{ err error }
+
+func (e paramsError) Error() string { return "invalid params: " + e.err.Error() }
+
+// decode unmarshals params into a T, refusing unknown fields' wrong types.
+func decode[T any](params json.RawMessage) (T, error) {
+	var v T
+	if len(params) == 0 || string(params) == "null" {
+		return v, nil
+	}
+	if err := json.Unmarshal(params, &v); err != nil {
+		return v, paramsError{err}
+	}
+	return v, nil
+}
+
+func (s *Server) toWireError(ctx context.Context, method string, err error) *jsonrpc2.Error {
+	var pe paramsError
+	var ae *session.Error
+	switch {
+	case errors.As(err, &pe):
+		return &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: pe.Error()}
+	case errors.As(err, &ae):
+		e := &jsonrpc2.Error{Code: CodeApplication, Message: ae.Message}
+		e.SetError(map[string]string{"code": ae.Code})
+		if ae.Code == session.CodeInvalidParams {
+			e.Code = jsonrpc2.CodeInvalidParams
+		}
+		return e
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		return &jsonrpc2.Error{Code: CodeRequestCancelled, Message: "request cancelled"}
+	}
+	s.log.Error("request failed", "method", method, "err", err)
+	return &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: err.Error()}
+}
+
+// askPermission asks the client with a server→client permission/ask request.
+func (s *Server) askPermission(ctx context.Context, sess string, call agent.ToolCall, reason string) (bool, error) {
+	var res struct {
+		Allow bool `json:"allow"`
+	}
+	err := s.conn.Call(ctx, "permission/ask", map[string]any{
+		"session": sess, "tool": call.Name, "arguments": call.Arguments, "summary": reason,
+	}, &res)
+	if err != nil {
+		return false, err
+	}
+	return res.Allow, nil
+}
+
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Printf(format string, v ...any) { a.l.Info(fmt.Sprintf(format, v...)) }
