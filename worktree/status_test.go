@@ -1,0 +1,351 @@
+package worktree
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hermetic points HOME and XDG_CONFIG_HOME at empty temporary directories
+// and disables the system configuration, for git and for this package.
+func hermetic(t *testing.T) (home string) {
+	t.Helper()
+	home = t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	t.Setenv("GIT_CONFIG_GLOBAL", "")
+	os.Unsetenv("GIT_CONFIG_GLOBAL")
+	return home
+}
+
+// newRepo creates a repository with one commit of files.
+func newRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	gitCmd(t, dir, "init", "-q", "-b", "main")
+	for p, c := range files {
+		writeFile(t, dir, p, c)
+	}
+	gitCmd(t, dir, "add", "-A")
+	gitCmd(t, dir, "commit", "-q", "--allow-empty", "-m", "init")
+	return dir
+}
+
+// gitStatus returns git's porcelain lines, sorted.
+func gitStatus(t *testing.T, dir string) []string {
+	t.Helper()
+	out := gitCmd(t, dir, "-c", "core.fsmonitor=false", "status", "--porcelain", "--untracked-files=all", "--no-renames")
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+func ourStatus(t *testing.T, dir string) []string {
+	t.Helper()
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dir, err)
+	}
+	entries, err := r.Status(context.Background())
+	if err != nil {
+		t.Fatalf("Status: %v", err)
+	}
+	var lines []string
+	for _, e := range entries {
+		lines = append(lines, e.Porcelain())
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+func compareStatus(t *testing.T, dir string) {
+	t.Helper()
+	// Ours first: git status refreshes the index, which would hide a wrong
+	// racy-git decision of ours.
+	ours := ourStatus(t, dir)
+	want := gitStatus(t, dir)
+	if strings.Join(ours, "\n") != strings.Join(want, "\n") {
+		t.Errorf("status mismatch in %s\nours:\n  %s\ngit:\n  %s", dir,
+			strings.Join(ours, "\n  "), strings.Join(want, "\n  "))
+	}
+	// Again after git refreshed the index.
+	if again := ourStatus(t, dir); strings.Join(again, "\n") != strings.Join(want, "\n") {
+		t.Errorf("status mismatch after git refreshed the index\nours:\n  %s\ngit:\n  %s",
+			strings.Join(again, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStatusOracle(t *testing.T) {
+	base := map[string]string{
+		"README":          "readme\n",
+		"a/b/c.txt":       "c\n",
+		"a/b/d.txt":       "d\n",
+		"a/e.txt":         "e\n",
+		"a.c":             "a.c\n",
+		"a0":              "a0\n",
+		"mod.txt":         "one\n",
+		"del.txt":         "gone soon\n",
+		"dir/del/x":       "x\n",
+		"dir/del/y":       "y\n",
+		"ren/old.txt":     "renamed\n",
+		"exec.sh":         "#!/bin/sh\n",
+		"build/keep.txt":  "tracked in an ignored dir\n",
+		"space name.txt":  "s\n",
+		"ünï.txt":         "u\n",
+		"typechange":      "file\n",
+		".gitignore":      "*.log\n!keep.log\nbuild/\n/anchored\n**/deep/*.o\nnested-ign/\n",
+		"sub/.gitignore":  "*.tmp\n!important.tmp\n",
+		"wl/.gitignore":   "*\n!*/\n!*.txt\n!.gitignore\n",
+		"wl/in.txt":       "x\n",
+		"esc/.gitignore":  "\\#hash\n\\!bang\ntrail\\ \nsp  \n[[:digit:]]x\nq?q\n",
+		"esc/tracked.txt": "t\n",
+	}
+	cases := []struct {
+		name  string
+		setup func(t *testing.T, dir string)
+	}{
+		{"clean", func(t *testing.T, dir string) {}},
+		{"changes", func(t *testing.T, dir string) {
+			writeFile(t, dir, "mod.txt", "two\n")
+			os.Remove(filepath.Join(dir, "del.txt"))
+			os.RemoveAll(filepath.Join(dir, "dir"))
+			writeFile(t, dir, "new/deep/er/file.txt", "n\n")
+			writeFile(t, dir, "a/b/untracked.txt", "u\n")
+			writeFile(t, dir, "staged.txt", "s\n")
+			gitCmd(t, dir, "add", "staged.txt")
+			writeFile(t, dir, "a/e.txt", "staged change\n")
+			gitCmd(t, dir, "add", "a/e.txt")
+			writeFile(t, dir, "a/e.txt", "and a worktree change\n")
+			writeFile(t, dir, "added-then-deleted", "x\n")
+			gitCmd(t, dir, "add", "added-then-deleted")
+			os.Remove(filepath.Join(dir, "added-then-deleted"))
+			gitCmd(t, dir, "mv", "ren/old.txt", "ren/new.txt")
+			gitCmd(t, dir, "rm", "-q", "--cached", "README")
+			os.Chmod(filepath.Join(dir, "exec.sh"), 0o755)
+			os.Remove(filepath.Join(dir, "typechange"))
+			symlink(t, "README", filepath.Join(dir, "typechange"))
+			writeFile(t, dir, "space name.txt", "changed\n")
+			writeFile(t, dir, "ünï.txt", "changed\n")
+			writeFile(t, dir, "new file\twith tab", "x\n")
+		}},
+		{"ignores", func(t *testing.T, dir string) {
+			for _, p := range []string{
+				"x.log", "keep.log", "sub/keep.log", "build/new.txt", "anchored", "sub/anchored",
+				"p/deep/a.o", "deep/b.o", "p/deep/c.c", "sub/a.tmp", "sub/important.tmp",
+				"sub/s2/b.tmp", "sub/s2/important.tmp", "nested-ign/x", "nested-ign/y/z",
+				"wl/a.c", "wl/b.txt", "wl/d/e.c", "wl/d/f.txt", "esc/#hash", "esc/!bang",
+				"esc/trail ", "esc/sp", "esc/1x", "esc/ax", "esc/qaq", "esc/q/q",
+				"info-excluded.txt", "d1/info-dir/x", "global.ign", "g/global.ign", "xdg.ign",
+				"neg/a.log", "neg/.gitignore", "neg/sub/b.log",
+			} {
+				writeFile(t, dir, p, "x\n")
+			}
+			writeFile(t, dir, "neg/.gitignore", "!*.log\n")
+			writeFile(t, dir, "reinc/.gitignore", "ign/\n!ign/keep\n")
+			writeFile(t, dir, "reinc/ign/keep", "k\n")
+			writeFile(t, dir, "reinc/ign/other", "o\n")
+			writeFile(t, dir, ".git/info/exclude", "info-excluded.txt\ninfo-dir/\n")
+		}},
+		{"symlinks and nested repos", func(t *testing.T, dir string) {
+			symlink(t, "a", filepath.Join(dir, "link-to-dir"))
+			symlink(t, "missing", filepath.Join(dir, "dangling"))
+			symlink(t, "../README", filepath.Join(dir, "sl/link"))
+			nested := filepath.Join(dir, "vendor/nested")
+			os.MkdirAll(nested, 0o755)
+			gitCmd(t, nested, "init", "-q")
+			writeFile(t, nested, "inner.txt", "i\n")
+			gitCmd(t, dir, "worktree", "add", "-q", "-b", "wt-side", ".worktrees/side")
+			writeFile(t, dir, "emptydir/.keep-not", "")
+			os.MkdirAll(filepath.Join(dir, "really-empty/sub"), 0o755)
+			writeFile(t, dir, "fakegit/.git/notarepo", "x\n")
+			writeFile(t, dir, "fakegit/file", "x\n")
+		}},
+		{"file replaced by dir", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "mod.txt"))
+			writeFile(t, dir, "mod.txt/inside", "x\n")
+			os.RemoveAll(filepath.Join(dir, "a/b"))
+			writeFile(t, dir, "a/b", "now a file\n")
+		}},
+		{"racy same second", func(t *testing.T, dir string) {
+			// Same size, same second as the index write, mtime put back:
+			// only the content (and ctime) differ.
+			p := filepath.Join(dir, "mod.txt")
+			writeFile(t, dir, "mod.txt", "111\n")
+			gitCmd(t, dir, "add", "mod.txt")
+			fi, _ := os.Stat(p)
+			writeFile(t, dir, "mod.txt", "222\n")
+			os.Chtimes(p, fi.ModTime(), fi.ModTime())
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			home := hermetic(t)
+			writeFile(t, home, ".gitconfig", "[core]\n\texcludesFile = ~/global-ignore\n")
+			writeFile(t, home, "global-ignore", "global.ign\n")
+			dir := newRepo(t, base)
+			os.Chmod(filepath.Join(dir, "exec.sh"), 0o644)
+			tc.setup(t, dir)
+			compareStatus(t, dir)
+		})
+	}
+}
+
+func TestStatusXDGDefaultExcludes(t *testing.T) {
+	home := hermetic(t)
+	writeFile(t, home, ".config/git/ignore", "*.xdg\n")
+	dir := newRepo(t, map[string]string{"f": "f\n"})
+	writeFile(t, dir, "a.xdg", "x\n")
+	writeFile(t, dir, "b.txt", "x\n")
+	compareStatus(t, dir)
+	if got := ourStatus(t, dir); len(got) != 1 || got[0] != "?? b.txt" {
+		t.Errorf("got %q, want only ?? b.txt", got)
+	}
+}
+
+func TestStatusUnbornAndSubdirOpen(t *testing.T) {
+	hermetic(t)
+	dir := t.TempDir()
+	gitCmd(t, dir, "init", "-q")
+	writeFile(t, dir, "x/y.txt", "y\n")
+	writeFile(t, dir, "z.txt", "z\n")
+	gitCmd(t, dir, "add", "x")
+	compareStatus(t, dir)
+	r, err := Open(filepath.Join(dir, "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Root != mustEval(t, dir) {
+		t.Errorf("Root = %s, want %s", r.Root, dir)
+	}
+	b, h, err := r.Head()
+	if err != nil || h != "" || b == "" {
+		t.Errorf("Head() = %q, %q, %v; want a branch with no commit", b, h, err)
+	}
+}
+
+func TestStatusLinkedWorktree(t *testing.T) {
+	hermetic(t)
+	dir := newRepo(t, map[string]string{"a": "a\n", "d/b": "b\n"})
+	wt := filepath.Join(t.TempDir(), "wt")
+	gitCmd(t, dir, "worktree", "add", "-q", "-b", "side", wt)
+	writeFile(t, wt, "a", "changed\n")
+	writeFile(t, wt, "d/new", "n\n")
+	compareStatus(t, wt)
+	r, err := Open(filepath.Join(wt, "d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, h, err := r.Head()
+	want := strings.TrimSpace(gitCmd(t, wt, "rev-parse", "HEAD"))
+	if err != nil || b != "side" || h != want {
+		t.Errorf("Head() = %q, %q, %v; want side, %s", b, h, err, want)
+	}
+	br, err := r.Branches()
+	if err != nil || strings.Join(br, ",") != "main,side" {
+		t.Errorf("Branches() = %v, %v", br, err)
+	}
+}
+
+func TestStatusCancelled(t *testing.T) {
+	hermetic(t)
+	dir := newRepo(t, map[string]string{"a": "a\n"})
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.Status(ctx); err == nil {
+		t.Error("Status with a cancelled context succeeded")
+	}
+}
+
+func mustEval(t *testing.T, p string) string {
+	t.Helper()
+	e, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// hostileRepo configures an fsmonitor hook, a clean filter for every path
+// and a post-checkout hook, each of which creates marker when run.
+func hostileRepo(t *testing.T) (dir, marker string) {
+	t.Helper()
+	hermetic(t)
+	dir = newRepo(t, map[string]string{"a.txt": "a\n", "d/b.txt": "b\n"})
+	marker = filepath.Join(t.TempDir(), "marker")
+	script := filepath.Join(t.TempDir(), "hook.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"$0 $*\" >> "+marker+"\ncat\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitCmd(t, dir, "config", "core.fsmonitor", script)
+	gitCmd(t, dir, "config", "filter.evil.clean", script)
+	gitCmd(t, dir, "config", "filter.evil.smudge", script)
+	gitCmd(t, dir, "config", "filter.evil.required", "true")
+	writeFile(t, dir, ".gitattributes", "* filter=evil\n")
+	hook := filepath.Join(dir, ".git", "hooks", "post-checkout")
+	os.MkdirAll(filepath.Dir(hook), 0o755)
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Make every entry need hashing: stat data no longer matches.
+	time.Sleep(10 * time.Millisecond)
+	writeFile(t, dir, "a.txt", "a\n")
+	writeFile(t, dir, "d/b.txt", "changed\n")
+	return dir, marker
+}
+
+func TestStatusRunsNoHelper(t *testing.T) {
+	dir, marker := hostileRepo(t)
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := r.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("Status ran a repository helper (marker exists)")
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Porcelain())
+	}
+	want := []string{"?? .gitattributes", " M d/b.txt"}
+	sort.Strings(got)
+	sort.Strings(want)
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	// Sanity check of the fixture: git itself does run the helper.
+	cmd := exec.Command("git", "status", "--porcelain")
+	cmd.Dir, cmd.Env = dir, gitEnv(t)
+	cmd.Run()
+	if _, err := os.Stat(marker); err != nil {
+		t.Error("fixture is not hostile: git status did not create the marker")
+	}
+}

@@ -1,0 +1,5 @@
+package worktree
+
+import "syscall"
+
+const syscallENOTDIR = syscall.ENOTDIR
