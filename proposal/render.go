@@ -89,14 +89,16 @@ func (urlSanitizer) Transform(doc *ast.Document, reader text.Reader, pc parser.C
 	}
 }
 
-// dangerousURL reports whether url has a scheme we refuse. Browsers ignore
-// ASCII whitespace and control characters inside a scheme ("java\tscript:"),
-// so they are ignored here too, as is case.
+// dangerousURL reports whether url has a scheme we refuse. goldmark resolves
+// entities and backslash escapes only when rendering, so they are resolved
+// here first; browsers ignore ASCII whitespace and control characters inside a
+// scheme ("java\tscript:"), so they are skipped, as are backslashes, and case
+// is ignored. Over-matching only costs a harmless empty href.
 func dangerousURL(url []byte) bool {
 	var scheme []byte
 	colon := false
-	for _, c := range url {
-		if c <= 0x20 || c == 0x7f {
+	for _, c := range []byte(html.UnescapeString(string(url))) {
+		if c <= 0x20 || c == 0x7f || c == '\\' {
 			continue
 		}
 		if c == ':' {
