@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // gitEnv is a hermetic environment for the git CLI: no system or user
@@ -49,4 +50,16 @@ func writeFile(t testing.TB, dir, rel, content string) {
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// settle waits until the next second and has git refresh and rewrite the
+// index, so no entry is racily clean any more (a source checkout that has
+// been left alone for a moment, as a real one has).
+func settle(t testing.TB, dir string) {
+	t.Helper()
+	time.Sleep(1100 * time.Millisecond)
+	cmd := exec.Command("git", "update-index", "-q", "--really-refresh")
+	cmd.Dir, cmd.Env = dir, gitEnv(t)
+	cmd.Run() // exits 1 when files are modified, which is expected
+	gitCmd(t, dir, "update-index", "--force-write-index")
 }
