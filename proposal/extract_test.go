@@ -493,3 +493,16 @@ func FuzzExtract(f *testing.F) {
 		}
 	})
 }
+
+// TestLongLineLinear streams one 1 MiB line byte by byte; a quadratic scanner
+// would take minutes.
+func TestLongLineLinear(t *testing.T) {
+	for _, in := range []string{
+		strings.Repeat("prose <propo ", 1<<20/13) + "<proposed_plan>",
+		"<proposed_plan>" + strings.Repeat(" ", 1<<20),
+		"```\n" + strings.Repeat("x", 1<<20),
+		strings.Repeat("\r", 1<<16) + strings.Repeat(" ", 1<<20) + "\r",
+	} {
+		checkStream(t, in, 1)
+	}
+}

@@ -133,3 +133,22 @@ func TestReminders(t *testing.T) {
 		t.Errorf("ReminderRef = %q", ref)
 	}
 }
+
+func FuzzRender(f *testing.F) {
+	for _, s := range []string{plan, "<script>x</script>", "[x](javascript:alert(1))", "- [x] a\n  - b\n## Steps\n1. c", "| a |\n|---|\n| b |"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		st := Parse(body)
+		if len(st.Steps) > MaxSteps+1 {
+			t.Fatalf("%d steps", len(st.Steps))
+		}
+		h := strings.ToLower(RenderHTML(body))
+		for _, bad := range []string{"<script", `href="javascript:`, `src="javascript:`, `href="data:`, `src="data:`} {
+			if strings.Contains(h, bad) {
+				t.Fatalf("RenderHTML output contains %q: %q", bad, h)
+			}
+		}
+		_ = RenderText(body)
+	})
+}
