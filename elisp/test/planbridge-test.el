@@ -1,0 +1,427 @@
+;;; planbridge-test.el --- ERT tests for planbridge against the real backend  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Run with `make elisp-test', or:
+;;
+;;   PLANBRIDGE_PROGRAM=$PWD/bin/planbridge \
+;;     emacs -Q --batch -L elisp -l elisp/test/planbridge-test.el \
+;;     -f ert-run-tests-batch-and-exit
+;;
+;; Every test that talks to the backend starts the real binary
+;; (PLANBRIDGE_PROGRAM; the tests fail when it is missing) with a fresh
+;; state directory, a temporary git repository as workspace and the
+;; `script' engine replaying responses the test writes.  The wire is
+;; observed by advising `jsonrpc-connection-receive' (jsonrpc 1.0.14,
+;; bundled with Emacs 28, has no `jsonrpc-event-hook').  The only
+;; `accept-process-output' loops are here, in the tests.
+
+;;; Code:
+
+(require 'ert)
+(require 'cl-lib)
+(require 'subr-x)
+(require 'planbridge)
+
+(defconst planbridge-test--source
+  (expand-file-name "../planbridge.el"
+                    (file-name-directory (or load-file-name buffer-file-name)))
+  "The planbridge.el under test.")
+
+(defvar planbridge-test--wire nil
+  "Messages received from the backend during a test, newest first.")
+
+(defvar planbridge-test--repo nil
+  "The workspace of the current test, a directory name.")
+
+;;; Fixtures
+;;;
+
+(defun planbridge-test--program ()
+  "Return the backend binary, failing the test if it is missing."
+  (let ((program (getenv "PLANBRIDGE_PROGRAM")))
+    (unless (and program (file-executable-p program))
+      (ert-fail (format "PLANBRIDGE_PROGRAM must name the built backend (run `make build'); got %S"
+                        program)))
+    program))
+
+(defun planbridge-test--git (dir &rest args)
+  "Run git with ARGS in DIR, failing the test on a non-zero exit."
+  (let ((default-directory dir))
+    (with-temp-buffer
+      (unless (zerop (apply #'call-process "git" nil t nil
+                            "-c" "user.name=planbridge test"
+                            "-c" "user.email=test@example.invalid"
+                            args))
+        (ert-fail (format "git %S failed: %s" args (buffer-string)))))))
+
+(defun planbridge-test--record (_conn message)
+  "Record MESSAGE received from the backend in `planbridge-test--wire'."
+  (push message planbridge-test--wire))
+
+(defun planbridge-test--wait (pred what &optional timeout)
+  "Wait until PRED returns non-nil, for at most TIMEOUT seconds.
+Fail the test, naming WHAT, if it does not happen."
+  (let ((deadline (+ (float-time) (or timeout 15))))
+    (while (and (not (funcall pred)) (< (float-time) deadline))
+      (accept-process-output nil 0.05))
+    (or (funcall pred)
+        (ert-fail (format "Timed out waiting for %s" what)))))
+
+(defun planbridge-test--events (kind)
+  "Return the session/event notifications of KIND seen on the wire."
+  (cl-loop for msg in (reverse planbridge-test--wire)
+           when (and (equal (plist-get msg :method) "session/event")
+                     (equal (plist-get (plist-get msg :params) :kind) kind))
+           collect (plist-get msg :params)))
+
+(defun planbridge-test--wait-turn-end (count)
+  "Wait until COUNT turns have ended in the current session buffer."
+  (planbridge-test--wait
+   (lambda () (>= (length (planbridge-test--events "turn_end")) count))
+   (format "turn_end #%d" count))
+  (planbridge-test--wait (lambda () (not (eq (plist-get planbridge--info :busy) t)))
+                         "the session to be idle"))
+
+(defun planbridge-test--header ()
+  "Return the header line of the current buffer as plain text."
+  (substring-no-properties (planbridge--header-line)))
+
+(defun planbridge-test--wait-header (prefix)
+  "Wait until the header line of the current buffer starts with PREFIX."
+  (planbridge-test--wait (lambda () (string-prefix-p prefix (planbridge-test--header)))
+                         (format "header %S (is %S)" prefix (planbridge-test--header))))
+
+(defun planbridge-test--status ()
+  "Ask the backend for `plan/status' of the current buffer's session."
+  (jsonrpc-request planbridge--connection :plan/status
+                   (list :session planbridge--session-id)))
+
+(defun planbridge-test--type (text)
+  "Type TEXT in the composer of the current buffer and press RET."
+  (goto-char (point-max))
+  (insert text)
+  (call-interactively (key-binding (kbd "RET"))))
+
+(defun planbridge-test--buffer-text ()
+  "Return the text of the current buffer without properties."
+  (buffer-substring-no-properties (point-min) (point-max)))
+
+(defun planbridge-test--count (regexp string)
+  "Return how many times REGEXP matches in STRING."
+  (let ((n 0) (start 0))
+    (while (string-match regexp string start)
+      (setq n (1+ n) start (match-end 0)))
+    n))
+
+(defun planbridge-test--stop ()
+  "Stop the backend of the current test quietly."
+  (when-let ((conn planbridge--connection))
+    (setf (planbridge--shutdown-requested conn) t)
+    (when (jsonrpc-running-p conn)
+      (jsonrpc-shutdown conn t))
+    (setq planbridge--connection nil)))
+
+(defun planbridge-test--call-with-session (script fn)
+  "Call FN in a fresh session buffer whose model replays SCRIPT.
+SCRIPT is the JSON text of the script engine's response list."
+  (let* ((program (planbridge-test--program))
+         (root (file-name-as-directory
+                (file-truename (make-temp-file "planbridge-test-" t))))
+         (repo (expand-file-name "repo/" root))
+         (script-file (expand-file-name "script.json" root))
+         (planbridge-program program)
+         (planbridge-state-dir (expand-file-name "state/" root))
+         (planbridge-engine `(script :file ,script-file))
+         (planbridge-events-buffer-size 20000)
+         (planbridge-default-permission-mode "ask")
+         (planbridge-permission-function (lambda (&rest _) nil))
+         (planbridge--connection nil)
+         (planbridge--buffers (make-hash-table :test #'equal))
+         (planbridge-test--repo repo)
+         (planbridge-test--wire nil))
+    (advice-add 'jsonrpc-connection-receive :before #'planbridge-test--record)
+    (unwind-protect
+        (progn
+          (make-directory repo t)
+          (planbridge-test--git repo "init" "-q")
+          (with-temp-file (expand-file-name "hello.txt" repo)
+            (insert "hello\n"))
+          (planbridge-test--git repo "add" "hello.txt")
+          (planbridge-test--git repo "commit" "-q" "-m" "init")
+          (with-temp-file script-file (insert script))
+          (let ((buf (let ((default-directory repo)) (planbridge))))
+            (with-current-buffer buf
+              (planbridge-test--wait (lambda () (not planbridge--opening))
+                                     "session/open")
+              (funcall fn))))
+      (advice-remove 'jsonrpc-connection-receive #'planbridge-test--record)
+      (planbridge-test--stop)
+      (dolist (buf (buffer-list))
+        (when (or (buffer-local-value 'planbridge--session-id buf)
+                  (string-match-p "\\`\\*planbridge" (buffer-name buf)))
+          (let ((kill-buffer-query-functions nil))
+            (kill-buffer buf))))
+      (delete-directory root t))))
+
+(defmacro planbridge-test-with-session (script &rest body)
+  "Run BODY in a fresh session buffer whose model replays SCRIPT.
+SCRIPT is the script engine's JSON text: a list of responses
+{\"text\": ..., \"tool_calls\": [{\"name\": ..., \"arguments\": {...}}]}."
+  (declare (indent 1) (debug t))
+  `(planbridge-test--call-with-session ,script (lambda () ,@body)))
+
+(defconst planbridge-test--plan-script
+  "[{\"text\": \"Looking at hello.txt first.\",
+     \"tool_calls\": [{\"name\": \"read_file\", \"arguments\": {\"path\": \"hello.txt\"}}]},
+    {\"text\": \"Now I will just change it.\",
+     \"tool_calls\": [{\"name\": \"write_file\",
+                      \"arguments\": {\"path\": \"hello.txt\", \"content\": \"changed\\n\"}}]},
+    {\"text\": \"Refused, so here is my plan instead.\"}]"
+  "A Plan turn: a read, a write the gate refuses, a final answer.")
+
+;;; Tests
+;;;
+
+(ert-deftest planbridge-test-byte-compile ()
+  "planbridge.el byte-compiles with warnings as errors."
+  (let* ((dest (make-temp-file "planbridge-" nil ".elc"))
+         (byte-compile-error-on-warn t)
+         (byte-compile-dest-file-function (lambda (_) dest)))
+    (unwind-protect
+        (should (byte-compile-file planbridge-test--source))
+      (delete-file dest))))
+
+(ert-deftest planbridge-test-program-required ()
+  "The tests insist on the real backend binary."
+  (should (file-executable-p (planbridge-test--program))))
+
+(ert-deftest planbridge-test-open-session ()
+  "`planbridge' opens one session buffer per project and reuses it."
+  (planbridge-test-with-session "[]"
+    (should (eq major-mode 'planbridge-session-mode))
+    (should (equal (buffer-name) "*planbridge: repo*"))
+    (should (string-prefix-p "s-" planbridge--session-id))
+    (should (equal (plist-get planbridge--info :workspace)
+                   (directory-file-name planbridge-test--repo)))
+    (should (equal (planbridge-test--header) "[ask]"))
+    ;; The transcript is read-only, the composer is not.
+    (should (get-text-property (point-min) 'read-only))
+    (goto-char (point-max))
+    (insert "draft")
+    (should (equal (planbridge--composer-text) "draft"))
+    ;; Same project, same buffer; the backend has exactly one session.
+    (let ((default-directory planbridge-test--repo))
+      (should (eq (planbridge) (current-buffer))))
+    (should (= 1 (length (jsonrpc-request planbridge--connection
+                                          :session/list nil))))))
+
+(ert-deftest planbridge-test-toggle-plan ()
+  "C-<tab> toggles Plan; the header and the backend agree."
+  (planbridge-test-with-session "[]"
+    (should (eq (key-binding (kbd "C-<tab>")) #'planbridge-toggle-plan))
+    (call-interactively (key-binding (kbd "C-<tab>")))
+    (planbridge-test--wait-header "[Plan · ask]")
+    (should (eq t (plist-get (planbridge-test--status) :plan)))
+    (call-interactively (key-binding (kbd "C-<tab>")))
+    (planbridge-test--wait-header "[ask]")
+    (should (eq :json-false (plist-get (planbridge-test--status) :plan)))))
+
+(ert-deftest planbridge-test-cycle-mode-in-plan ()
+  "S-<tab> cycles the permission mode while Plan stays on."
+  (planbridge-test-with-session "[]"
+    (planbridge-toggle-plan)
+    (planbridge-test--wait-header "[Plan · ask]")
+    (should (eq (key-binding (kbd "S-<tab>")) #'planbridge-cycle-permission-mode))
+    (should (eq (key-binding (kbd "<backtab>")) #'planbridge-cycle-permission-mode))
+    (call-interactively (key-binding (kbd "S-<tab>")))
+    (planbridge-test--wait-header "[Plan · edits]")
+    (call-interactively (key-binding (kbd "S-<tab>")))
+    (planbridge-test--wait-header "[Plan · full-auto]")
+    (let ((status (planbridge-test--status)))
+      (should (eq t (plist-get status :plan)))
+      (should (equal "full-auto" (plist-get status :mode))))
+    (call-interactively (key-binding (kbd "<backtab>")))
+    (planbridge-test--wait-header "[Plan · ask]")
+    (should (eq t (plist-get (planbridge-test--status) :plan)))))
+
+(ert-deftest planbridge-test-plan-turn ()
+  "A Plan turn streams text, renders the refused write, changes nothing."
+  (planbridge-test-with-session planbridge-test--plan-script
+    (let ((hello (expand-file-name "hello.txt" planbridge-test--repo)))
+      (planbridge-toggle-plan)
+      (planbridge-test--wait-header "[Plan · ask]")
+      (planbridge-test--type "Make the greeting configurable")
+      (should (equal (planbridge--composer-text) ""))
+      (planbridge-test--wait-turn-end 1)
+      (let ((text (planbridge-test--buffer-text)))
+        (should (string-match-p "^▶ Make the greeting configurable$" text))
+        (should (string-match-p "Looking at hello.txt first\\." text))
+        (should (string-match-p "Refused, so here is my plan instead\\." text))
+        (should (string-match-p "^⚙ read_file {\"path\":\"hello.txt\"}" text))
+        (should (string-match-p
+                 "⛔ blocked write_file (plan_mode_blocked): write_file .*not allowed while Plan is on"
+                 text)))
+      ;; The streamed deltas were assembled into the transcript.
+      (should (> (length (planbridge-test--events "text")) 2))
+      (goto-char (point-min))
+      (should (search-forward "⛔ blocked write_file" nil t))
+      (should (eq (get-text-property (point) 'face) 'planbridge-blocked))
+      (should (equal (with-temp-buffer
+                       (insert-file-contents-literally hello)
+                       (buffer-string))
+                     "hello\n"))
+      (let ((status (planbridge-test--status)))
+        (should (eq t (plist-get status :plan)))
+        (should (= 1 (plist-get status :blocked_total))))
+      (should (string-prefix-p "[Plan · ask]" (planbridge-test--header))))))
+
+(ert-deftest planbridge-test-plan-status-command ()
+  "`/plan status' typed in the composer shows the backend's notice."
+  (planbridge-test-with-session "[]"
+    (planbridge-test--type "/plan status")
+    (planbridge-test--wait
+     (lambda () (string-match-p "^ℹ Plan off · mode ask · proposal none · 0 blocked"
+                                (planbridge-test--buffer-text)))
+     "the /plan status notice")
+    ;; `/plan on' enters Plan through the same path.
+    (planbridge-test--type "/plan on")
+    (planbridge-test--wait-header "[Plan · ask]")))
+
+(defconst planbridge-test--write-script
+  "[{\"tool_calls\": [{\"name\": \"write_file\",
+                       \"arguments\": {\"path\": \"allowed.txt\", \"content\": \"yes\\n\"}}]},
+    {\"text\": \"Wrote it.\"},
+    {\"tool_calls\": [{\"name\": \"write_file\",
+                       \"arguments\": {\"path\": \"refused.txt\", \"content\": \"no\\n\"}}]},
+    {\"text\": \"Not allowed.\"}]"
+  "Two turns outside Plan, each writing a file.")
+
+(ert-deftest planbridge-test-permission-ask ()
+  "Outside Plan, `permission/ask' answered yes runs a write, no refuses it."
+  (planbridge-test-with-session planbridge-test--write-script
+    (let* ((asked '())
+           (answer t)
+           (planbridge-permission-function
+            (lambda (session tool arguments summary)
+              (push (list session tool arguments summary) asked)
+              answer)))
+      (planbridge-test--type "write allowed.txt")
+      (planbridge-test--wait-turn-end 1)
+      (should (= 1 (length asked)))
+      (pcase-let ((`(,session ,tool ,arguments ,_summary) (car asked)))
+        (should (equal session planbridge--session-id))
+        (should (equal tool "write_file"))
+        (should (equal (plist-get arguments :path) "allowed.txt")))
+      (should (file-exists-p (expand-file-name "allowed.txt" planbridge-test--repo)))
+      (should (string-match-p "^? write_file .* — allowed$" (planbridge-test--buffer-text)))
+      (setq answer nil)
+      (planbridge-test--type "write refused.txt")
+      (planbridge-test--wait-turn-end 2)
+      (should (= 2 (length asked)))
+      (should-not (file-exists-p (expand-file-name "refused.txt" planbridge-test--repo)))
+      (let ((text (planbridge-test--buffer-text)))
+        (should (string-match-p "^? write_file .* — refused$" text))
+        (should (string-match-p "✗ the person did not allow write_file" text))))))
+
+(ert-deftest planbridge-test-restart ()
+  "A dead backend is reported once; the next command restarts it.
+The session comes back with Plan still on and no event shown twice."
+  (planbridge-test-with-session planbridge-test--plan-script
+    (planbridge-toggle-plan)
+    (planbridge-test--wait-header "[Plan · ask]")
+    (planbridge-test--type "investigate")
+    (planbridge-test--wait-turn-end 1)
+    (let* ((old planbridge--connection)
+           (proc (jsonrpc--process old))
+           (messages (with-current-buffer (messages-buffer) (point-max))))
+      (signal-process (process-id proc) 'KILL)
+      (planbridge-test--wait (lambda () (not (process-live-p proc))) "the backend to die")
+      (planbridge-test--wait (lambda () (null planbridge--connection)) "the death to be noticed")
+      (accept-process-output nil 0.2)
+      (let ((logged (with-current-buffer (messages-buffer)
+                      (buffer-substring-no-properties (min messages (point-max))
+                                                      (point-max)))))
+        (should (= 1 (planbridge-test--count "^planbridge: The backend exited" logged)))
+        (should-not (string-match-p "Server died\\|\\[jsonrpc\\]" logged)))
+      (should (string-match-p "disconnected" (planbridge-test--header)))
+      ;; The next command restarts the backend and reopens the session.
+      (let ((default-directory planbridge-test--repo))
+        (should (eq (planbridge) (current-buffer))))
+      (should (planbridge--live-p))
+      (should-not (eq planbridge--connection old))
+      (planbridge-test--wait (lambda () (not planbridge--opening)) "the reopen")
+      (should (string-prefix-p "[Plan · ask]" (planbridge-test--header)))
+      (should (eq t (plist-get (planbridge-test--status) :plan)))
+      (should (= 1 (planbridge-test--count "^▶ investigate$"
+                                           (planbridge-test--buffer-text)))))))
+
+(ert-deftest planbridge-test-reopen-replays-history ()
+  "A session opened again by id shows its stored history."
+  (planbridge-test-with-session planbridge-test--plan-script
+    (let ((id planbridge--session-id))
+      (planbridge-toggle-plan)
+      (planbridge-test--wait-header "[Plan · ask]")
+      (planbridge-test--type "investigate")
+      (planbridge-test--wait-turn-end 1)
+      (kill-buffer (current-buffer))
+      (with-current-buffer (planbridge-open-session id)
+        (planbridge-test--wait (lambda () (not planbridge--opening)) "session/open")
+        (should (equal planbridge--session-id id))
+        (should (string-prefix-p "[Plan · ask]" (planbridge-test--header)))
+        (let ((text (planbridge-test--buffer-text)))
+          (should (= 1 (planbridge-test--count "^▶ investigate$" text)))
+          (should (string-match-p "Looking at hello.txt first\\." text))
+          (should (string-match-p "⛔ blocked write_file" text)))))))
+
+(ert-deftest planbridge-test-wire-log ()
+  "The wire log exists and stays within `planbridge-events-buffer-size'."
+  (planbridge-test-with-session planbridge-test--plan-script
+    (planbridge-test--type "investigate")
+    (planbridge-test--wait-turn-end 1)
+    (let ((log (get-buffer "*planbridge events*")))
+      (should (buffer-live-p log))
+      (with-current-buffer log
+        (should (string-match-p "session/event" (buffer-string)))
+        (should (<= (buffer-size) planbridge-events-buffer-size))))))
+
+(ert-deftest planbridge-test-backend-error-is-a-message ()
+  "A backend error becomes a `planbridge: ' message; the buffer survives."
+  (planbridge-test-with-session "[]"
+    (let ((messages (with-current-buffer (messages-buffer) (point-max))))
+      (setq planbridge--session-id "s-does-not-exist")
+      (planbridge-toggle-plan)
+      (planbridge-test--wait
+       (lambda ()
+         (with-current-buffer (messages-buffer)
+           (save-excursion
+             (goto-char messages)
+             (re-search-forward "^planbridge: plan/enter failed: .*not_found" nil t))))
+       "the error message")
+      (should (equal (planbridge-test--header) "[ask]"))
+      (should (planbridge--live-p)))))
+
+(ert-deftest planbridge-test-render-events ()
+  "Rendering: proposal card, failed results, dedupe by seq, unknown kinds."
+  (with-temp-buffer
+    (planbridge-session-mode)
+    (planbridge--handle-event
+     '(:seq 1 :kind "proposal"
+            :data (:title "Add a --name flag" :text "1. Parse the flag\n2. Print it")))
+    (planbridge--handle-event
+     '(:seq 2 :kind "tool_result"
+            :data (:name "bash" :ok :json-false :output "boom\nmore\nlines")))
+    (planbridge--handle-event '(:seq 2 :kind "notice" :data (:message "duplicate")))
+    (planbridge--handle-event '(:seq 3 :kind "mystery" :data (:x 1)))
+    (planbridge--handle-event '(:seq 4 :kind "status" :data (:plan t :mode "edits" :busy :json-false)))
+    (let ((text (planbridge-test--buffer-text)))
+      (should (string-match-p "^┌─ Plan proposal: Add a --name flag$" text))
+      (should (string-match-p "^│ 2. Print it$" text))
+      (should (string-match-p "^  ✗ boom \\[3 lines\\]$" text))
+      (should-not (string-match-p "duplicate" text))
+      (should (string-match-p "^\\[mystery\\] {\"x\":1}$" text)))
+    (should (= planbridge--last-seq 4))
+    (should (equal (planbridge-test--header) "[Plan · edits] disconnected"))))
+
+(provide 'planbridge-test)
+;;; planbridge-test.el ends here
