@@ -279,8 +279,23 @@ An API key in the parameters is kept out of the wire log."
                            :timeout planbridge-request-timeout)
         (setf (jsonrpc--events-buffer-scrollback-size conn) size)))))
 
+(defvar planbridge--starting nil
+  "Non-nil while `planbridge--start' waits for the backend to initialize.")
+
+(defun planbridge--stderr-tail (conn)
+  "Return the last line CONN's process wrote to stderr, or nil."
+  (when-let ((buf (ignore-errors (jsonrpc-stderr-buffer conn))))
+    (when (buffer-live-p buf)
+      (with-current-buffer buf
+        (let ((text (string-trim (buffer-string))))
+          (unless (string-empty-p text)
+            (car (last (split-string text "\n")))))))))
+
 (defun planbridge--start ()
   "Start the backend, initialize it and return the new connection."
+  (unless (executable-find planbridge-program)
+    (user-error "planbridge: Cannot find the backend program %S (see `planbridge-program')"
+                planbridge-program))
   (let* ((command (planbridge--command))
          (conn
           (make-instance
@@ -305,12 +320,16 @@ An API key in the parameters is kept out of the wire log."
          (sentinel (process-sentinel proc)))
     (set-process-sentinel proc (planbridge--wrap-sentinel sentinel))
     (condition-case err
-        (planbridge--initialize conn)
+        (let ((planbridge--starting t))
+          (planbridge--initialize conn))
       (error
-       (setf (planbridge--shutdown-requested conn) t)
-       (ignore-errors (jsonrpc-shutdown conn))
-       (error "planbridge: The backend did not initialize: %s"
-              (planbridge--error-text err))))
+       (let ((stderr (planbridge--stderr-tail conn)))
+         (setf (planbridge--shutdown-requested conn) t)
+         (when (jsonrpc-running-p conn)
+           (ignore-errors (jsonrpc-shutdown conn)))
+         (user-error "planbridge: The backend did not start: %s%s"
+                     (planbridge--error-text err)
+                     (if stderr (format " (%s)" stderr) "")))))
     conn))
 
 (defun planbridge--wrap-sentinel (sentinel)
@@ -323,7 +342,8 @@ kept out of the echo area; the death is reported once instead."
       (funcall sentinel proc change))
     (unless (process-live-p proc)
       (when-let ((conn (process-get proc 'jsonrpc-connection)))
-        (unless (or (planbridge--shutdown-requested conn)
+        (unless (or planbridge--starting
+                    (planbridge--shutdown-requested conn)
                     (planbridge--death-reported conn))
           (setf (planbridge--death-reported conn) t)
           (message "planbridge: The backend exited (%s); the next command restarts it"
@@ -337,7 +357,7 @@ kept out of the echo area; the death is reported once instead."
              (when (buffer-live-p buf)
                (with-current-buffer buf
                  (setq planbridge--opening nil)
-                 (force-mode-line-update))))
+                 (planbridge--update-info '(:busy :json-false)))))
            planbridge--buffers))
 
 (defun planbridge--live-p ()
@@ -508,6 +528,8 @@ SUMMARY, the backend's reason, is shown with the question."
     (define-key map (kbd "C-c C-c") #'planbridge-send)
     (define-key map (kbd "C-j") #'newline)
     (define-key map (kbd "C-<tab>") #'planbridge-toggle-plan)
+    ;; Most terminals cannot send C-<tab>.
+    (define-key map (kbd "C-c C-t") #'planbridge-toggle-plan)
     (define-key map (kbd "S-<tab>") #'planbridge-cycle-permission-mode)
     (define-key map (kbd "<backtab>") #'planbridge-cycle-permission-mode)
     (define-key map (kbd "C-c C-k") #'planbridge-interrupt)
@@ -675,6 +697,9 @@ The text BODY inserts is made read-only."
   "Insert the transcript rendering of an event of KIND with DATA."
   (pcase kind
     ("user"
+     (when (string-empty-p (or (plist-get planbridge--info :title) ""))
+       (planbridge--update-info
+        (list :title (planbridge--clip (plist-get data :text) 60))))
      (planbridge--insert-line 'planbridge-user
                               "▶ " (or (plist-get data :display)
                                        (plist-get data :text) "")))
@@ -735,7 +760,9 @@ The text BODY inserts is made read-only."
     ("queued"
      (planbridge--insert-line 'planbridge-notice
                               "… queued: " (or (plist-get data :text) "")))
-    ("turn_start" nil)
+    ("turn_start"
+     ;; The backend sends no `status' when a turn starts.
+     (planbridge--update-info '(:busy t)))
     ("turn_end"
      (let ((err (plist-get data :error)))
        (planbridge--insert-line 'planbridge-tool-result

@@ -401,6 +401,79 @@ The session comes back with Plan still on and no event shown twice."
       (should (equal (planbridge-test--header) "[ask]"))
       (should (planbridge--live-p)))))
 
+(ert-deftest planbridge-test-missing-program ()
+  "A missing backend program is a `user-error', not a broken state."
+  (let ((planbridge-program "/nonexistent/planbridge")
+        (planbridge--connection nil)
+        (planbridge--buffers (make-hash-table :test #'equal)))
+    (let ((err (should-error (planbridge) :type 'user-error)))
+      (should (string-match-p "\\`planbridge: Cannot find" (cadr err))))
+    (should-not planbridge--connection)))
+
+(ert-deftest planbridge-test-start-failure ()
+  "A backend that exits at start-up is one `user-error' quoting its stderr."
+  (let* ((state (make-temp-file "planbridge-not-a-dir-"))
+         (planbridge-program (planbridge-test--program))
+         (planbridge-state-dir state)
+         (planbridge-engine nil)
+         (planbridge--connection nil)
+         (planbridge--buffers (make-hash-table :test #'equal))
+         (messages (with-current-buffer (messages-buffer) (point-max))))
+    (unwind-protect
+        (let ((err (should-error (planbridge) :type 'user-error)))
+          (should (string-match-p "\\`planbridge: The backend did not start: .*(planbridge: "
+                                  (cadr err)))
+          (should-not (planbridge--live-p))
+          (should-not (string-match-p
+                       "The backend exited"
+                       (with-current-buffer (messages-buffer)
+                         (buffer-substring-no-properties (min messages (point-max))
+                                                         (point-max))))))
+      (delete-file state)
+      (when-let ((buf (get-buffer "*planbridge events*")))
+        (kill-buffer buf)))))
+
+(ert-deftest planbridge-test-api-key-from-auth-source ()
+  "The openai API key comes from auth-source and is written nowhere."
+  (let* ((root (file-name-as-directory (make-temp-file "planbridge-test-" t)))
+         (secret "sk-planbridge-test-secret")
+         (planbridge-program (planbridge-test--program))
+         (planbridge-state-dir (expand-file-name "state/" root))
+         (planbridge-engine '(openai :base-url "http://127.0.0.1:9/v1" :model "test-model"))
+         (planbridge--connection nil)
+         (planbridge--buffers (make-hash-table :test #'equal))
+         (sent nil)
+         (record (lambda (_conn &rest args) (push args sent))))
+    (require 'auth-source)              ; before stubbing it
+    (advice-add 'jsonrpc-connection-send :before record)
+    (unwind-protect
+        (cl-letf (((symbol-function 'auth-source-search)
+                   (lambda (&rest spec)
+                     (should (equal (plist-get spec :host) "127.0.0.1"))
+                     (list (list :host "127.0.0.1" :secret (lambda () secret))))))
+          (let ((conn (planbridge--connection)))
+            (should (jsonrpc-running-p conn))
+            (let* ((init (seq-find (lambda (m) (equal (planbridge--method-name (plist-get m :method))
+                                                     "initialize"))
+                                   sent))
+                   (engine (plist-get (plist-get init :params) :engine)))
+              (should (equal (plist-get engine :kind) "openai"))
+              (should (equal (plist-get engine :model) "test-model"))
+              (should (equal (plist-get engine :api_key) secret)))
+            (with-current-buffer (jsonrpc-events-buffer conn)
+              (should (string-match-p "initialize" (buffer-string)))
+              (should-not (string-match-p secret (buffer-string))))
+            (planbridge-test--stop)
+            (dolist (file (directory-files-recursively root ""))
+              (with-temp-buffer
+                (insert-file-contents-literally file)
+                (should-not (search-forward secret nil t))))))
+      (advice-remove 'jsonrpc-connection-send record)
+      (planbridge-test--stop)
+      (when-let ((buf (get-buffer "*planbridge events*")))
+        (kill-buffer buf))
+      (delete-directory root t))))
+
 (ert-deftest planbridge-test-render-events ()
   "Rendering: proposal card, failed results, dedupe by seq, unknown kinds."
   (with-temp-buffer
