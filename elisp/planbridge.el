@@ -475,6 +475,26 @@ defaults to reporting it as a message."
             (push event planbridge--opening)
           (planbridge--handle-event event))))))
 
+(defvar planbridge--asking nil
+  "Non-nil, dynamically, while a permission question is being asked.")
+
+(defun planbridge--answer-permission (conn id session tool arguments summary)
+  "Ask about TOOL with ARGUMENTS in SESSION and answer request ID on CONN.
+SUMMARY is the backend's reason.  Questions are asked one at a time: a
+question due while another is open waits for it."
+  (if planbridge--asking
+      (run-at-time 0.2 nil #'planbridge--answer-permission
+                   conn id session tool arguments summary)
+    (let ((allow (let ((planbridge--asking t))
+                   (condition-case nil
+                       (funcall planbridge-permission-function
+                                session tool arguments summary)
+                     ((error quit) nil)))))
+      (planbridge--note-permission session tool arguments allow)
+      (when (jsonrpc-running-p conn)
+        (jsonrpc-connection-send
+         conn :id id :result (list :allow (if allow t :json-false)))))))
+
 (cl-defmethod planbridge-handle-request
   (conn (_method (eql permission/ask)) &key session tool arguments summary
         &allow-other-keys)
@@ -483,17 +503,8 @@ SUMMARY is the backend's reason.  The question is asked from a timer,
 after the dispatcher has returned, and answered to CONN from there."
   (planbridge--deferred
    (lambda (id)
-     (run-at-time
-      0 nil
-      (lambda ()
-        (let ((allow (condition-case nil
-                         (funcall planbridge-permission-function
-                                  session tool arguments summary)
-                       ((error quit) nil))))
-          (planbridge--note-permission session tool arguments allow)
-          (when (jsonrpc-running-p conn)
-            (jsonrpc-connection-send
-             conn :id id :result (list :allow (if allow t :json-false))))))))))
+     (run-at-time 0 nil #'planbridge--answer-permission
+                  conn id session tool arguments summary))))
 
 (defun planbridge--json (object)
   "Return OBJECT, a parsed JSON value, as compact JSON text."

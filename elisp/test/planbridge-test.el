@@ -474,6 +474,26 @@ The session comes back with Plan still on and no event shown twice."
         (kill-buffer buf))
       (delete-directory root t))))
 
+(ert-deftest planbridge-test-interrupt ()
+  "C-c C-k interrupts a streaming turn and drops the queued prompt."
+  (planbridge-test-with-session
+      (format "[{\"text\": %S, \"delay_ms\": 40}]" (make-string 400 ?x))
+    (planbridge-test--type "stream slowly")
+    (planbridge-test--wait (lambda () (planbridge-test--events "text")) "streaming")
+    (should (string-match-p "busy…" (planbridge-test--header)))
+    (planbridge-test--type "and then this")
+    (planbridge-test--wait (lambda () (string-match-p "^… queued: and then this$"
+                                                      (planbridge-test--buffer-text)))
+                           "the queued prompt")
+    (should (eq (key-binding (kbd "C-c C-k")) #'planbridge-interrupt))
+    (call-interactively (key-binding (kbd "C-c C-k")))
+    (planbridge-test--wait-turn-end 1)
+    (let ((text (planbridge-test--buffer-text)))
+      (should (string-match-p "^ℹ interrupted (1 queued prompt(s) dropped)$" text))
+      (should (string-match-p "^─ turn 1 ended: interrupted$" text))
+      (should-not (string-match-p "^▶ and then this$" text)))
+    (should-not (string-match-p "busy" (planbridge-test--header)))))
+
 (ert-deftest planbridge-test-render-events ()
   "Rendering: proposal card, failed results, dedupe by seq, unknown kinds."
   (with-temp-buffer
