@@ -192,6 +192,20 @@ SCRIPT is the script engine's JSON text: a list of responses
         (should (byte-compile-file planbridge-test--source))
       (delete-file dest))))
 
+(ert-deftest planbridge-test-lint ()
+  "checkdoc and package-lint (elisp/test/lint.el) find nothing."
+  (let* ((dir (file-name-directory planbridge-test--source))
+         (emacs (expand-file-name invocation-name invocation-directory))
+         (status nil)
+         (output (with-temp-buffer
+                   (setq status (call-process
+                                 emacs nil t nil "-Q" "--batch" "-L" dir
+                                 "-l" (expand-file-name "test/lint.el" dir)
+                                 planbridge-test--source))
+                   (buffer-string))))
+    (should (equal (list status output)
+                   (list 0 "lint: 0 problem(s) in planbridge.el\n")))))
+
 (ert-deftest planbridge-test-program-required ()
   "The tests insist on the real backend binary."
   (should (file-executable-p (planbridge-test--program))))
