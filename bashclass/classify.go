@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -19,6 +20,11 @@ const (
 	// maxBraceWords bounds the words one brace expansion may produce.
 	maxBraceWords = 256
 )
+
+// parsers recycles Bash parsers: a parser is a large value and Parse
+// resets it, so reuse saves most of the parse's garbage. No state is
+// shared between parses.
+var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
 
 // Verdict is the outcome of [Classify].
 type Verdict struct {
@@ -62,11 +68,16 @@ func parseAndClassify(src string) (*syntax.File, Verdict) {
 	if reason := precheck(src); reason != "" {
 		return nil, Verdict{Reason: reason}
 	}
-	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	p := parsers.Get().(*syntax.Parser)
+	file, err := p.Parse(strings.NewReader(src), "")
+	parsers.Put(p)
 	if err != nil {
 		return nil, Verdict{Reason: "cannot parse: " + err.Error()}
 	}
-	c := checker{}
+	if len(file.Stmts) == 0 {
+		return nil, Verdict{Reason: "empty command"}
+	}
+	c := checker{segs: make([]Segment, 0, 4)}
 	if !c.stmts(file.Stmts, 0) {
 		return nil, Verdict{Reason: c.reason, Segments: c.segs}
 	}
@@ -82,12 +93,16 @@ func precheck(src string) string {
 	if strings.IndexByte(src, 0) >= 0 {
 		return "command contains a NUL byte"
 	}
-	if strings.TrimSpace(src) == "" {
-		return "empty command"
-	}
 	depth := 0
 	for i := 0; i < len(src); i++ {
-		switch src[i] {
+		switch b := src[i]; b {
+		case '\t', '\n':
+		case 0x7f:
+			return "command contains control character 0x7f"
+		default:
+			if b < 0x20 {
+				return fmt.Sprintf("command contains control character %#02x", b)
+			}
 		case '(', '{', '[', '`':
 			depth++
 			if depth > 4*maxDepth {
@@ -106,6 +121,11 @@ func precheck(src string) string {
 type checker struct {
 	segs   []Segment
 	reason string
+}
+
+func (c *checker) denyReason(reason string) bool {
+	c.reason = reason
+	return false
 }
 
 func (c *checker) deny(format string, args ...any) bool {
@@ -233,15 +253,14 @@ func (c *checker) call(x *syntax.CallExpr, depth int) bool {
 		if !c.word(w, depth+1) {
 			return false
 		}
-		fields, reason := staticFields(w)
-		if reason != "" {
-			return c.deny("%s", reason)
+		var reason string
+		if argv, reason = appendFields(argv, w); reason != "" {
+			return c.denyReason(reason)
 		}
-		argv = append(argv, fields...)
 	}
 	c.segs = append(c.segs, Segment{Argv: argv, Start: int(x.Pos().Offset()), End: int(x.End().Offset())})
 	if reason := checkArgv(argv); reason != "" {
-		return c.deny("%s", reason)
+		return c.denyReason(reason)
 	}
 	return true
 }
@@ -367,8 +386,21 @@ func simpleParam(p *syntax.ParamExp) bool {
 // strings and parameters make a word non-literal.
 func literal(w *syntax.Word) (string, bool) {
 	if len(w.Parts) == 1 {
-		if l, ok := w.Parts[0].(*syntax.Lit); ok && strings.IndexByte(l.Value, '\\') < 0 {
-			return l.Value, true
+		switch x := w.Parts[0].(type) {
+		case *syntax.Lit:
+			if strings.IndexByte(x.Value, '\\') < 0 {
+				return x.Value, true
+			}
+		case *syntax.SglQuoted:
+			if !x.Dollar {
+				return x.Value, true
+			}
+		case *syntax.DblQuoted:
+			if len(x.Parts) == 1 && !x.Dollar {
+				if l, ok := x.Parts[0].(*syntax.Lit); ok && strings.IndexByte(l.Value, '\\') < 0 {
+					return l.Value, true
+				}
+			}
 		}
 	}
 	var b strings.Builder
@@ -420,21 +452,21 @@ func unescape(b *strings.Builder, s string, dquote bool) {
 	}
 }
 
-// render returns a canonical source form of a word: literal text as the
-// parser holds it, quotes kept, parameters as $NAME or ${NAME}. It is used
+// render returns a canonical form of a word: literal text unescaped,
+// quotes kept, parameters as $NAME or ${NAME}. It is used
 // for words that are not literals, and is stable under print and re-parse.
 func render(w *syntax.Word) string {
 	var b strings.Builder
 	for _, p := range w.Parts {
-		renderPart(&b, p)
+		renderPart(&b, p, false)
 	}
 	return b.String()
 }
 
-func renderPart(b *strings.Builder, p syntax.WordPart) {
+func renderPart(b *strings.Builder, p syntax.WordPart, dquote bool) {
 	switch x := p.(type) {
 	case *syntax.Lit:
-		b.WriteString(x.Value)
+		unescape(b, x.Value, dquote)
 	case *syntax.SglQuoted:
 		if x.Dollar {
 			b.WriteByte('$')
@@ -448,7 +480,7 @@ func renderPart(b *strings.Builder, p syntax.WordPart) {
 		}
 		b.WriteByte('"')
 		for _, q := range x.Parts {
-			renderPart(b, q)
+			renderPart(b, q, true)
 		}
 		b.WriteByte('"')
 	case *syntax.ParamExp:
@@ -462,26 +494,33 @@ func renderPart(b *strings.Builder, p syntax.WordPart) {
 	}
 }
 
-// staticFields returns the argv words one checked word contributes before
-// execution: one word, or the words of its brace expansion. It denies
-// brace expansions producing more than maxBraceWords words.
-func staticFields(w *syntax.Word) ([]string, string) {
+// appendFields appends to argv the words one checked word contributes
+// before execution: the word, or the words of its brace expansion. It
+// denies brace expansions producing more than maxBraceWords words.
+func appendFields(argv []string, w *syntax.Word) ([]string, string) {
 	if !hasBrace(w) {
-		return []string{wordValue(w)}, ""
+		return append(argv, wordValue(w)), ""
 	}
+	return appendBraceFields(argv, w)
+}
+
+// appendBraceFields is appendFields for a word that may hold braces; it is
+// separate so the common path does not allocate the expansion state.
+func appendBraceFields(argv []string, w *syntax.Word) ([]string, string) {
 	cp := *w
 	cp.Parts = slices.Clone(w.Parts)
 	if !syntax.SplitBraces(&cp) {
-		return []string{wordValue(w)}, ""
+		return append(argv, wordValue(w)), ""
 	}
-	var out []string
+	n := 0
 	for bw, err := range expand.BracesSeq(nil, &cp) {
-		if err != nil || len(out) == maxBraceWords {
-			return nil, fmt.Sprintf("brace expansion %s produces more than %d words", render(w), maxBraceWords)
+		if err != nil || n == maxBraceWords {
+			return argv, fmt.Sprintf("brace expansion %s produces more than %d words", render(w), maxBraceWords)
 		}
-		out = append(out, wordValue(bw))
+		argv = append(argv, wordValue(bw))
+		n++
 	}
-	return out, ""
+	return argv, ""
 }
 
 func hasBrace(w *syntax.Word) bool {
