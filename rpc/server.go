@@ -37,6 +37,8 @@ type Server struct {
 	log  *slog.Logger
 	conn *jsonrpc2.Conn
 
+	handlers sync.WaitGroup // requests being handled
+
 	mu       sync.Mutex // guards inflight
 	inflight map[jsonrpc2.ID]context.CancelFunc
 }
@@ -65,7 +67,9 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opt Options) error {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	stream := newFrameStream(r, w, nil)
-	s.conn = jsonrpc2.NewConn(ctx, stream, jsonrpc2.AsyncHandler(jsonrpc2.HandlerWithError(s.handle)),
+	// At end of input, answer the requests already read before closing.
+	stream.beforeEOF = s.handlers.Wait
+	s.conn = jsonrpc2.NewConn(ctx, stream, asyncHandler{&s.handlers, jsonrpc2.HandlerWithError(s.handle)},
 		jsonrpc2.SetLogger(slogAdapter{s.log}))
 	unsub := opt.Manager.Subscribe(func(ev session.Event) {
 		if err := s.conn.Notify(context.Background(), "session/event", ev); err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
@@ -181,3 +185,19 @@ func (s *Server) askPermission(ctx context.Context, sess string, call agent.Tool
 type slogAdapter struct{ l *slog.Logger }
 
 func (a slogAdapter) Printf(format string, v ...any) { a.l.Info(fmt.Sprintf(format, v...)) }
+
+// asyncHandler handles each request on its own goroutine so no handler
+// blocks the connection (the server also calls the client), and counts
+// them so end of input can wait for their answers.
+type asyncHandler struct {
+	wg *sync.WaitGroup
+	h  jsonrpc2.Handler
+}
+
+func (a asyncHandler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		a.h.Handle(ctx, conn, req)
+	}()
+}

@@ -27,6 +27,8 @@ type frameStream struct {
 	c  io.Closer
 	mu sync.Mutex // guards w
 	w  *bufio.Writer
+	// beforeEOF, if set, runs before ReadObject reports end of input.
+	beforeEOF func()
 }
 
 func newFrameStream(r io.Reader, w io.Writer, c io.Closer) *frameStream {
@@ -71,6 +73,9 @@ func (s *frameStream) ReadObject(v any) error {
 			continue
 		}
 		if err != nil {
+			if s.beforeEOF != nil {
+				s.beforeEOF()
+			}
 			return err
 		}
 		if !json.Valid(body) {

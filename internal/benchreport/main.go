@@ -1,0 +1,97 @@
+// Command benchreport reads `go test -bench` output on stdin and prints the
+// ratios DESIGN.md §7 budgets, each measured in the same run.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// ratio compares two benchmarks of one run against a budget.
+type ratio struct {
+	what        string
+	num, den    string
+	budget      float64 // num/den must be ≤ budget (0: report only)
+	strictBelow bool    // budget is "< budget" rather than "≤"
+}
+
+var ratios = []ratio{
+	{"gate: Bash classification vs bare parse", "BenchmarkClassify", "BenchmarkParse", 2, false},
+	{"proposal: streamed extraction (1 KiB chunks) vs one goldmark parse", "BenchmarkScannerStream1MiB", "BenchmarkGoldmarkParse1MiB", 3, false},
+	{"status: ours vs git status --porcelain (20k files)", "BenchmarkStatus", "BenchmarkGitStatusCLI", 1, true},
+	{"status: stock go-git Worktree.Status vs git (reference)", "BenchmarkGoGitStatus", "BenchmarkGitStatusCLI", 0, false},
+	{"fork: our linked worktree vs git worktree add (20k files)", "BenchmarkAddWorktree", "BenchmarkGitWorktreeAdd", 1, false},
+}
+
+// absolute budgets on single metrics.
+var absolutes = []struct {
+	what, bench, metric string
+	max                 float64
+	unit                string
+}{
+	{"JSON-RPC round trip p50 (trivial request)", "BenchmarkRPCRoundTrip", "p50-ns", 1e6, "ns"},
+	{"cold start of planbridge serve to first response", "BenchmarkColdStart", "ns/op", 50e6, "ns"},
+}
+
+var line = regexp.MustCompile(`^(Benchmark[^\s-]+)(?:-\d+)?\s+\d+\s+(.*)$`)
+
+func main() {
+	metrics := map[string]map[string]float64{}
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		m := line.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		f := strings.Fields(m[2])
+		vals := map[string]float64{}
+		for i := 0; i+1 < len(f); i += 2 {
+			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
+				vals[f[i+1]] = v
+			}
+		}
+		metrics[m[1]] = vals
+	}
+	fmt.Println("\n== budgets (ratios measured in this run) ==")
+	fail := false
+	for _, r := range ratios {
+		n, okn := metrics[r.num]["ns/op"]
+		d, okd := metrics[r.den]["ns/op"]
+		if !okn || !okd {
+			fmt.Printf("MISSING %-62s (%s / %s not in this run)\n", r.what, r.num, r.den)
+			continue
+		}
+		q := n / d
+		verdict := "info"
+		if r.budget > 0 {
+			ok := q <= r.budget
+			if r.strictBelow {
+				ok = q < r.budget
+			}
+			verdict = "ok"
+			if !ok {
+				verdict, fail = "OVER", true
+			}
+		}
+		fmt.Printf("%-7s %-62s %6.2f× (budget %s%.0f×)\n", verdict, r.what, q, map[bool]string{true: "<", false: "≤"}[r.strictBelow], r.budget)
+	}
+	for _, a := range absolutes {
+		v, ok := metrics[a.bench][a.metric]
+		if !ok {
+			fmt.Printf("MISSING %-62s\n", a.what)
+			continue
+		}
+		verdict := "ok"
+		if v > a.max {
+			verdict, fail = "OVER", true
+		}
+		fmt.Printf("%-7s %-62s %8.3f ms (budget %.0f ms; %.2f× of budget)\n", verdict, a.what, v/1e6, a.max/1e6, v/a.max)
+	}
+	if fail {
+		os.Exit(1)
+	}
+}
