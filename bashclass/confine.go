@@ -11,11 +11,16 @@ import (
 
 // bwrapArgs are the bwrap options external programs run under: the whole
 // filesystem read-only, fresh /dev and /proc, no network, and the sandbox
-// dies with its parent. The program path and argv follow.
+// dies with its parent. /dev/shm is a private tmpfs, discarded with the
+// sandbox, that serves as TMPDIR for tools that spool (tac, sort). The
+// program and its arguments follow.
 func bwrapArgs(dir string) []string {
-	return []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+	return []string{"--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/dev/shm", "--proc", "/proc",
 		"--unshare-net", "--die-with-parent", "--chdir", dir, "--"}
 }
+
+// sandboxTmp is TMPDIR inside the bwrap sandbox.
+const sandboxTmp = "TMPDIR=/dev/shm"
 
 // probeBwrap finds bwrap in the fixed PATH and checks that it can start a
 // program here (it cannot in some containers). It returns bwrap's path, or

@@ -92,9 +92,12 @@ func checkGitSub(sub string, args []string) string {
 		}
 	}
 	switch sub {
-	case "status", "rev-parse", "ls-files", "ls-tree", "merge-base", "blame", "describe",
+	case "status", "rev-parse", "ls-files", "ls-tree", "merge-base", "blame",
 		"rev-list", "show-ref", "name-rev", "count-objects":
 		return ""
+	case "describe":
+		// --dirty and --broken refresh the index, which rewrites it.
+		return gitDenyLong(sub, opts, []string{"dirty", "broken"}, nil, "refreshes (writes) the index")
 	case "diff":
 		return gitDenyLong(sub, opts, []string{"no-index"}, nil, "is not allowed")
 	case "log", "show":
@@ -312,7 +315,7 @@ func (c gitCall) launchArgs() []string {
 // filters or recurse into submodules when the repository has them.
 func (c gitCall) needsHelperCheck() bool {
 	switch c.sub {
-	case "status", "diff", "blame", "describe":
+	case "status", "diff", "blame":
 		return true
 	}
 	return false

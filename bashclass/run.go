@@ -208,8 +208,11 @@ func (x *executor) exec(ctx context.Context, args []string) error {
 func (x *executor) command(ctx context.Context, dir, path string, argv, env []string) *exec.Cmd {
 	var cmd *exec.Cmd
 	if x.bwrap != "" {
-		full := append(bwrapArgs(dir), path)
+		// bwrap resolves the bare name in the same fixed PATH, so the
+		// program sees its usual argv[0].
+		full := append(bwrapArgs(dir), filepath.Base(path))
 		cmd = exec.CommandContext(ctx, x.bwrap, append(full, argv...)...)
+		env = append(slices.Clip(env), sandboxTmp)
 	} else {
 		cmd = exec.CommandContext(ctx, path, argv...)
 		cmd.Args[0] = filepath.Base(path)
