@@ -37,6 +37,7 @@ func TestAddWorktreeGitView(t *testing.T) {
 	symlink(t, "src/c.txt", filepath.Join(dir, "link"))
 	gitCmd(t, dir, "add", "-A")
 	gitCmd(t, dir, "commit", "-q", "-m", "exec and symlink")
+	gitCmd(t, dir, "gc", "-q") // objects come from a pack
 	writeFile(t, dir, "dirty.txt", "uncommitted\n")
 	writeFile(t, dir, "staged.txt", "staged\n")
 	gitCmd(t, dir, "add", "staged.txt")

@@ -101,6 +101,9 @@ func parseIndex(data []byte) (*gitIndex, error) {
 	}
 	count := int(be.Uint32(data[8:]))
 	end := len(data) - hashLen
+	// One conversion, so that names are substrings rather than 20k
+	// separate allocations.
+	str := string(data)
 	idx := &gitIndex{entries: make([]indexEntry, 0, count)}
 	off := 12
 	var prev []byte
@@ -155,7 +158,7 @@ func parseIndex(data []byte) (*gitIndex, error) {
 			if off+hdr+nameLen > end {
 				return nil, errors.New("truncated name")
 			}
-			e.name = string(b[hdr : hdr+nameLen])
+			e.name = str[off+hdr : off+hdr+nameLen]
 			off += (hdr + nameLen + 8) &^ 7
 		}
 		if e.mode&modeTypeMask == modeTree {

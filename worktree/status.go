@@ -1,12 +1,13 @@
 package worktree
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha1"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -189,46 +190,75 @@ func unmergedEntries(idx *gitIndex) []Entry {
 	return out
 }
 
-// dirNode indexes the tracked paths of one directory.
-type dirNode struct {
-	files map[string]int // name → index of its (first) index entry
-	dirs  map[string]*dirNode
+// span is the run entries[lo:hi] of index entries under one directory (all
+// share its "dir/" prefix, so they are contiguous in index order).
+type span struct{ lo, hi int }
+
+func (s span) empty() bool { return s.lo >= s.hi }
+
+// cmpTail compares s with name+tail (tail 0: with name alone) without
+// building the string.
+func cmpTail(s, name string, tail byte) int {
+	n := min(len(s), len(name))
+	if c := strings.Compare(s[:n], name[:n]); c != 0 {
+		return c
+	}
+	switch {
+	case len(s) < len(name):
+		return -1
+	case tail == 0:
+		if len(s) > len(name) {
+			return 1
+		}
+		return 0
+	case len(s) == len(name):
+		return -1
+	case s[len(name)] != tail:
+		if s[len(name)] < tail {
+			return -1
+		}
+		return 1
+	case len(s) > len(name)+1:
+		return 1
+	}
+	return 0
 }
 
-func buildDirTree(entries []indexEntry) *dirNode {
-	root := &dirNode{}
-	lastDir, last := "", root
-	for i := range entries {
-		name := entries[i].name
-		if i > 0 && entries[i-1].name == name {
-			continue // another stage of a conflicted path
+// lowerBound returns the first entry in sp whose name, past the first off
+// bytes, is ≥ name+tail.
+func (w *walker) lowerBound(sp span, off int, name string, tail byte) int {
+	es := w.idx.entries
+	lo, hi := sp.lo, sp.hi
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if cmpTail(es[m].name[off:], name, tail) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
 		}
-		slash := strings.LastIndexByte(name, '/')
-		dir := name[:slash+1]
-		if dir != lastDir || last == nil {
-			last = root
-			for _, c := range strings.Split(strings.TrimSuffix(dir, "/"), "/") {
-				if c == "" {
-					continue
-				}
-				if last.dirs == nil {
-					last.dirs = make(map[string]*dirNode)
-				}
-				n := last.dirs[c]
-				if n == nil {
-					n = &dirNode{}
-					last.dirs[c] = n
-				}
-				last = n
-			}
-			lastDir = dir
-		}
-		if last.files == nil {
-			last.files = make(map[string]int)
-		}
-		last.files[name[slash+1:]] = i
 	}
-	return root
+	return lo
+}
+
+// lookup finds name in the directory whose entries are sp and whose prefix
+// is off bytes long: the index of a tracked file called name (-1 if none)
+// and the span of tracked entries under name/ (empty if none).
+func (w *walker) lookup(sp span, off int, name string) (file int, sub span) {
+	if sp.empty() {
+		return -1, span{}
+	}
+	es := w.idx.entries
+	i := w.lowerBound(sp, off, name, 0)
+	file = -1
+	if i < sp.hi && len(es[i].name) == off+len(name) && es[i].name[off:] == name {
+		file = i
+	}
+	lo := w.lowerBound(span{i, sp.hi}, off, name, '/')
+	if lo == sp.hi || !strings.HasPrefix(es[lo].name[off:], name) || len(es[lo].name) <= off+len(name) || es[lo].name[off+len(name)] != '/' {
+		return file, span{}
+	}
+	hi := w.lowerBound(span{lo, sp.hi}, off, name, '0') // '0' follows '/'
+	return file, span{lo, hi}
 }
 
 // walker is one parallel status walk of the working tree.
@@ -244,17 +274,25 @@ type walker struct {
 	wt   []byte // Y code per index entry; each slot written by one goroutine
 	seen []bool // entry found in the working tree; same ownership as wt
 
-	sem chan struct{}
-	wg  sync.WaitGroup
-
-	mu        sync.Mutex // guards untracked and err
+	qmu     sync.Mutex // guards queue, pending and untracked
+	qcond   *sync.Cond
+	queue   []dirJob
+	pending int // queued or running jobs
+	// untracked collects "??" paths.
 	untracked []string
-	err       error
+}
+
+// dirJob is one directory to walk.
+type dirJob struct {
+	rel       string // "" or "dir/"
+	sp        span
+	ign       *ignoreList
+	untracked bool // report untracked files (the directory is not ignored)
 }
 
 func newWalker(ctx context.Context, r *Repo, idx *gitIndex) *walker {
 	n := len(idx.entries)
-	return &walker{
+	w := &walker{
 		ctx:      ctx,
 		root:     r.Root + string(filepath.Separator),
 		idx:      idx,
@@ -264,68 +302,104 @@ func newWalker(ctx context.Context, r *Repo, idx *gitIndex) *walker {
 		info:     filepath.Join(r.CommonDir, "info", "exclude"),
 		wt:       make([]byte, n),
 		seen:     make([]bool, n),
-		// stat-bound work: more goroutines than cores keeps the disk queue full
-		sem: make(chan struct{}, 4*runtime.GOMAXPROCS(0)),
 	}
+	w.qcond = sync.NewCond(&w.qmu)
+	return w
 }
 
-// run walks the working tree and returns the untracked paths.
+// run walks the working tree with a fixed pool of workers and returns the
+// untracked paths.
 func (w *walker) run() ([]string, error) {
-	excludes := &ignoreList{patterns: readIgnoreFile(w.excludesFile(), false)}
-	info := &ignoreList{parent: excludes, patterns: readIgnoreFile(w.infoExclude(), false)}
-	w.spawn("", buildDirTree(w.idx.entries), info, true)
-	w.wg.Wait()
-	if w.err != nil {
-		return nil, w.err
+	excludes := &ignoreList{patterns: readIgnoreFile(w.excl, false)}
+	info := &ignoreList{parent: excludes, patterns: readIgnoreFile(w.info, false)}
+	w.push(dirJob{sp: span{0, len(w.idx.entries)}, ign: info, untracked: true})
+	var wg sync.WaitGroup
+	// A few more workers than cores: a worker blocked in a cold lstat
+	// should not idle a core.
+	for range runtime.GOMAXPROCS(0) + 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				j, ok := w.pop()
+				if !ok {
+					return
+				}
+				if w.ctx.Err() == nil {
+					w.dir(j)
+				}
+				w.done()
+			}
+		}()
 	}
+	wg.Wait()
 	if err := w.ctx.Err(); err != nil {
 		return nil, err
 	}
 	for i := range w.idx.entries {
 		e := &w.idx.entries[i]
-		if !w.seen[i] && e.stage == 0 && !e.skipWorktree && !e.assumeValid &&
-			(i == 0 || w.idx.entries[i-1].name != e.name) {
+		if !w.seen[i] && e.stage == 0 && !e.skipWorktree && !e.assumeValid {
 			w.wt[i] = 'D'
 		}
 	}
 	return w.untracked, nil
 }
 
-func (w *walker) excludesFile() string { return w.excl }
-func (w *walker) infoExclude() string  { return w.info }
+func (w *walker) push(j dirJob) {
+	w.qmu.Lock()
+	w.queue = append(w.queue, j)
+	w.pending++
+	w.qmu.Unlock()
+	w.qcond.Signal()
+}
 
-func (w *walker) spawn(rel string, node *dirNode, ign *ignoreList, untracked bool) {
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		w.sem <- struct{}{}
-		defer func() { <-w.sem }()
-		if w.ctx.Err() != nil {
-			return
+// pop returns the next job, waiting while other workers may still add
+// some; ok is false once the walk is complete.
+func (w *walker) pop() (dirJob, bool) {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	for len(w.queue) == 0 {
+		if w.pending == 0 {
+			return dirJob{}, false
 		}
-		w.dir(rel, node, ign, untracked)
-	}()
+		w.qcond.Wait()
+	}
+	j := w.queue[len(w.queue)-1]
+	w.queue = w.queue[:len(w.queue)-1]
+	return j, true
+}
+
+func (w *walker) done() {
+	w.qmu.Lock()
+	w.pending--
+	last := w.pending == 0
+	w.qmu.Unlock()
+	if last {
+		w.qcond.Broadcast()
+	}
 }
 
 // dir processes one directory: it compares the tracked files it holds,
-// collects untracked ones (when untracked is set, i.e. the directory is not
-// ignored) and spawns walks of its subdirectories.
-func (w *walker) dir(rel string, node *dirNode, ign *ignoreList, untracked bool) {
-	f, err := os.Open(w.root + rel)
+// collects untracked ones (when the directory is not ignored) and queues
+// its subdirectories.
+func (w *walker) dir(j dirJob) {
+	rel, ign, untracked := j.rel, j.ign, j.untracked
+	fd, err := unix.Open(w.root+rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		// Vanished or unreadable: its tracked entries stay unseen (deleted),
 		// as git reports them when it cannot lstat them.
 		return
 	}
-	defer f.Close()
-	des, err := f.ReadDir(-1)
+	defer unix.Close(fd)
+	bufp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bufp)
+	des, err := readDirents(fd, *bufp)
 	if err != nil {
 		return
 	}
-	fd := int(f.Fd())
 	if untracked {
 		for _, de := range des {
-			if de.Name() == ".gitignore" {
+			if de.name == ".gitignore" {
 				if ps := readIgnoreFile(w.root+rel+".gitignore", true); len(ps) > 0 {
 					ign = &ignoreList{parent: ign, base: rel, patterns: ps}
 				}
@@ -333,31 +407,31 @@ func (w *walker) dir(rel string, node *dirNode, ign *ignoreList, untracked bool)
 			}
 		}
 	}
+	off := len(rel)
 	var found []string
 	for _, de := range des {
-		name := de.Name()
-		if name == ".git" {
-			continue
-		}
-		typ := de.Type()
-		path := rel + name
-		if node != nil {
-			if i, ok := node.files[name]; ok {
-				w.checkTracked(fd, name, i)
-				if !typ.IsDir() || w.idx.entries[i].mode == modeGitlink {
-					continue
-				}
-				// A tracked file replaced by a directory: the file is
-				// deleted (checkTracked) and the directory is untracked.
+		name := de.name
+		typ := de.typ
+		if typ == unix.DT_UNKNOWN {
+			var st unix.Stat_t
+			if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+				continue
 			}
+			typ = dtypeOf(st.Mode)
 		}
-		if typ.IsDir() {
-			var sub *dirNode
-			if node != nil {
-				sub = node.dirs[name]
+		file, sub := w.lookup(j.sp, off, name)
+		if file >= 0 {
+			w.checkTracked(fd, name, file)
+			if typ != unix.DT_DIR || w.idx.entries[file].mode == modeGitlink {
+				continue
 			}
-			if sub != nil {
-				w.spawn(path+"/", sub, ign, untracked && !ign.excluded(path, true))
+			// A tracked file replaced by a directory: the file is deleted
+			// (checkTracked) and the directory is untracked.
+		}
+		if typ == unix.DT_DIR {
+			path := rel + name
+			if !sub.empty() {
+				w.push(dirJob{rel: path + "/", sp: sub, ign: ign, untracked: untracked && !ign.excluded(path, true)})
 				continue
 			}
 			if !untracked || ign.excluded(path, true) {
@@ -367,22 +441,81 @@ func (w *walker) dir(rel string, node *dirNode, ign *ignoreList, untracked bool)
 				found = append(found, path+"/")
 				continue
 			}
-			w.spawn(path+"/", nil, ign, true)
+			w.push(dirJob{rel: path + "/", ign: ign, untracked: true})
 			continue
 		}
-		if !untracked || (!typ.IsRegular() && typ&fs.ModeSymlink == 0) {
+		if !untracked || (typ != unix.DT_REG && typ != unix.DT_LNK) {
 			continue
 		}
-		if !ign.excluded(path, false) {
+		if path := rel + name; !ign.excluded(path, false) {
 			found = append(found, path)
 		}
 	}
 	if len(found) > 0 {
-		w.mu.Lock()
+		w.qmu.Lock()
 		w.untracked = append(w.untracked, found...)
-		w.mu.Unlock()
+		w.qmu.Unlock()
 	}
 }
+
+// dirent is one directory entry; typ is a DT_* constant.
+type dirent struct {
+	name string
+	typ  uint8
+}
+
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// readDirents lists a directory with getdents64 directly, without the
+// per-entry allocations and the lstat fallback of os.ReadDir; "." and ".."
+// and ".git" are left out.
+func readDirents(fd int, buf []byte) ([]dirent, error) {
+	var out []dirent
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		for off := 0; off+19 <= n; {
+			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
+			if reclen == 0 || off+reclen > n {
+				break
+			}
+			typ := buf[off+18]
+			nameb := buf[off+19 : off+reclen]
+			if i := bytes.IndexByte(nameb, 0); i >= 0 {
+				nameb = nameb[:i]
+			}
+			off += reclen
+			switch string(nameb) {
+			case ".", "..", ".git":
+				continue
+			}
+			out = append(out, dirent{name: string(nameb), typ: typ})
+		}
+	}
+}
+
+func dtypeOf(mode uint32) uint8 {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return unix.DT_DIR
+	case unix.S_IFREG:
+		return unix.DT_REG
+	case unix.S_IFLNK:
+		return unix.DT_LNK
+	}
+	return dtOther
+}
+
+// dtOther marks sockets, FIFOs and devices, which git never lists.
+const dtOther = 255
 
 // isNestedRepo reports whether dir (in the directory open as dirfd) holds a
 // git repository or a linked worktree, which git shows as one untracked

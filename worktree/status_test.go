@@ -187,6 +187,17 @@ func TestStatusOracle(t *testing.T) {
 			os.RemoveAll(filepath.Join(dir, "a/b"))
 			writeFile(t, dir, "a/b", "now a file\n")
 		}},
+		{"packed objects", func(t *testing.T, dir string) {
+			// Objects in a pack (some as deltas); a staged change
+			// invalidates the cache tree so HEAD trees are read from it.
+			writeFile(t, dir, "a/b/c.txt", "c\nmore\n")
+			gitCmd(t, dir, "commit", "-q", "-am", "second")
+			gitCmd(t, dir, "gc", "-q")
+			writeFile(t, dir, "a/b/d.txt", "staged\n")
+			gitCmd(t, dir, "add", "a/b/d.txt")
+			gitCmd(t, dir, "rm", "-q", "--cached", "a/e.txt")
+			writeFile(t, dir, "mod.txt", "worktree\n")
+		}},
 		{"racy same second", func(t *testing.T, dir string) {
 			// Same size, same second as the index write, mtime put back:
 			// only the content (and ctime) differ.

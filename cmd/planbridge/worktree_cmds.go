@@ -1,17 +1,164 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"path"
+	"path/filepath"
+
+	"planbridge/worktree"
 )
 
-// Placeholder until the worktree subcommands land.
-func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "planbridge status: not built yet")
-	return 2
+// parseInterleaved parses flags that may come before or after positional
+// arguments and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
 }
 
+// runStatus implements "planbridge status [--porcelain] [DIR]": the entries
+// of `git status --porcelain --untracked-files=all --no-renames` for the
+// checkout containing DIR (default "."), sorted by path, computed by
+// [worktree.Repo.Status] without running any repository helper. Without
+// --porcelain a branch line comes first and a clean checkout says so. Exit
+// status 0 on success, 1 when the status cannot be computed, 2 on usage
+// errors.
+func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	porcelain := fs.Bool("porcelain", false, "print only the XY PATH lines, like git status --porcelain")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: planbridge status [--porcelain] [DIR]")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) > 1 {
+		fs.Usage()
+		return 2
+	}
+	dir := "."
+	if len(pos) == 1 {
+		dir = pos[0]
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	r, err := worktree.Open(dir)
+	if err != nil {
+		fmt.Fprintln(stderr, "planbridge status:", err)
+		return 1
+	}
+	entries, err := r.Status(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "planbridge status:", err)
+		return 1
+	}
+	if !*porcelain {
+		branch, hash, err := r.Head()
+		switch {
+		case err != nil:
+			fmt.Fprintln(stderr, "planbridge status:", err)
+			return 1
+		case branch != "" && hash == "":
+			fmt.Fprintf(stdout, "On branch %s (no commits yet)\n", branch)
+		case branch != "":
+			fmt.Fprintf(stdout, "On branch %s\n", branch)
+		default:
+			fmt.Fprintf(stdout, "HEAD detached at %.7s\n", hash)
+		}
+		if len(entries) == 0 {
+			fmt.Fprintln(stdout, "nothing to commit, working tree clean")
+			return 0
+		}
+	}
+	for _, e := range entries {
+		fmt.Fprintln(stdout, e.Porcelain())
+	}
+	return 0
+}
+
+// runWorktree implements "planbridge worktree add --branch B [--path P]
+// [REPO]": like `git worktree add -b B P HEAD` in the checkout containing
+// REPO (default "."), through [worktree.AddWorktree], so no hook or filter
+// runs. P defaults to .worktrees/<last component of B> under the checkout's
+// root; a relative P is relative to the current directory, as with git. It
+// prints the new worktree's path. Exit status 0 on success, 1 when git
+// state refuses or the fork fails (the message says how to clean up), 2 on
+// usage errors.
 func runWorktree(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "planbridge worktree: not built yet")
-	return 2
+	usage := func() {
+		fmt.Fprintln(stderr, "usage: planbridge worktree add --branch B [--path P] [REPO]")
+	}
+	if len(args) == 0 || args[0] != "add" {
+		usage()
+		return 2
+	}
+	fs := flag.NewFlagSet("worktree add", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	branch := fs.String("branch", "", "name of the new branch (required)")
+	dest := fs.String("path", "", "worktree directory (default .worktrees/<branch leaf> under the repository root)")
+	fs.Usage = func() {
+		usage()
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args[1:])
+	if err != nil {
+		return 2
+	}
+	if len(pos) > 1 || *branch == "" {
+		fs.Usage()
+		return 2
+	}
+	repo := "."
+	if len(pos) == 1 {
+		repo = pos[0]
+	}
+	if err := worktree.ValidBranchName(*branch); err != nil {
+		fmt.Fprintln(stderr, "planbridge worktree add:", err)
+		return 2
+	}
+	p := *dest
+	if p == "" {
+		r, err := worktree.Open(repo)
+		if err != nil {
+			fmt.Fprintln(stderr, "planbridge worktree add:", err)
+			return 1
+		}
+		p = filepath.Join(r.Root, ".worktrees", path.Base(*branch))
+	} else if p, err = filepath.Abs(p); err != nil {
+		fmt.Fprintln(stderr, "planbridge worktree add:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	added, err := worktree.AddWorktree(ctx, repo, p, *branch)
+	if err != nil {
+		fmt.Fprintln(stderr, "planbridge worktree add:", err)
+		if errors.Is(err, worktree.ErrInvalidBranchName) {
+			return 2
+		}
+		return 1
+	}
+	fmt.Fprintln(stdout, added.Path)
+	return 0
 }
