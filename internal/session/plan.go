@@ -1,22 +1,194 @@
 package session
 
-import "planbridge/internal/agent"
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+
+	"planbridge/internal/agent"
+	"planbridge/internal/store"
+	"planbridge/proposal"
+)
+
+// Proposal statuses.
+const (
+	ProposalNone     = "none"
+	ProposalProposed = "proposed"
+	ProposalDraft    = "draft"
+	ProposalAccepted = "accepted"
+)
+
+// CurrentPlanPath is the session-relative path of the actionable proposal.
+const CurrentPlanPath = "plans/current.md"
 
 // registry returns the tools every turn is offered.
 func (m *Manager) registry() *agent.Registry {
 	return agent.NewRegistry(agent.DefaultTools()...)
 }
 
-// newView returns the view filter for one model response.
-func (s *Session) newView(plan bool) viewFilter { return passThrough{} }
+// planView hides proposal blocks from the streamed view of a Plan response.
+type planView struct {
+	sc      *proposal.Scanner
+	emitted int
+	result  *proposal.Result
+}
 
-// onResponse examines one completed model response.
-func (s *Session) onResponse(plan bool, text string) {}
+func (v *planView) Write(d string) string {
+	out := v.sc.Write(d)
+	v.emitted += len(out)
+	return out
+}
 
-// reminder returns the Plan reminder appended to a Plan turn's prompt.
+func (v *planView) Done(string) string {
+	res := v.sc.Close()
+	v.result = &res
+	if v.emitted < len(res.Visible) {
+		return res.Visible[v.emitted:]
+	}
+	return ""
+}
+
+// newView returns the view filter for one model response: Plan responses
+// hide their proposal blocks from the opening tag on, while streaming.
+func (s *Session) newView(plan bool) viewFilter {
+	if !plan {
+		return passThrough{}
+	}
+	return &planView{sc: proposal.NewScanner()}
+}
+
+// onResponse examines one completed root-assistant response. Only Plan
+// responses can propose; tool output never reaches here.
+func (s *Session) onResponse(plan bool, v viewFilter, text string) {
+	pv, ok := v.(*planView)
+	if !plan || !ok || pv.result == nil {
+		return
+	}
+	res := pv.result
+	for _, d := range res.Diagnostics {
+		s.emit("diagnostic", map[string]any{"level": d.Kind, "message": d.Message})
+	}
+	if res.Proposal == nil {
+		return
+	}
+	if err := s.publishProposal(context.Background(), res.Proposal.Title, res.Proposal.Body, false); err != nil {
+		s.m.log.Error("publish proposal", "session", s.id, "err", err)
+		s.emit("error", map[string]any{"message": "could not save the proposal: " + err.Error()})
+	}
+}
+
+// publishProposal makes body the session's one actionable proposal: the
+// artifact is written atomically first, then the metadata row points at it.
+// The selection of an earlier proposal survives.
+func (s *Session) publishProposal(ctx context.Context, title, body string, edited bool) error {
+	data := []byte(body + "\n")
+	sum := sha256.Sum256([]byte(body))
+	hash := hex.EncodeToString(sum[:])
+	if err := store.WriteFileAtomic(filepath.Join(s.workDir, filepath.FromSlash(CurrentPlanPath)), data, 0o644); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	p := store.Proposal{SessionID: s.id}
+	if s.prop != nil {
+		p = *s.prop
+	}
+	p.Status, p.Title, p.Path, p.Hash, p.PersonEdited = ProposalProposed, title, CurrentPlanPath, hash, edited
+	s.mu.Unlock()
+	if err := s.m.st.PutProposal(ctx, p); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.prop = &p
+	s.mu.Unlock()
+	s.emit("proposal", map[string]any{"title": title, "body": body, "hash": hash,
+		"path": agent.WorkScheme + CurrentPlanPath, "text": proposal.RenderText(body), "edited": edited})
+	s.emit("status", s.statusData())
+	return nil
+}
+
+// setProposalStatus moves the proposal to status (no-op without one).
+func (s *Session) setProposalStatus(ctx context.Context, tx *sql.Tx, status string) error {
+	s.mu.Lock()
+	if s.prop == nil || s.prop.Status == status {
+		s.mu.Unlock()
+		return nil
+	}
+	p := *s.prop
+	p.Status = status
+	s.mu.Unlock()
+	var err error
+	if tx != nil {
+		err = store.PutProposalTx(ctx, tx, p)
+	} else {
+		err = s.m.st.PutProposal(ctx, p)
+	}
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.prop = &p
+	s.mu.Unlock()
+	return nil
+}
+
+// demoteProposal turns an actionable proposal into a draft, keeping its
+// selection (a follow-up in Plan, or leaving Plan).
+func (s *Session) demoteProposal(ctx context.Context) {
+	s.mu.Lock()
+	actionable := s.prop != nil && s.prop.Status == ProposalProposed
+	s.mu.Unlock()
+	if !actionable {
+		return
+	}
+	if err := s.setProposalStatus(ctx, nil, ProposalDraft); err != nil {
+		s.m.log.Error("demote proposal", "session", s.id, "err", err)
+	}
+}
+
+// loadProposal restores the proposal row and applies the resume rule: it
+// stays actionable only if Plan is on, it was proposed, and the artifact
+// still matches its recorded hash; otherwise it is demoted to a draft.
+func (s *Session) loadProposal(ctx context.Context) error {
+	p, err := s.m.st.GetProposal(ctx, s.id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.prop = &p
+	if p.Status != ProposalProposed {
+		return nil
+	}
+	if s.row.Plan && s.artifactMatches(p.Path, p.Hash) {
+		return nil
+	}
+	p.Status = ProposalDraft
+	s.prop = &p
+	return s.m.st.PutProposal(ctx, p)
+}
+
+// artifactMatches reports whether work://path holds the body with hash.
+func (s *Session) artifactMatches(rel, hash string) bool {
+	b, err := os.ReadFile(filepath.Join(s.workDir, filepath.FromSlash(rel)))
+	if err != nil || len(b) == 0 {
+		return false
+	}
+	body := string(b[:len(b)-1]) // artifacts end with one added newline
+	sum := sha256.Sum256([]byte(body))
+	return hex.EncodeToString(sum[:]) == hash
+}
+
+// reminder returns the Plan reminder appended to a Plan turn's prompt: the
+// full contract on the first delivered reminder of an episode, a one-line
+// reference afterwards.
 func reminder(full bool) string {
 	if full {
-		return "<plan_mode_reminder>Plan mode is on: investigate with read-only tools and finish with a <proposed_plan> block.</plan_mode_reminder>"
+		return "<plan_mode_reminder>\n" + proposal.ReminderFull() + "\n</plan_mode_reminder>"
 	}
-	return "<plan_mode_reminder>Plan mode is still on; the contract given earlier applies.</plan_mode_reminder>"
+	return "<plan_mode_reminder>" + proposal.ReminderRef() + "</plan_mode_reminder>"
 }

@@ -25,6 +25,7 @@ type Session struct {
 	busy    bool
 	queue   []string
 	cancel  context.CancelFunc
+	prop    *store.Proposal // the session's proposal, nil if none
 	msgs    []agent.Message // transcript of the current context segment
 	nextIdx int64
 	turnNo  int64
@@ -57,6 +58,9 @@ func loadSession(ctx context.Context, m *Manager, row store.Session) (*Session, 
 	if s.lastSeq, err = m.st.LastSeq(ctx, row.ID); err != nil {
 		return nil, err
 	}
+	if err := s.loadProposal(ctx); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -76,6 +80,7 @@ type Info struct {
 	Busy           bool      `json:"busy"`
 	Queued         int       `json:"queued"`
 	ProposalStatus string    `json:"proposal_status"`
+	ProposalTitle  string    `json:"proposal_title,omitempty"`
 	BlockedTotal   int64     `json:"blocked_total"`
 	LastSeq        int64     `json:"last_seq"`
 	CreatedAt      time.Time `json:"created_at"`
@@ -92,6 +97,9 @@ func (s *Session) Info() Info {
 	s.mu.Lock()
 	in := infoFromRow(s.row, s.busy)
 	in.Queued = len(s.queue)
+	if s.prop != nil {
+		in.ProposalStatus, in.ProposalTitle = s.prop.Status, s.prop.Title
+	}
 	s.mu.Unlock()
 	s.evMu.Lock()
 	in.LastSeq = s.lastSeq
@@ -159,8 +167,8 @@ func (s *Session) saveRow(ctx context.Context) error {
 
 func (s *Session) statusData() map[string]any {
 	in := s.Info()
-	return map[string]any{"plan": in.Plan, "mode": in.Mode, "busy": in.Busy, "queued": in.Queued,
-		"proposal_status": in.ProposalStatus, "blocked_total": in.BlockedTotal}
+	return map[string]any{"plan": in.Plan, "mode": in.Mode, "busy": in.Busy, "queued": in.Queued, "title": in.Title,
+		"proposal_status": in.ProposalStatus, "proposal_title": in.ProposalTitle, "blocked_total": in.BlockedTotal}
 }
 
 // SetMode sets the permission mode. It never touches the Plan posture.
@@ -209,6 +217,7 @@ func (s *Session) ExitPlan(ctx context.Context) error {
 	if err := s.saveRow(ctx); err != nil {
 		return err
 	}
+	s.demoteProposal(ctx) // leaving Plan abandons the pending proposal
 	s.emit("status", s.statusData())
 	return nil
 }
@@ -226,12 +235,16 @@ type PlanStatus struct {
 // Status reports posture, proposal state and the blocked-call count.
 func (s *Session) Status() PlanStatus {
 	in := s.Info()
-	st := PlanStatus{Plan: in.Plan, Mode: in.Mode, ProposalStatus: in.ProposalStatus, BlockedTotal: in.BlockedTotal}
+	st := PlanStatus{Plan: in.Plan, Mode: in.Mode, ProposalStatus: in.ProposalStatus, ProposalTitle: in.ProposalTitle, BlockedTotal: in.BlockedTotal}
 	posture := "off"
 	if st.Plan {
 		posture = "on"
 	}
-	st.Text = fmt.Sprintf("Plan %s · mode %s · proposal %s · %d blocked call(s)", posture, st.Mode, st.ProposalStatus, st.BlockedTotal)
+	prop := st.ProposalStatus
+	if st.ProposalTitle != "" {
+		prop += fmt.Sprintf(" (%q)", st.ProposalTitle)
+	}
+	st.Text = fmt.Sprintf("Plan %s · mode %s · proposal %s · %d blocked call(s)", posture, st.Mode, prop, st.BlockedTotal)
 	return st
 }
 
@@ -251,6 +264,10 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 	}
 	if cmd, rest, ok := slashCommand(text); ok && cmd == "/plan" {
 		return s.planCommand(ctx, rest)
+	}
+	if s.Info().Plan {
+		// An accepted follow-up in Plan demotes the proposal to a draft.
+		s.demoteProposal(ctx)
 	}
 	return SubmitResult{Queued: s.prompt(text)}, nil
 }
@@ -307,6 +324,7 @@ func (s *Session) prompt(text string) (queued bool) {
 	s.cancel = cancel
 	s.mu.Unlock()
 	s.m.turns.Add(1)
+	s.emit("status", s.statusData())
 	go s.runQueue(ctx, cancel, text)
 	return false
 }

@@ -43,7 +43,7 @@ func (k *turnSink) ResponseDone(text string) {
 	if v := k.view.Done(text); v != "" {
 		k.s.emit("text", map[string]any{"delta": v})
 	}
-	k.s.onResponse(k.plan, text)
+	k.s.onResponse(k.plan, k.view, text)
 	k.view = k.s.newView(k.plan)
 }
 

@@ -46,6 +46,18 @@ var migrations = []string{
 		key TEXT PRIMARY KEY,
 		value TEXT NOT NULL
 	);`,
+	// 2: the session's one proposal (metadata; the body is a work:// file).
+	`CREATE TABLE proposals (
+		session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+		status TEXT NOT NULL,
+		title TEXT NOT NULL DEFAULT '',
+		path TEXT NOT NULL,
+		hash TEXT NOT NULL,
+		person_edited INTEGER NOT NULL DEFAULT 0,
+		selection TEXT NOT NULL DEFAULT '',
+		rejections INTEGER NOT NULL DEFAULT 0,
+		updated_at TEXT NOT NULL
+	);`,
 }
 
 func (s *Store) migrate(ctx context.Context, steps []string) error {

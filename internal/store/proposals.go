@@ -1,0 +1,55 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Proposal is a session's proposal metadata. Path is session-relative
+// (under the work:// root); the body lives in that file.
+type Proposal struct {
+	SessionID    string
+	Status       string
+	Title        string
+	Path         string
+	Hash         string
+	PersonEdited bool
+	Selection    string // JSON, owned by the approval model
+	Rejections   int64
+	UpdatedAt    time.Time
+}
+
+// PutProposalTx inserts or replaces a session's proposal row.
+func PutProposalTx(ctx context.Context, tx *sql.Tx, p Proposal) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO proposals (session_id, status, title, path, hash, person_edited, selection, rejections, updated_at)
+		VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET status=excluded.status, title=excluded.title,
+		path=excluded.path, hash=excluded.hash, person_edited=excluded.person_edited, selection=excluded.selection,
+		rejections=excluded.rejections, updated_at=excluded.updated_at`,
+		p.SessionID, p.Status, p.Title, p.Path, p.Hash, p.PersonEdited, p.Selection, p.Rejections, now())
+	if err != nil {
+		return fmt.Errorf("save proposal of %s: %w", p.SessionID, err)
+	}
+	return nil
+}
+
+// PutProposal is [PutProposalTx] in its own transaction.
+func (s *Store) PutProposal(ctx context.Context, p Proposal) error {
+	return s.Tx(ctx, func(tx *sql.Tx) error { return PutProposalTx(ctx, tx, p) })
+}
+
+// GetProposal loads a session's proposal; [ErrNotFound] if it has none.
+func (s *Store) GetProposal(ctx context.Context, sessionID string) (Proposal, error) {
+	var p Proposal
+	var updated string
+	err := s.db.QueryRowContext(ctx, `SELECT session_id, status, title, path, hash, person_edited, selection, rejections, updated_at
+		FROM proposals WHERE session_id = ?`, sessionID).Scan(&p.SessionID, &p.Status, &p.Title, &p.Path, &p.Hash,
+		&p.PersonEdited, &p.Selection, &p.Rejections, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return p, fmt.Errorf("proposal of %s: %w", sessionID, ErrNotFound)
+	}
+	p.UpdatedAt, _ = time.Parse(time.RFC3339Nano, updated)
+	return p, err
+}
