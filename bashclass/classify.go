@@ -99,10 +99,6 @@ func precheck(src string) string {
 		case '\t', '\n':
 		case 0x7f:
 			return "command contains control character 0x7f"
-		default:
-			if b < 0x20 {
-				return fmt.Sprintf("command contains control character %#02x", b)
-			}
 		case '(', '{', '[', '`':
 			depth++
 			if depth > 4*maxDepth {
@@ -111,6 +107,10 @@ func precheck(src string) string {
 		case ')', '}', ']':
 			if depth > 0 {
 				depth--
+			}
+		default:
+			if b < 0x20 {
+				return fmt.Sprintf("command contains control character %#02x", b)
 			}
 		}
 	}

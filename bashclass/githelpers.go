@@ -1,5 +1,3 @@
-//go:build bashclass_interp
-
 package bashclass
 
 import (

@@ -1,5 +1,3 @@
-//go:build bashclass_interp
-
 package bashclass
 
 import (
@@ -94,7 +92,8 @@ func (r *Runner) Run(ctx context.Context, src string) (Result, error) {
 		res.Refused, res.Reason, res.ExitCode = true, reason, ExitRefused
 		return res, nil
 	}
-	if status, ok := interp.IsExitStatus(runErr); ok {
+	var status interp.ExitStatus
+	if errors.As(runErr, &status) {
 		res.ExitCode = int(status)
 	} else if runErr != nil {
 		res.ExitCode = 1
@@ -118,8 +117,8 @@ func (r *Runner) Run(ctx context.Context, src string) (Result, error) {
 }
 
 func isExit(err error) bool {
-	_, ok := interp.IsExitStatus(err)
-	return ok
+	var status interp.ExitStatus
+	return errors.As(err, &status)
 }
 
 func orDefault[T int | time.Duration](v, def T) T {

@@ -18,7 +18,6 @@ func allow(cmd string) verdictRow        { return verdictRow{cmd: cmd, allow: tr
 func allowNoBash(cmd string) verdictRow  { return verdictRow{cmd: cmd, allow: true, noBash: true} }
 func allowNoRun(cmd string) verdictRow   { return verdictRow{cmd: cmd, allow: true, noRun: true} }
 func deny(cmd, reason string) verdictRow { return verdictRow{cmd: cmd, reason: reason} }
-func denyAny(cmd string) verdictRow      { return verdictRow{cmd: cmd} }
 func rows(rs ...verdictRow) []verdictRow { return rs }
 func concat(groups ...[]verdictRow) []verdictRow {
 	var out []verdictRow
@@ -189,11 +188,11 @@ var verdictTable = concat(
 	rows(
 		allow("rg -n main"),
 		allow("rg -n TODO | head"),
-		allow("rg --files"),
+		allow("rg --files --sort path"),
 		allow("rg -i readme -g '*.md'"),
 		allow("rg -e main -t go"),
 		allow("rg --pre-glob '*.gz' main || true"),
-		allow("rg -c x || true"),
+		allow("rg -c --sort path x || true"),
 		deny("rg --pre cat main", "rg option --pre"),
 		deny("rg --pre=./x main", "--pre"),
 		deny("rg --pr=./x main", "--pr (prefix of --pre)"),
