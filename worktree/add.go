@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"golang.org/x/sys/unix"
 )
 
@@ -85,6 +86,7 @@ func AddWorktree(ctx context.Context, repoDir, path, branch string) (*Added, err
 	if err != nil {
 		return nil, err
 	}
+	defer r.Close()
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(r.Root, path)
 	}
@@ -389,29 +391,40 @@ func (co *checkout) run(tree [20]byte) error {
 	}
 	racySec := src.mtime.Unix()
 
+	// Work is handed out by directory: writers creating files in
+	// different directories do not queue on the same directory lock.
+	var chunks []int // start of each run of files sharing a directory
+	for i := range co.files {
+		if i == 0 || parentDir(co.files[i].path) != parentDir(co.files[i-1].path) {
+			chunks = append(chunks, i)
+		}
+	}
+	chunks = append(chunks, len(co.files))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var once sync.Once
 	var firstErr error
-	workers := 4 * runtime.GOMAXPROCS(0)
-	for w := 0; w < workers; w++ {
+	for range workerCount() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			buf := make([]byte, 64<<10)
+			var in inflater
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(co.files) {
+				c := int(next.Add(1) - 1)
+				if c >= len(chunks)-1 {
 					return
 				}
-				err := co.ctx.Err()
-				if err == nil {
-					err = co.write(&co.files[i], srcEntry[i], racySec, buf)
-				}
-				if err != nil {
-					once.Do(func() { firstErr = err })
-					next.Store(int64(len(co.files)))
-					return
+				for i := chunks[c]; i < chunks[c+1]; i++ {
+					err := co.ctx.Err()
+					if err == nil {
+						err = co.write(&co.files[i], srcEntry[i], racySec, buf, &in)
+					}
+					if err != nil {
+						once.Do(func() { firstErr = err })
+						next.Store(int64(len(chunks)))
+						return
+					}
 				}
 			}
 		}()
@@ -419,6 +432,13 @@ func (co *checkout) run(tree [20]byte) error {
 	wg.Wait()
 	return firstErr
 }
+
+func parentDir(p string) string { return p[:strings.LastIndexByte(p, '/')+1] }
+
+// workerCount is the number of parallel file writers: twice the cores, as
+// file creation blocks in the kernel (journal, directory locks) often
+// enough that one writer per core leaves cores idle.
+func workerCount() int { return 2 * runtime.GOMAXPROCS(0) }
 
 // flatten lists the tree recursively in index order, collecting
 // directories to create and the cache tree.
@@ -450,7 +470,7 @@ func (co *checkout) flatten(prefix, name string, h [20]byte) (*coTree, error) {
 }
 
 // write creates one file of the checkout and records its stat data.
-func (co *checkout) write(f *coFile, src *indexEntry, racySec int64, buf []byte) error {
+func (co *checkout) write(f *coFile, src *indexEntry, racySec int64, buf []byte, in *inflater) error {
 	dst := co.dst + f.path
 	switch f.mode {
 	case modeGitlink:
@@ -477,6 +497,23 @@ func (co *checkout) write(f *coFile, src *indexEntry, racySec int64, buf []byte)
 		return &fs.PathError{Op: "create", Path: dst, Err: err}
 	}
 	defer unix.Close(out)
+	// A blob in a mapped pack is cheapest to inflate (no system call),
+	// unless it is large and the source checkout proves its copy clean;
+	// a loose or unmapped blob is copied when proven clean; anything else
+	// comes from the object store.
+	p, off := co.r.locate(f.hash)
+	if p != nil {
+		if t, size, _, ok := p.entryHeader(off); src == nil || !ok || t > int(plumbing.TagObject) || size <= inflateMax {
+			_, data, err := co.r.resolve(p, off, in, 0)
+			if err != nil {
+				return fmt.Errorf("%s: %w", f.path, err)
+			}
+			if err := writeAll(out, data); err != nil {
+				return &fs.PathError{Op: "write", Path: dst, Err: err}
+			}
+			return unix.Fstat(out, &f.st)
+		}
+	}
 	if src != nil {
 		copied, err := co.copyClean(out, f.path, src, racySec, buf)
 		if err != nil {
@@ -496,6 +533,11 @@ func (co *checkout) write(f *coFile, src *indexEntry, racySec int64, buf []byte)
 	}
 	return unix.Fstat(out, &f.st)
 }
+
+// inflateMax is the largest blob the checkout inflates from a mapped pack
+// rather than copying from the source checkout: below it, four system
+// calls on the source file cost more than decompressing in memory.
+const inflateMax = 64 << 10
 
 // copyClean copies the source checkout's file into out when its stat data
 // proves it unchanged since the index recorded the blob we need (the same

@@ -32,6 +32,7 @@ func TestAddWorktreeGitView(t *testing.T) {
 		"staged.txt":   "committed\n",
 		"docs/x.md":    "x\n",
 		"space in.txt": "s\n",
+		"big.bin":      strings.Repeat("0123456789abcdef", 8<<10),
 	})
 	os.Chmod(filepath.Join(dir, "bin/run.sh"), 0o755)
 	symlink(t, "src/c.txt", filepath.Join(dir, "link"))
@@ -56,9 +57,9 @@ func TestAddWorktreeGitView(t *testing.T) {
 	if added.Commit != head {
 		t.Errorf("Commit = %s, want %s", added.Commit, head)
 	}
-	if added.Files != 9 || added.Copied == 0 || added.Copied > added.Files-3 {
-		// dirty.txt, staged.txt and the symlink are never copied
-		t.Errorf("Files = %d, Copied = %d", added.Files, added.Copied)
+	if added.Files != 10 || added.Copied != 1 {
+		// Packed small blobs are inflated; the large clean one is copied.
+		t.Errorf("Files = %d, Copied = %d; want 10, 1", added.Files, added.Copied)
 	}
 
 	// Our own view first (before git refreshes the new index).
@@ -80,6 +81,9 @@ func TestAddWorktreeGitView(t *testing.T) {
 	}
 	if c, _ := os.ReadFile(filepath.Join(wt, "staged.txt")); string(c) != "committed\n" {
 		t.Errorf("staged.txt = %q, want HEAD's content", c)
+	}
+	if c, _ := os.ReadFile(filepath.Join(wt, "big.bin")); string(c) != strings.Repeat("0123456789abcdef", 8<<10) {
+		t.Errorf("big.bin differs (%d bytes)", len(c))
 	}
 	if _, err := os.Lstat(filepath.Join(wt, "untracked.txt")); err == nil {
 		t.Error("untracked file was copied into the worktree")
@@ -210,4 +214,78 @@ func TestAddWorktreeRunsNoHelper(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("Status ran a repository helper (marker exists)")
 	}
+}
+
+// TestAddWorktreeLooseCopies covers the copy path for loose objects and
+// for a file modified in the source checkout (never copied).
+func TestAddWorktreeLooseCopies(t *testing.T) {
+	hermetic(t)
+	dir := newRepo(t, map[string]string{"a.txt": "a\n", "b/c.txt": "c\n", "d.txt": "d\n"})
+	writeFile(t, dir, "d.txt", "dirty\n")
+	settle(t, dir)
+	added, err := AddWorktree(context.Background(), dir, "../wt", "loose")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if added.Files != 3 || added.Copied != 2 {
+		t.Errorf("Files = %d, Copied = %d; want 3, 2", added.Files, added.Copied)
+	}
+	if c, _ := os.ReadFile(filepath.Join(added.Path, "d.txt")); string(c) != "d\n" {
+		t.Errorf("d.txt = %q", c)
+	}
+	if out := gitCmd(t, added.Path, "status", "--porcelain"); out != "" {
+		t.Errorf("git status:\n%s", out)
+	}
+}
+
+// TestAddWorktreeFromDeltas checks the checkout against git for blobs and
+// trees stored as deltas in a pack.
+func TestAddWorktreeFromDeltas(t *testing.T) {
+	hermetic(t)
+	var lines []string
+	for i := 0; i < 300; i++ {
+		lines = append(lines, "line "+strings.Repeat("x", i%17)+" of a long, similar file")
+	}
+	files := map[string]string{}
+	for i := 0; i < 12; i++ {
+		files["sim/f"+string(rune('a'+i))+".txt"] = strings.Join(lines[i:], "\n")
+	}
+	dir := newRepo(t, files)
+	for v := 0; v < 5; v++ {
+		lines[v*7] = "changed in version " + string(rune('0'+v))
+		writeFile(t, dir, "sim/fa.txt", strings.Join(lines, "\n"))
+		writeFile(t, dir, "sim/new"+string(rune('0'+v))+".txt", strings.Join(lines[v:], "\n"))
+		gitCmd(t, dir, "add", "-A")
+		gitCmd(t, dir, "commit", "-q", "-m", "v")
+	}
+	gitCmd(t, dir, "gc", "-q", "--aggressive")
+	if vp := gitCmd(t, dir, "verify-pack", "-v", filepath.Join(dir, ".git", "objects", "pack", packName(t, dir))); !strings.Contains(vp, "chain length = ") {
+		t.Fatalf("fixture has no deltas:\n%s", vp)
+	}
+	added, err := AddWorktree(context.Background(), dir, ".worktrees/d", "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range strings.Fields(gitCmd(t, dir, "ls-files")) {
+		want := gitCmd(t, dir, "show", "HEAD:"+p)
+		if got, _ := os.ReadFile(filepath.Join(added.Path, p)); string(got) != want {
+			t.Errorf("%s differs from HEAD", p)
+		}
+	}
+	if out := gitCmd(t, added.Path, "status", "--porcelain"); out != "" {
+		t.Errorf("git status:\n%s", out)
+	}
+	compareStatus(t, dir)
+}
+
+func packName(t *testing.T, dir string) string {
+	t.Helper()
+	des, _ := os.ReadDir(filepath.Join(dir, ".git", "objects", "pack"))
+	for _, de := range des {
+		if strings.HasSuffix(de.Name(), ".idx") {
+			return de.Name()
+		}
+	}
+	t.Fatal("no pack")
+	return ""
 }

@@ -46,6 +46,7 @@ type Repo struct {
 
 	packsOnce sync.Once
 	packs     []packIndex // set by packsOnce
+	maps      *mappings   // set by packsOnce
 }
 
 // Open finds the git checkout containing dir (dir itself or a parent holding
@@ -212,10 +213,14 @@ func (r *Repo) branchExists(name string) (bool, error) {
 	return true, nil
 }
 
-// readObject returns the type and content of an object. Loose objects and
-// whole packed objects are inflated directly (safe in parallel); deltas and
-// anything else go through go-git's object storage under storeMu.
+// readObject returns the type and content of an object. Whole packed
+// objects and loose objects are inflated directly (safe in parallel);
+// deltas and anything else go through go-git's object storage under
+// storeMu.
 func (r *Repo) readObject(h [20]byte) (plumbing.ObjectType, []byte, error) {
+	if t, data, ok := r.packedObject(h); ok {
+		return t, data, nil
+	}
 	hexh := plumbing.Hash(h).String()
 	f, err := os.Open(filepath.Join(r.CommonDir, "objects", hexh[:2], hexh[2:]))
 	if err == nil {
@@ -238,9 +243,6 @@ func (r *Repo) readObject(h [20]byte) (plumbing.ObjectType, []byte, error) {
 			return 0, nil, fmt.Errorf("worktree: object %s: %w", hexh, err)
 		}
 		return t, data[nul+1:], nil
-	}
-	if t, data, ok := r.packedObject(h); ok {
-		return t, data, nil
 	}
 	r.storeMu.Lock()
 	defer r.storeMu.Unlock()

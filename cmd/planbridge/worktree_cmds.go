@@ -68,6 +68,7 @@ func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "planbridge status:", err)
 		return 1
 	}
+	defer r.Close()
 	entries, err := r.Status(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "planbridge status:", err)
@@ -144,6 +145,7 @@ func runWorktree(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "planbridge worktree add:", err)
 			return 1
 		}
+		r.Close()
 		p = filepath.Join(r.Root, ".worktrees", path.Base(*branch))
 	} else if p, err = filepath.Abs(p); err != nil {
 		fmt.Fprintln(stderr, "planbridge worktree add:", err)
