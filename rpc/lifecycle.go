@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 
 	"planbridge/internal/agent"
+	"planbridge/internal/session"
 )
 
 type initializeParams struct {
-	Engine *agent.EngineConfig `json:"engine"`
+	Engine *agent.EngineConfig  `json:"engine"`
+	Models *session.ModelConfig `json:"models"`
 	Client *struct {
 		Name    string `json:"name"`
 		Version string `json:"version"`
@@ -30,6 +32,11 @@ func initialize(ctx context.Context, s *Server, raw json.RawMessage) (any, error
 			return nil, paramsError{err}
 		}
 		m.SetEngine(eng)
+	}
+	if p.Models != nil {
+		if err := m.SetModels(*p.Models); err != nil {
+			return nil, err
+		}
 	}
 	engine := ""
 	if e := m.Engine(); e != nil {

@@ -58,6 +58,17 @@ var methods = map[string]handlerFunc{
 	"plan/enter":                planEnter,
 	"plan/exit":                 planExit,
 	"plan/status":               planStatus,
+	"approval/get":              approvalGet,
+	"approval/update":           approvalUpdate,
+	"approval/accept":           approvalAccept,
+	"approval/feedback":         approvalFeedback,
+	"approval/cancel":           approvalCancel,
+	"approval/hide":             approvalHide,
+	"approval/show":             approvalShow,
+	"approval/edit":             approvalEdit,
+	"handoff/retry":             handoffRetry,
+	"handoff/savePlan":          handoffSavePlan,
+	"session/queue":             sessionQueue,
 }
 
 // Serve speaks JSON-RPC on r/w until the peer closes the stream or ctx ends.

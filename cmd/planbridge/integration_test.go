@@ -45,8 +45,14 @@ type proc struct {
 
 func startServe(t *testing.T, stateDir string, extra ...string) *proc {
 	t.Helper()
+	return startServeEnv(t, nil, stateDir, extra...)
+}
+
+func startServeEnv(t *testing.T, env []string, stateDir string, extra ...string) *proc {
+	t.Helper()
 	args := append([]string{"serve", "--state-dir", stateDir}, extra...)
 	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
 	p := &proc{cmd: cmd, stderr: &bytes.Buffer{}}
 	cmd.Stderr = p.stderr
 	var err error

@@ -71,6 +71,7 @@ type Manager struct {
 	listeners map[int]func(Event)
 	nextLis   int
 	asker     Asker
+	models    ModelConfig
 	closed    bool
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/store"
 	"planbridge/proposal"
@@ -106,7 +107,7 @@ func (s *Session) publishProposal(ctx context.Context, title, body string, edite
 	s.mu.Unlock()
 	s.emit("proposal", map[string]any{"title": title, "body": body, "hash": hash,
 		"path": agent.WorkScheme + CurrentPlanPath, "text": proposal.RenderText(body), "edited": edited})
-	s.emit("status", s.statusData())
+	s.presentApproval(ctx)
 	return nil
 }
 
@@ -136,11 +137,15 @@ func (s *Session) setProposalStatus(ctx context.Context, tx *sql.Tx, status stri
 }
 
 // demoteProposal turns an actionable proposal into a draft, keeping its
-// selection (a follow-up in Plan, or leaving Plan).
+// selection, and closes its card (a follow-up in Plan, or leaving Plan).
 func (s *Session) demoteProposal(ctx context.Context) {
 	s.mu.Lock()
 	actionable := s.prop != nil && s.prop.Status == ProposalProposed
+	a := s.closeApprovalLocked()
 	s.mu.Unlock()
+	if a != "" {
+		s.emit("approval_closed", map[string]any{"attempt": a, "reason": "demoted"})
+	}
 	if !actionable {
 		return
 	}
@@ -165,6 +170,8 @@ func (s *Session) loadProposal(ctx context.Context) error {
 		return nil
 	}
 	if s.row.Plan && s.artifactMatches(p.Path, p.Hash) {
+		// Resume re-presents it (hidden state is not persisted).
+		s.approval = handoff.Approval{Attempt: handoff.NewAttemptID()}
 		return nil
 	}
 	p.Status = ProposalDraft

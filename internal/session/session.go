@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/store"
 )
@@ -20,15 +21,16 @@ type Session struct {
 	id      string
 	workDir string
 
-	mu      sync.Mutex // guards the fields below
-	row     store.Session
-	busy    bool
-	queue   []string
-	cancel  context.CancelFunc
-	prop    *store.Proposal // the session's proposal, nil if none
-	msgs    []agent.Message // transcript of the current context segment
-	nextIdx int64
-	turnNo  int64
+	mu       sync.Mutex // guards the fields below
+	row      store.Session
+	busy     bool
+	queue    []turnReq
+	cancel   context.CancelFunc
+	prop     *store.Proposal  // the session's proposal, nil if none
+	approval handoff.Approval // the pending presentation, if any (not persisted)
+	msgs     []agent.Message  // transcript of the current context segment
+	nextIdx  int64
+	turnNo   int64
 
 	evMu    sync.Mutex // serialises event emission: seq order = delivery order
 	lastSeq int64
@@ -81,6 +83,7 @@ type Info struct {
 	Queued         int       `json:"queued"`
 	ProposalStatus string    `json:"proposal_status"`
 	ProposalTitle  string    `json:"proposal_title,omitempty"`
+	Approval       string    `json:"approval"` // "", "shown" or "hidden"
 	BlockedTotal   int64     `json:"blocked_total"`
 	LastSeq        int64     `json:"last_seq"`
 	CreatedAt      time.Time `json:"created_at"`
@@ -99,6 +102,9 @@ func (s *Session) Info() Info {
 	in.Queued = len(s.queue)
 	if s.prop != nil {
 		in.ProposalStatus, in.ProposalTitle = s.prop.Status, s.prop.Title
+	}
+	if s.approval.Pending() {
+		in.Approval = map[bool]string{false: "shown", true: "hidden"}[s.approval.Hidden]
 	}
 	s.mu.Unlock()
 	s.evMu.Lock()
@@ -168,7 +174,7 @@ func (s *Session) saveRow(ctx context.Context) error {
 func (s *Session) statusData() map[string]any {
 	in := s.Info()
 	return map[string]any{"plan": in.Plan, "mode": in.Mode, "busy": in.Busy, "queued": in.Queued, "title": in.Title,
-		"proposal_status": in.ProposalStatus, "proposal_title": in.ProposalTitle, "blocked_total": in.BlockedTotal}
+		"proposal_status": in.ProposalStatus, "proposal_title": in.ProposalTitle, "approval": in.Approval, "blocked_total": in.BlockedTotal}
 }
 
 // SetMode sets the permission mode. It never touches the Plan posture.
@@ -272,6 +278,16 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 	return SubmitResult{Queued: s.prompt(text)}, nil
 }
 
+// Queue adds text to the pending-input queue without demoting a pending
+// proposal: it runs after the running turn, or after the kickoff when the
+// plan is accepted.
+func (s *Session) Queue(text string) (SubmitResult, error) {
+	if strings.TrimSpace(text) == "" {
+		return SubmitResult{}, errorf(CodeInvalidParams, "empty prompt")
+	}
+	return SubmitResult{Queued: s.prompt(text)}, nil
+}
+
 // slashCommand splits "/cmd rest" when text starts with a slash token.
 func slashCommand(text string) (cmd, rest string, ok bool) {
 	t := strings.TrimSpace(text)
@@ -309,15 +325,96 @@ func (s *Session) planCommand(ctx context.Context, arg string) (SubmitResult, er
 	return res, err
 }
 
-// prompt runs text as a turn now, or queues it if a turn is running.
+// turnReq is one turn waiting to run.
+type turnReq struct {
+	text    string // full prompt sent to the model
+	display string // what the view shows for it
+	// policy, when set, is an implementation-scoped model/effort/mode for
+	// this turn only; the session's own settings are not touched.
+	policy *handoff.Policy
+	// settle, when set, commits with the turn's transcript if the turn
+	// succeeds (e.g. clearing a retry record).
+	settle func(ctx context.Context, tx *sql.Tx) error
+}
+
+// prompt runs text as a turn now, or queues it behind the running turn or
+// the workflow that owns the session.
 func (s *Session) prompt(text string) (queued bool) {
+	return s.enqueue(turnReq{text: text, display: text})
+}
+
+func (s *Session) enqueue(req turnReq) (queued bool) {
+	s.mu.Lock()
+	s.queue = append(s.queue, req)
+	n := len(s.queue)
+	started := s.kickLocked()
+	s.mu.Unlock()
+	if !started {
+		s.emit("queued", map[string]any{"text": req.display, "queued": n})
+		return true
+	}
+	s.emit("status", s.statusData())
+	return false
+}
+
+// heldLocked reports whether queued input must wait: a turn or handoff is
+// running, or an approval owns the session.
+func (s *Session) heldLocked() bool {
+	return s.busy || s.approval.Pending()
+}
+
+// kickLocked starts the queue runner if input is ready. Caller holds s.mu.
+func (s *Session) kickLocked() bool {
+	if len(s.queue) == 0 || s.heldLocked() || s.m.isClosed() {
+		return false
+	}
+	req := s.queue[0]
+	s.queue = s.queue[1:]
+	s.busy = true
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.m.turns.Add(1)
+	go s.runQueue(ctx, cancel, req)
+	return true
+}
+
+// kick starts queued input if nothing holds it.
+func (s *Session) kick() {
+	s.mu.Lock()
+	started := s.kickLocked()
+	s.mu.Unlock()
+	if started {
+		s.emit("status", s.statusData())
+	}
+}
+
+func (s *Session) runQueue(ctx context.Context, cancel context.CancelFunc, req turnReq) {
+	defer s.m.turns.Done()
+	for {
+		s.runTurn(ctx, req)
+		cancel()
+		s.mu.Lock()
+		s.busy, s.cancel = false, nil
+		if len(s.queue) == 0 || s.approval.Pending() || s.m.isClosed() {
+			s.mu.Unlock()
+			s.emit("status", s.statusData())
+			return
+		}
+		req, s.queue = s.queue[0], s.queue[1:]
+		s.busy = true
+		ctx, cancel = context.WithCancel(context.Background())
+		s.cancel = cancel
+		s.mu.Unlock()
+	}
+}
+
+// own runs fn as the session's root workflow (handoff, retry): queued input
+// waits until it returns. It fails with busy if something else owns it.
+func (s *Session) own(fn func(ctx context.Context)) error {
 	s.mu.Lock()
 	if s.busy {
-		s.queue = append(s.queue, text)
-		n := len(s.queue)
 		s.mu.Unlock()
-		s.emit("queued", map[string]any{"text": text, "queued": n})
-		return true
+		return errorf(CodeBusy, "the session is busy; wait for the running turn or interrupt it")
 	}
 	s.busy = true
 	ctx, cancel := context.WithCancel(context.Background())
@@ -325,27 +422,17 @@ func (s *Session) prompt(text string) (queued bool) {
 	s.mu.Unlock()
 	s.m.turns.Add(1)
 	s.emit("status", s.statusData())
-	go s.runQueue(ctx, cancel, text)
-	return false
-}
-
-func (s *Session) runQueue(ctx context.Context, cancel context.CancelFunc, text string) {
-	defer s.m.turns.Done()
-	for {
-		s.runTurn(ctx, text)
+	go func() {
+		defer s.m.turns.Done()
+		fn(ctx)
 		cancel()
 		s.mu.Lock()
-		if len(s.queue) == 0 || s.m.isClosed() {
-			s.busy, s.cancel = false, nil
-			s.mu.Unlock()
-			s.emit("status", s.statusData())
-			return
-		}
-		text, s.queue = s.queue[0], s.queue[1:]
-		ctx, cancel = context.WithCancel(context.Background())
-		s.cancel = cancel
+		s.busy, s.cancel = false, nil
 		s.mu.Unlock()
-	}
+		s.emit("status", s.statusData())
+		s.kick()
+	}()
+	return nil
 }
 
 func (m *Manager) isClosed() bool {
@@ -386,7 +473,7 @@ func (s *Session) Wait(ctx context.Context) error {
 
 // appendTranscript persists messages of the current segment together with
 // the session row.
-func (s *Session) appendTranscript(ctx context.Context, msgs []agent.Message) error {
+func (s *Session) appendTranscript(ctx context.Context, msgs []agent.Message, settle func(context.Context, *sql.Tx) error) error {
 	s.mu.Lock()
 	rows := make([]store.Message, 0, len(msgs))
 	for _, m := range msgs {
@@ -405,6 +492,11 @@ func (s *Session) appendTranscript(ctx context.Context, msgs []agent.Message) er
 	return s.m.st.Tx(ctx, func(tx *sql.Tx) error {
 		if err := store.AppendMessagesTx(ctx, tx, s.id, rows); err != nil {
 			return err
+		}
+		if settle != nil {
+			if err := settle(ctx, tx); err != nil {
+				return err
+			}
 		}
 		return store.PutSessionTx(ctx, tx, row)
 	})

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,7 +88,9 @@ func clipView(s string) string {
 }
 
 // runTurn runs one prompt as a model turn and persists what it produced.
-func (s *Session) runTurn(ctx context.Context, text string) {
+// It returns the turn's error (nil when it settled successfully).
+func (s *Session) runTurn(ctx context.Context, req turnReq) error {
+	text := req.text
 	eng := s.m.Engine()
 	s.mu.Lock()
 	s.turnNo++
@@ -101,21 +104,41 @@ func (s *Session) runTurn(ctx context.Context, text string) {
 	mode := agent.Mode(s.row.Mode)
 	workspace := s.row.Workspace
 	s.mu.Unlock()
+	model, effort := s.m.sessionModel()
+	if plan {
+		w := s.m.workload(WorkloadPlanning)
+		model, effort = w.Model, w.Effort
+	}
+	if req.policy != nil {
+		// Implementation-scoped policy: this request only.
+		mode, model, effort = agent.Mode(req.policy.Mode), req.policy.Model, req.policy.Effort
+	}
 
 	content := text
 	if plan {
 		content = text + "\n\n" + reminder(fullReminder)
 	}
 	user := agent.Message{Role: agent.RoleUser, Content: content}
-	s.emit("user", map[string]any{"text": text, "display": text})
+	display := req.display
+	if display == "" {
+		display = text
+	}
+	s.emit("user", map[string]any{"text": display, "display": display})
 	s.emit("turn_start", map[string]any{"turn": turnNo, "plan": plan})
 	if eng == nil {
-		s.finishTurn(ctx, turnNo, []agent.Message{user}, errors.New("no model engine is configured"), false)
-		return
+		err := errors.New("no model engine is configured")
+		s.finishTurn(ctx, turnNo, []agent.Message{user}, err, false, nil)
+		return err
+	}
+	if err := s.m.checkModel(model); err != nil {
+		s.finishTurn(ctx, turnNo, nil, err, false, nil)
+		return err
 	}
 	sink := &turnSink{s: s, plan: plan, view: s.newView(plan)}
 	t := &agent.Turn{
 		Engine:   eng,
+		Model:    model,
+		Effort:   effort,
 		Messages: append(append([]agent.Message{{Role: agent.RoleSystem, Content: fmt.Sprintf(systemPrompt, workspace)}}, history...), user),
 		Tools:    s.m.registry(),
 		Gate:     agent.Gate{Plan: plan, Mode: mode, Shell: s.m.shell},
@@ -127,17 +150,21 @@ func (s *Session) runTurn(ctx context.Context, text string) {
 	// The full template counts as delivered only once a model response
 	// actually arrived: a cancelled dispatch leaves it armed.
 	delivered := fullReminder && len(res.Messages) > 0
-	s.finishTurn(ctx, turnNo, append([]agent.Message{user}, res.Messages...), err, delivered)
+	s.finishTurn(ctx, turnNo, append([]agent.Message{user}, res.Messages...), err, delivered, req.settle)
+	return err
 }
 
-func (s *Session) finishTurn(ctx context.Context, turnNo int64, msgs []agent.Message, err error, templateDelivered bool) {
+func (s *Session) finishTurn(ctx context.Context, turnNo int64, msgs []agent.Message, err error, templateDelivered bool, settle func(context.Context, *sql.Tx) error) {
+	if err != nil {
+		settle = nil // only a successful turn settles
+	}
 	if templateDelivered {
 		s.mu.Lock()
 		s.row.TemplateEpisode = s.row.PlanEpisode
 		s.mu.Unlock()
 	}
 	// Persist even after cancellation: the transcript must not lose what happened.
-	if perr := s.appendTranscript(context.WithoutCancel(ctx), msgs); perr != nil {
+	if perr := s.appendTranscript(context.WithoutCancel(ctx), msgs, settle); perr != nil {
 		s.m.log.Error("persist transcript", "session", s.id, "err", perr)
 		s.emit("error", map[string]any{"message": "could not save the transcript: " + perr.Error()})
 	}

@@ -58,6 +58,12 @@ var migrations = []string{
 		rejections INTEGER NOT NULL DEFAULT 0,
 		updated_at TEXT NOT NULL
 	);`,
+	// 3: retry records of accepted plans (the step machine's state, JSON).
+	`CREATE TABLE retry_records (
+		session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+		data TEXT NOT NULL,
+		updated_at TEXT NOT NULL
+	);`,
 }
 
 func (s *Store) migrate(ctx context.Context, steps []string) error {

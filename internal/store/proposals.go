@@ -53,3 +53,34 @@ func (s *Store) GetProposal(ctx context.Context, sessionID string) (Proposal, er
 	p.UpdatedAt, _ = time.Parse(time.RFC3339Nano, updated)
 	return p, err
 }
+
+// PutRetryRecordTx stores a session's retry record (opaque JSON).
+func PutRetryRecordTx(ctx context.Context, tx *sql.Tx, sessionID, data string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO retry_records (session_id, data, updated_at) VALUES (?,?,?)
+		ON CONFLICT(session_id) DO UPDATE SET data=excluded.data, updated_at=excluded.updated_at`, sessionID, data, now())
+	if err != nil {
+		return fmt.Errorf("save retry record of %s: %w", sessionID, err)
+	}
+	return nil
+}
+
+// PutRetryRecord is [PutRetryRecordTx] in its own transaction.
+func (s *Store) PutRetryRecord(ctx context.Context, sessionID, data string) error {
+	return s.Tx(ctx, func(tx *sql.Tx) error { return PutRetryRecordTx(ctx, tx, sessionID, data) })
+}
+
+// DeleteRetryRecordTx removes a session's retry record.
+func DeleteRetryRecordTx(ctx context.Context, tx *sql.Tx, sessionID string) error {
+	_, err := tx.ExecContext(ctx, `DELETE FROM retry_records WHERE session_id = ?`, sessionID)
+	return err
+}
+
+// GetRetryRecord returns a session's retry record; [ErrNotFound] if none.
+func (s *Store) GetRetryRecord(ctx context.Context, sessionID string) (string, error) {
+	var data string
+	err := s.db.QueryRowContext(ctx, `SELECT data FROM retry_records WHERE session_id = ?`, sessionID).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("retry record of %s: %w", sessionID, ErrNotFound)
+	}
+	return data, err
+}

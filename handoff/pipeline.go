@@ -1,0 +1,136 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Env is what the pipeline needs from the session that owns the handoff.
+// Every method that commits must be durable when it returns.
+type Env interface {
+	// Save commits rec.
+	Save(ctx context.Context, rec *Record) error
+	// PlanBody returns the accepted plan, verified against rec.Artifact.
+	PlanBody(ctx context.Context, rec *Record) (string, error)
+	// History renders the current context for a summary, with the
+	// accepted plan replaced by [OmittedPlan].
+	History(ctx context.Context) (string, error)
+	// Summarize sends one summarization-workload model request.
+	Summarize(ctx context.Context, system, input string) (string, error)
+	// InstallSegment starts context segment rec.Segment holding material,
+	// unless the session is already on it, and commits rec in the same
+	// transaction (so a crash never installs it twice).
+	InstallSegment(ctx context.Context, rec *Record, material string) error
+	// SetupMaterial is the first message of a Fresh context (see [FreshSetup]).
+	SetupMaterial(ctx context.Context) string
+	// Fork performs the Worktree fork step; after it the fork owns the
+	// implementation and this session's record is gone.
+	Fork(ctx context.Context, rec *Record) error
+	// StartGoal constructs and persists the reserved Goal (Step becomes
+	// StepGoalReady) or reports a conflict.
+	StartGoal(ctx context.Context, rec *Record) error
+	// Kickoff sends the implementation turn under rec.Policy. On success it
+	// clears the record in the transaction that stores the turn.
+	Kickoff(ctx context.Context, rec *Record, prompt, display string) error
+}
+
+// ErrNothingToRetry is returned by a retry without a record.
+var ErrNothingToRetry = errors.New("nothing_to_retry: no accepted plan is waiting for implementation")
+
+// Run drives rec from its recorded step to the kickoff. It never repeats a
+// committed step: the archive and the acceptance are behind it already, a
+// cached summary is reused, an installed segment is recognised. A failure
+// stores a bounded reason in the record, which stays retryable.
+func Run(ctx context.Context, env Env, rec *Record) (err error) {
+	defer func() {
+		if err != nil && rec.Step != StepForked {
+			rec.SetReason(err)
+			if serr := env.Save(context.WithoutCancel(ctx), rec); serr != nil {
+				err = fmt.Errorf("%w (and the retry record could not be saved: %v)", err, serr)
+			}
+		}
+	}()
+	for {
+		switch rec.Step {
+		case StepRecorded:
+			if err := prepareContext(ctx, env, rec); err != nil {
+				return err
+			}
+			Failpoint("handoff.context")
+		case StepContextReady:
+			switch {
+			case rec.Selection.Location == Worktree:
+				return env.Fork(ctx, rec)
+			case rec.Selection.Execution == Goal:
+				if err := env.StartGoal(ctx, rec); err != nil {
+					return err
+				}
+			default:
+				rec.Step = StepKickoff
+				if err := env.Save(ctx, rec); err != nil {
+					return err
+				}
+			}
+		case StepGoalReady:
+			rec.Step = StepKickoff
+			if err := env.Save(ctx, rec); err != nil {
+				return err
+			}
+		case StepKickoff:
+			return kickoff(ctx, env, rec)
+		case StepForked:
+			return fmt.Errorf("the implementation moved to fork %s", rec.Fork.Session)
+		default:
+			return fmt.Errorf("unknown handoff step %q", rec.Step)
+		}
+	}
+}
+
+func prepareContext(ctx context.Context, env Env, rec *Record) error {
+	switch rec.Selection.Context {
+	case Current:
+		rec.Step = StepContextReady
+		return env.Save(ctx, rec)
+	case Fresh:
+		rec.Step = StepContextReady
+		return env.InstallSegment(ctx, rec, env.SetupMaterial(ctx))
+	case Summary:
+		if rec.Summary == "" {
+			plan, err := env.PlanBody(ctx, rec)
+			if err != nil {
+				return err
+			}
+			hist, err := env.History(ctx)
+			if err != nil {
+				return err
+			}
+			sum, err := env.Summarize(ctx, SummaryPrompt(), SummaryInput(hist, plan, rec.Selection.Instructions))
+			if err != nil {
+				return fmt.Errorf("summary request failed: %w", err)
+			}
+			rec.Summary = sum
+			if err := env.Save(ctx, rec); err != nil {
+				return err
+			}
+			Failpoint("handoff.summarized")
+		}
+		rec.Step = StepContextReady
+		return env.InstallSegment(ctx, rec, SummarySetup(rec.Summary))
+	}
+	return fmt.Errorf("unknown context %q", rec.Selection.Context)
+}
+
+func kickoff(ctx context.Context, env Env, rec *Record) error {
+	skills, err := ResolveSkills(rec.Selection.Skills)
+	if err != nil {
+		return fmt.Errorf("no request sent: %w", err)
+	}
+	plan, err := env.PlanBody(ctx, rec)
+	if err != nil {
+		return err
+	}
+	goal := rec.Selection.Execution == Goal
+	Failpoint("handoff.kickoff")
+	return env.Kickoff(ctx, rec, KickoffPrompt(rec, plan, skills, goal), KickoffDisplay(goal))
+}

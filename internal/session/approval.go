@@ -1,0 +1,461 @@
+package session
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"planbridge/handoff"
+	"planbridge/internal/agent"
+	"planbridge/internal/store"
+	"planbridge/proposal"
+)
+
+// More stable error codes.
+const (
+	CodeStaleAttempt   = "stale_attempt"
+	CodeNoProposal     = "no_proposal"
+	CodeNothingToRetry = "nothing_to_retry"
+	CodeInvalidSelect  = "invalid_selection"
+	CodeUnavailable    = "unavailable"
+)
+
+var errStale = &Error{Code: CodeStaleAttempt, Message: "this approval card is no longer current (stale or missing attempt id); nothing changed"}
+
+// ApprovalView is what a client needs to draw the approval card.
+type ApprovalView struct {
+	Pending   bool                `json:"pending"`
+	Attempt   string              `json:"attempt,omitempty"`
+	Hidden    bool                `json:"hidden"`
+	Selection handoff.Selection   `json:"selection"`
+	Title     string              `json:"title"`
+	Body      string              `json:"body"`
+	Text      string              `json:"text"`
+	Hash      string              `json:"hash"`
+	Path      string              `json:"path"`
+	Edited    bool                `json:"edited"`
+	Models    []handoff.Model     `json:"models"`
+	Skills    []handoff.SkillInfo `json:"skills"`
+	// Blockers name what would refuse a Worktree fork (same words as the refusal).
+	Blockers []string `json:"blockers"`
+	Notice   string   `json:"notice,omitempty"`
+}
+
+func (s *Session) selectionLocked() handoff.Selection {
+	var sel handoff.Selection
+	if s.prop != nil && s.prop.Selection != "" {
+		if err := json.Unmarshal([]byte(s.prop.Selection), &sel); err == nil && sel.Validate() == nil {
+			return sel
+		}
+	}
+	cfg := s.m.modelConfig()
+	return handoff.Defaults(s.row.Mode, cfg.GoalBudget, s.m.workload(WorkloadImplementation))
+}
+
+// presentApproval opens a new presentation of the current proposal with a
+// fresh attempt id. The selection of an earlier proposal carries over; a
+// first proposal snapshots the plan-implementation workload.
+func (s *Session) presentApproval(ctx context.Context) {
+	s.mu.Lock()
+	if s.prop == nil || s.prop.Status != ProposalProposed || !s.row.Plan {
+		s.mu.Unlock()
+		return
+	}
+	sel := s.selectionLocked()
+	b, _ := json.Marshal(sel)
+	p := *s.prop
+	p.Selection = string(b)
+	s.approval = handoff.Approval{Attempt: handoff.NewAttemptID()}
+	s.mu.Unlock()
+	if err := s.m.st.PutProposal(ctx, p); err != nil {
+		s.m.log.Error("persist selection", "session", s.id, "err", err)
+	}
+	s.mu.Lock()
+	s.prop = &p
+	s.mu.Unlock()
+	s.emitApproval()
+}
+
+func (s *Session) emitApproval() {
+	v := s.Approval()
+	s.emit("approval", v)
+	s.emit("status", s.statusData())
+}
+
+// Approval returns the current card (Pending false when there is none).
+func (s *Session) Approval() ApprovalView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := ApprovalView{Pending: s.approval.Pending(), Attempt: s.approval.Attempt, Hidden: s.approval.Hidden,
+		Models: s.m.modelConfig().Models, Blockers: s.blockersLocked()}
+	if s.prop == nil {
+		return v
+	}
+	v.Selection = s.selectionLocked()
+	v.Title, v.Hash, v.Path, v.Edited = s.prop.Title, s.prop.Hash, agent.WorkScheme+s.prop.Path, s.prop.PersonEdited
+	if b, err := os.ReadFile(filepath.Join(s.workDir, filepath.FromSlash(s.prop.Path))); err == nil {
+		v.Body = strings.TrimSuffix(string(b), "\n")
+		v.Text = proposal.RenderText(v.Body)
+	}
+	v.Skills = handoff.FindSkills(handoff.SkillDirs(s.row.Workspace, userConfigDir()))
+	return v
+}
+
+func userConfigDir() string {
+	d, _ := os.UserConfigDir()
+	return d
+}
+
+// blockersLocked names what would refuse a Worktree fork right now.
+func (s *Session) blockersLocked() []string {
+	var out []string
+	if len(s.queue) > 0 {
+		out = append(out, fmt.Sprintf("pending input: %d queued follow-up(s)", len(s.queue)))
+	}
+	if s.busy {
+		out = append(out, "a running request")
+	}
+	return out
+}
+
+// checkAttempt fails closed on a stale or missing attempt id.
+func (s *Session) checkAttemptLocked(attempt string) error {
+	if err := s.approval.Check(attempt); err != nil {
+		return errStale
+	}
+	return nil
+}
+
+// UpdateSelection applies one card edit.
+func (s *Session) UpdateSelection(ctx context.Context, attempt string, c handoff.Change) (ApprovalView, error) {
+	s.mu.Lock()
+	if err := s.checkAttemptLocked(attempt); err != nil {
+		s.mu.Unlock()
+		return ApprovalView{}, err
+	}
+	sel, err := s.selectionLocked().Apply(c, s.m.modelConfig().Models)
+	if err != nil {
+		s.mu.Unlock()
+		return ApprovalView{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
+	}
+	b, _ := json.Marshal(sel)
+	p := *s.prop
+	p.Selection = string(b)
+	s.mu.Unlock()
+	if err := s.m.st.PutProposal(ctx, p); err != nil {
+		return ApprovalView{}, err
+	}
+	s.mu.Lock()
+	s.prop = &p
+	s.mu.Unlock()
+	s.emitApproval()
+	return s.Approval(), nil
+}
+
+// SetHidden hides or re-shows the card; it stays pending either way.
+func (s *Session) SetHidden(attempt string, hidden bool) (ApprovalView, error) {
+	s.mu.Lock()
+	if err := s.checkAttemptLocked(attempt); err != nil {
+		s.mu.Unlock()
+		return ApprovalView{}, err
+	}
+	s.approval.Hidden = hidden
+	s.mu.Unlock()
+	s.emitApproval()
+	return s.Approval(), nil
+}
+
+// closeApproval ends the presentation (under s.mu).
+func (s *Session) closeApprovalLocked() string {
+	a := s.approval.Attempt
+	s.approval = handoff.Approval{}
+	return a
+}
+
+// CancelApproval demotes the proposal to a draft and discards the selection.
+func (s *Session) CancelApproval(ctx context.Context, attempt string) error {
+	s.mu.Lock()
+	if err := s.checkAttemptLocked(attempt); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	a := s.closeApprovalLocked()
+	p := *s.prop
+	p.Status, p.Selection = ProposalDraft, ""
+	s.mu.Unlock()
+	if err := s.m.st.PutProposal(ctx, p); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.prop = &p
+	s.mu.Unlock()
+	s.emit("approval_closed", map[string]any{"attempt": a, "reason": "cancelled"})
+	s.emit("status", s.statusData())
+	s.kick()
+	return nil
+}
+
+// Comment is a remark anchored to a line of the proposal.
+type Comment struct {
+	Line int    `json:"line"`
+	Text string `json:"text"`
+}
+
+// Feedback sends the person's revision request to the model inside a
+// delimited envelope. Plan stays on; the selection survives.
+func (s *Session) Feedback(ctx context.Context, attempt, text string, comments []Comment) error {
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(text))
+	s.mu.Lock()
+	if err := s.checkAttemptLocked(attempt); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	if len(comments) > 0 {
+		lines := []string{}
+		if body, err := os.ReadFile(filepath.Join(s.workDir, filepath.FromSlash(s.prop.Path))); err == nil {
+			lines = strings.Split(string(body), "\n")
+		}
+		for _, c := range comments {
+			quoted := ""
+			if c.Line >= 1 && c.Line <= len(lines) {
+				quoted = strings.TrimSpace(lines[c.Line-1])
+			}
+			fmt.Fprintf(&b, "\n- On line %d (%q): %s", c.Line, quoted, strings.TrimSpace(c.Text))
+		}
+	}
+	if strings.TrimSpace(b.String()) == "" {
+		s.mu.Unlock()
+		return errorf(CodeInvalidParams, "feedback is empty")
+	}
+	a := s.closeApprovalLocked()
+	p := *s.prop
+	p.Status = ProposalDraft
+	p.Rejections++
+	title := p.Title
+	s.mu.Unlock()
+	if err := s.m.st.PutProposal(ctx, p); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.prop = &p
+	s.mu.Unlock()
+	s.emit("approval_closed", map[string]any{"attempt": a, "reason": "feedback"})
+	s.enqueue(turnReq{text: handoff.FeedbackEnvelope(title, b.String(), p.Rejections), display: "Feedback: " + strings.TrimSpace(b.String())})
+	return nil
+}
+
+// EditProposal replaces the proposal with the person's edited text, which is
+// what will be accepted (recorded as person-edited). A new presentation
+// starts.
+func (s *Session) EditProposal(ctx context.Context, attempt, body string) (ApprovalView, error) {
+	s.mu.Lock()
+	if err := s.checkAttemptLocked(attempt); err != nil {
+		s.mu.Unlock()
+		return ApprovalView{}, err
+	}
+	s.mu.Unlock()
+	body = strings.TrimSpace(strings.ReplaceAll(body, "\r\n", "\n"))
+	if body == "" {
+		return ApprovalView{}, errorf(CodeInvalidParams, "the edited plan is empty")
+	}
+	if err := s.publishProposal(ctx, proposal.Parse(body).Title, body, true); err != nil {
+		return ApprovalView{}, err
+	}
+	return s.Approval(), nil
+}
+
+// AcceptResult tells the client what acceptance started.
+type AcceptResult struct {
+	Accepted bool   `json:"accepted"`
+	Artifact string `json:"artifact"`
+	Message  string `json:"message"`
+}
+
+func artifactName(hash string) string { return "plans/accepted-" + hash[:16] + ".md" }
+
+// Accept accepts the current proposal with the card's selection: validate,
+// archive immutably, then (one transaction) mark accepted, leave Plan and
+// write the retry record; then the handoff runs in the background.
+func (s *Session) Accept(ctx context.Context, attempt, branch string) (AcceptResult, error) {
+	// 1. Validate. A refusal leaves the card pending.
+	s.mu.Lock()
+	if err := s.checkAttemptLocked(attempt); err != nil {
+		s.mu.Unlock()
+		return AcceptResult{}, err
+	}
+	sel := s.selectionLocked()
+	p := *s.prop
+	s.mu.Unlock()
+	if err := sel.Validate(); err != nil {
+		return AcceptResult{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
+	}
+	if sel.Location == handoff.Worktree {
+		return AcceptResult{}, &Error{Code: CodeUnavailable, Message: "Worktree implementation is not available yet; choose Here"}
+	}
+	if sel.Execution == handoff.Goal {
+		return AcceptResult{}, &Error{Code: CodeUnavailable, Message: "Goal execution is not available yet; choose Direct"}
+	}
+	if err := s.m.checkModel(sel.Model); err != nil {
+		return AcceptResult{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
+	}
+	sel.Branch = branch
+	body, err := s.readArtifact(p.Path, p.Hash)
+	if err != nil {
+		return AcceptResult{}, err
+	}
+	// 2. Publish and archive immutably, before any metadata moves.
+	art := handoff.Artifact{Path: artifactName(p.Hash), Hash: p.Hash}
+	if _, err := store.WriteFileOnce(filepath.Join(s.workDir, filepath.FromSlash(art.Path)), []byte(body+"\n"), 0o444); err != nil {
+		return AcceptResult{}, fmt.Errorf("archive the accepted plan: %w", err)
+	}
+	handoff.Failpoint("handoff.archived")
+	// 3+4. Accepted, Plan left, retry record — one transaction. From here
+	// acceptance is final.
+	rec := &handoff.Record{Step: handoff.StepRecorded, Selection: sel, Artifact: art, Title: p.Title, Policy: sel.Policy()}
+	s.mu.Lock()
+	if err := s.checkAttemptLocked(attempt); err != nil { // first decision wins
+		s.mu.Unlock()
+		return AcceptResult{}, err
+	}
+	a := s.closeApprovalLocked()
+	p.Status, p.Rejections = ProposalAccepted, 0
+	row := s.row
+	row.Plan = false
+	s.mu.Unlock()
+	err = s.m.st.Tx(ctx, func(tx *sql.Tx) error {
+		if err := store.PutProposalTx(ctx, tx, p); err != nil {
+			return err
+		}
+		if err := store.PutSessionTx(ctx, tx, row); err != nil {
+			return err
+		}
+		return store.PutRetryRecordTx(ctx, tx, s.id, rec.Marshal())
+	})
+	if err != nil {
+		s.mu.Lock()
+		s.approval = handoff.Approval{Attempt: a} // nothing moved: the card stays pending
+		s.mu.Unlock()
+		return AcceptResult{}, err
+	}
+	s.mu.Lock()
+	s.prop, s.row.Plan = &p, false
+	s.mu.Unlock()
+	s.emit("approval_closed", map[string]any{"attempt": a, "reason": "accepted"})
+	s.emit("notice", map[string]any{"message": "Preparing implementation..."})
+	s.emit("status", s.statusData())
+	handoff.Failpoint("handoff.recorded")
+	if err := s.startHandoff(rec); err != nil {
+		return AcceptResult{}, err
+	}
+	return AcceptResult{Accepted: true, Artifact: agent.WorkScheme + art.Path, Message: "Preparing implementation..."}, nil
+}
+
+// readArtifact reads work://rel and checks it against hash.
+func (s *Session) readArtifact(rel, hash string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(s.workDir, filepath.FromSlash(rel)))
+	if err != nil {
+		return "", fmt.Errorf("read %s%s: %w", agent.WorkScheme, rel, err)
+	}
+	body := strings.TrimSuffix(string(b), "\n")
+	sum := sha256.Sum256([]byte(body))
+	if hex.EncodeToString(sum[:]) != hash {
+		return "", fmt.Errorf("%s%s does not match its recorded hash: it was changed outside planbridge", agent.WorkScheme, rel)
+	}
+	return body, nil
+}
+
+// startHandoff runs the pipeline as the session's owning workflow.
+func (s *Session) startHandoff(rec *handoff.Record) error {
+	return s.own(func(ctx context.Context) {
+		s.emit("handoff", map[string]any{"state": "started", "step": rec.Step})
+		err := handoff.Run(ctx, &handoffEnv{s: s}, rec)
+		if err != nil {
+			msg := fmt.Sprintf("Implementation handoff stopped at step %s: %v. The accepted plan is kept; retry with M-x planbridge-retry-plan-implementation.", rec.Step, err)
+			s.emit("handoff", map[string]any{"state": "failed", "step": rec.Step, "reason": rec.Reason})
+			s.emit("error", map[string]any{"message": msg})
+			return
+		}
+		s.emit("handoff", map[string]any{"state": "done"})
+	})
+}
+
+// Retry resumes an accepted plan's handoff from its recorded step.
+func (s *Session) Retry(ctx context.Context) error {
+	data, err := s.m.st.GetRetryRecord(ctx, s.id)
+	if errors.Is(err, store.ErrNotFound) {
+		return &Error{Code: CodeNothingToRetry, Message: handoff.ErrNothingToRetry.Error()}
+	}
+	if err != nil {
+		return err
+	}
+	rec, err := handoff.UnmarshalRecord(data)
+	if err != nil {
+		return &Error{Code: CodeNothingToRetry, Message: err.Error()}
+	}
+	return s.startHandoff(rec)
+}
+
+// RetryPending reports whether an accepted plan waits for a retry.
+func (s *Session) RetryPending(ctx context.Context) (bool, string) {
+	data, err := s.m.st.GetRetryRecord(ctx, s.id)
+	if err != nil {
+		return false, ""
+	}
+	rec, err := handoff.UnmarshalRecord(data)
+	if err != nil {
+		return true, err.Error()
+	}
+	return true, rec.Reason
+}
+
+// SavePlanToProject copies the last accepted plan into the workspace as
+// docs/plans/<date>-<slug>.md (never overwriting) and returns its path.
+func (s *Session) SavePlanToProject(ctx context.Context, date string) (string, error) {
+	s.mu.Lock()
+	p := s.prop
+	ws := s.row.Workspace
+	s.mu.Unlock()
+	if p == nil || p.Status != ProposalAccepted {
+		return "", &Error{Code: CodeNoProposal, Message: "there is no accepted plan to save"}
+	}
+	body, err := s.readArtifact(artifactName(p.Hash), p.Hash)
+	if err != nil {
+		return "", err
+	}
+	rel := filepath.Join("docs", "plans", date+"-"+slug(p.Title)+".md")
+	if _, err := store.WriteFileOnce(filepath.Join(ws, rel), []byte(body+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	return rel, nil
+}
+
+func slug(title string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(title) {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+			dash = false
+		case !dash && b.Len() > 0:
+			b.WriteByte('-')
+			dash = true
+		}
+		if b.Len() >= 60 {
+			break
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if out == "" {
+		return "plan"
+	}
+	return out
+}

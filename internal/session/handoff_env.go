@@ -1,0 +1,149 @@
+package session
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"planbridge/handoff"
+	"planbridge/internal/agent"
+	"planbridge/internal/store"
+	"planbridge/proposal"
+	"planbridge/worktree"
+)
+
+// handoffEnv is the session side of the handoff pipeline ([handoff.Env]).
+type handoffEnv struct{ s *Session }
+
+func (e *handoffEnv) Save(ctx context.Context, rec *handoff.Record) error {
+	return e.s.m.st.PutRetryRecord(ctx, e.s.id, rec.Marshal())
+}
+
+func (e *handoffEnv) PlanBody(ctx context.Context, rec *handoff.Record) (string, error) {
+	return e.s.readArtifact(rec.Artifact.Path, rec.Artifact.Hash)
+}
+
+// History renders the current context for a summary request, with every
+// proposal block replaced by the omission marker.
+func (e *handoffEnv) History(ctx context.Context) (string, error) {
+	e.s.mu.Lock()
+	msgs := append([]agent.Message(nil), e.s.msgs...)
+	e.s.mu.Unlock()
+	var b strings.Builder
+	for _, m := range msgs {
+		content := m.Content
+		if m.Role == agent.RoleAssistant {
+			if res := proposal.Extract(content); res.Proposal != nil {
+				content = strings.TrimRight(res.Visible, "\n") + "\n" + handoff.OmittedPlan
+			}
+		}
+		if m.Role == agent.RoleTool && len(content) > 2000 {
+			content = content[:2000] + " …"
+		}
+		fmt.Fprintf(&b, "[%s", m.Role)
+		if m.Name != "" {
+			fmt.Fprintf(&b, " %s", m.Name)
+		}
+		b.WriteString("]\n")
+		b.WriteString(content)
+		for _, c := range m.ToolCalls {
+			fmt.Fprintf(&b, "\n(calls %s %s)", c.Name, c.Arguments)
+		}
+		b.WriteString("\n\n")
+	}
+	return b.String(), nil
+}
+
+func (e *handoffEnv) Summarize(ctx context.Context, system, input string) (string, error) {
+	eng := e.s.m.Engine()
+	if eng == nil {
+		return "", fmt.Errorf("no model engine is configured")
+	}
+	w := e.s.m.workload(WorkloadSummarization)
+	if err := e.s.m.checkModel(w.Model); err != nil {
+		return "", err
+	}
+	e.s.emit("notice", map[string]any{"message": "Summarizing the planning conversation for the handoff..."})
+	resp, err := eng.Stream(ctx, agent.Request{Model: w.Model, Effort: w.Effort, Messages: []agent.Message{
+		{Role: agent.RoleSystem, Content: system}, {Role: agent.RoleUser, Content: input}}}, func(string) {})
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(resp.Text) == "" {
+		return "", fmt.Errorf("the summary came back empty")
+	}
+	e.s.emit("summary", map[string]any{"chars": len(resp.Text)})
+	return resp.Text, nil
+}
+
+// InstallSegment rotates to rec.Segment with material as its first message
+// and commits rec in the same transaction; a session already on that
+// segment only commits rec.
+func (e *handoffEnv) InstallSegment(ctx context.Context, rec *handoff.Record, material string) error {
+	s := e.s
+	s.mu.Lock()
+	if rec.Segment == 0 {
+		rec.Segment = s.row.Segment + 1
+	}
+	row := s.row
+	install := row.Segment != rec.Segment
+	var msg store.Message
+	if install {
+		row.Segment = rec.Segment
+		msg = store.Message{Idx: s.nextIdx, Segment: rec.Segment, Role: agent.RoleUser, Content: material}
+	}
+	s.mu.Unlock()
+	err := s.m.st.Tx(ctx, func(tx *sql.Tx) error {
+		if install {
+			if err := store.AppendMessagesTx(ctx, tx, s.id, []store.Message{msg}); err != nil {
+				return err
+			}
+			if err := store.PutSessionTx(ctx, tx, row); err != nil {
+				return err
+			}
+		}
+		return store.PutRetryRecordTx(ctx, tx, s.id, rec.Marshal())
+	})
+	if err != nil {
+		return err
+	}
+	if install {
+		s.mu.Lock()
+		s.row.Segment = rec.Segment
+		s.nextIdx++
+		s.msgs = []agent.Message{{Role: agent.RoleUser, Content: material}}
+		s.mu.Unlock()
+		s.emit("notice", map[string]any{"message": fmt.Sprintf("Started a new context (%s).", rec.Selection.Context)})
+	}
+	return nil
+}
+
+func (e *handoffEnv) SetupMaterial(ctx context.Context) string {
+	e.s.mu.Lock()
+	ws := e.s.row.Workspace
+	e.s.mu.Unlock()
+	head := "not a git repository"
+	if r, err := worktree.Open(ws); err == nil {
+		if branch, hash, err := r.Head(); err == nil {
+			head = fmt.Sprintf("%s on branch %s", hash, branch)
+		}
+	}
+	return handoff.FreshSetup(ws, head)
+}
+
+func (e *handoffEnv) Fork(ctx context.Context, rec *handoff.Record) error {
+	return fmt.Errorf("Worktree implementation is not available in this build")
+}
+
+func (e *handoffEnv) StartGoal(ctx context.Context, rec *handoff.Record) error {
+	return fmt.Errorf("Goal execution is not available in this build")
+}
+
+// Kickoff runs the implementation turn under the accepted policy; the retry
+// record is deleted in the transaction that stores the settled turn.
+func (e *handoffEnv) Kickoff(ctx context.Context, rec *handoff.Record, prompt, display string) error {
+	policy := rec.Policy
+	return e.s.runTurn(ctx, turnReq{text: prompt, display: display, policy: &policy,
+		settle: func(ctx context.Context, tx *sql.Tx) error { return store.DeleteRetryRecordTx(ctx, tx, e.s.id) }})
+}
