@@ -18,10 +18,13 @@ import (
 )
 
 // Run classifies src and, when it is allowed, executes the same parsed
-// program. A refusal is not an error: it is reported in the Result. The
-// error is non-nil when ctx is cancelled (ctx.Err()), when the timeout
-// fires (wrapping [ErrTimeout]) or when the interpreter fails; the Result
-// then still holds the output so far.
+// program in r.Dir with stdin from /dev/null. A refusal is not an error: it
+// is reported in the Result. The error is non-nil when ctx is cancelled
+// (ctx.Err()), when the timeout fires (wrapping [ErrTimeout]) or when the
+// interpreter fails; the Result then still holds the output so far. Run
+// returns at most about two seconds after the timeout even if in-process
+// work (a glob over a huge tree) has not noticed it yet; that work is then
+// abandoned to finish in the background.
 func (r *Runner) Run(ctx context.Context, src string) (Result, error) {
 	file, v := parseAndClassify(src)
 	if !v.Allow {

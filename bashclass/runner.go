@@ -71,7 +71,8 @@ type Runner struct {
 // Result is the outcome of one [Runner.Run].
 type Result struct {
 	// Output is stdout and stderr interleaved in the order written, at
-	// most MaxOutput bytes, followed by a marker line when truncated.
+	// most MaxOutput bytes, followed by a marker line when truncated
+	// ("[output truncated at N bytes]") or timed out ("[timed out after D]").
 	Output []byte
 	// ExitCode is the program's exit status: [ExitRefused] when refused,
 	// [ExitTimeout] when timed out.
