@@ -1,20 +1,12 @@
 package main
 
 import (
-	"context"
-	"os/exec"
+	"planbridge/bashclass"
 	"planbridge/internal/agent"
 )
 
-// newShell returns the bash runner for the bash tool. Until the read-only
-// runner lands there is none: bash is refused in Plan.
-func newShell() agent.Shell { return nil }
+// newShell returns the bash runner for the bash tool.
+func newShell() agent.Shell { return agent.BashShell{} }
 
-func shellConfinement() string {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		return "read-only runner not built; bwrap not found"
-	}
-	return "read-only runner not built"
-}
-
-var _ = context.Background
+// shellConfinement says how read-only commands are confined on this machine.
+func shellConfinement() string { return "read-only runner; confinement: " + bashclass.Confinement() }
