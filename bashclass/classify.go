@@ -193,6 +193,9 @@ func (c *checker) stmt(s *syntax.Stmt, depth int) bool {
 		if !it.InPos.IsValid() {
 			return c.deny("for without \"in\" is not allowed")
 		}
+		if shellStateVar(it.Name.Value) {
+			return c.deny("for loop variable %s would change shell state", it.Name.Value)
+		}
 		for _, w := range it.Items {
 			if !c.word(w, depth+1) {
 				return false
@@ -354,6 +357,17 @@ func (c *checker) wordPart(p syntax.WordPart, depth int) bool {
 	default:
 		return c.deny("word part %T is not allowed", x)
 	}
+}
+
+// shellStateVar reports whether assigning name changes how the shell
+// splits words, finds programs or resolves paths.
+func shellStateVar(name string) bool {
+	switch name {
+	case "IFS", "PATH", "HOME", "CDPATH", "PWD", "OLDPWD", "GLOBIGNORE", "BASHOPTS", "SHELLOPTS",
+		"PS4", "ENV", "BASH_ENV", "LANG", "TMPDIR", "OPTIND", "OPTARG":
+		return true
+	}
+	return strings.HasPrefix(name, "LC_")
 }
 
 // simpleParam reports whether p is $NAME or ${NAME} (NAME may be a special

@@ -64,6 +64,9 @@ func TestRunBasics(t *testing.T) {
 		{src: "for a in -i; do sed -n 1p $a notes.txt; done", code: ExitRefused, reason: "would be read as an option"},
 		{src: "echo ok; for c in --pre=cat; do rg $c x; done; echo after", out: "ok\n", code: ExitRefused, reason: "--pre"},
 		{src: "for v in -v; do printf $v x y; done", code: ExitRefused, reason: "printf -v"},
+		{src: "sort $IFS-o out notes.txt", code: ExitRefused, reason: "sort option -o"},
+		{src: "sort -u${IFS}-o${IFS}out notes.txt", code: ExitRefused, reason: "sort option -o"},
+		{src: "find . $IFS-delete", code: ExitRefused, reason: "find option -delete"},
 		{src: "for o in --output=x --ext-diff; do git log $o; done", code: ExitRefused, reason: "--output"},
 	}
 	for _, tt := range tests {
