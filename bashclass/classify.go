@@ -329,9 +329,17 @@ func (c *checker) word(w *syntax.Word, depth int) bool {
 
 func (c *checker) wordPart(p syntax.WordPart, depth int) bool {
 	switch x := p.(type) {
-	case *syntax.Lit, *syntax.SglQuoted:
+	case *syntax.Lit:
+		return true
+	case *syntax.SglQuoted:
+		if x.Dollar {
+			return c.deny("ANSI-C quoting $'...' is not allowed")
+		}
 		return true
 	case *syntax.DblQuoted:
+		if x.Dollar {
+			return c.deny("locale quoting $\"...\" is not allowed")
+		}
 		for _, q := range x.Parts {
 			if !c.wordPart(q, depth+1) {
 				return false

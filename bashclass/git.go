@@ -104,6 +104,9 @@ func checkGitSub(sub string, args []string) string {
 		if r := gitDenyLong(sub, opts, []string{"show-signature"}, nil, "runs gpg"); r != "" {
 			return r
 		}
+		if r := gitDenyLong(sub, opts, []string{"no-index"}, nil, "is not allowed"); r != "" {
+			return r
+		}
 		for _, a := range opts {
 			if strings.Contains(a, "%G") {
 				return fmt.Sprintf("git %s signature format %q runs gpg", sub, a)
