@@ -140,36 +140,39 @@ func AddWorktree(ctx context.Context, repoDir, path, branch string) (*Added, err
 	}
 	undo = append(undo, func() { r.deleteBranchIf(branch, commit) })
 
-	// 2. The administrative directory, locked while it is incomplete so
-	// that `git worktree prune` leaves it alone.
+	// 2. The administrative directory and the worktree's .git file. The
+	// directory is locked only until both point at each other, so that
+	// `git worktree prune` cannot remove it meanwhile, and a crash during
+	// the long checkout leaves a worktree that the cleanup command (git
+	// worktree remove --force, which refuses locked worktrees) removes.
 	if a.Name, a.GitDir, err = r.makeAdminDir(path); err != nil {
 		return nil, err
 	}
 	undo = append(undo, func() { os.RemoveAll(a.GitDir) })
-	lock := filepath.Join(a.GitDir, "locked")
-	for _, f := range []struct{ name, content string }{
-		{"locked", "initializing\n"},
-		{"commondir", "../..\n"},
-		{"gitdir", filepath.Join(path, ".git") + "\n"},
-		{"HEAD", "ref: refs/heads/" + branch + "\n"},
-	} {
-		if err := os.WriteFile(filepath.Join(a.GitDir, f.name), []byte(f.content), 0o666); err != nil {
-			return nil, fmt.Errorf("worktree: add %s: %w", path, err)
-		}
-	}
-
-	// 3. The checkout and its .git file.
 	if createdDir != "" {
 		undo = append(undo, func() { os.RemoveAll(createdDir) })
 	} else {
 		undo = append(undo, func() { emptyDir(path) })
 	}
-	if err := os.MkdirAll(path, 0o777); err != nil {
+	for _, f := range []struct{ name, content string }{
+		{filepath.Join(a.GitDir, "locked"), "initializing\n"},
+		{filepath.Join(a.GitDir, "commondir"), "../..\n"},
+		{filepath.Join(a.GitDir, "HEAD"), "ref: refs/heads/" + branch + "\n"},
+		{filepath.Join(path, ".git"), "gitdir: " + a.GitDir + "\n"},
+		{filepath.Join(a.GitDir, "gitdir"), filepath.Join(path, ".git") + "\n"},
+	} {
+		if err := os.MkdirAll(filepath.Dir(f.name), 0o777); err != nil {
+			return nil, fmt.Errorf("worktree: add %s: %w", path, err)
+		}
+		if err := os.WriteFile(f.name, []byte(f.content), 0o666); err != nil {
+			return nil, fmt.Errorf("worktree: add %s: %w", path, err)
+		}
+	}
+	if err := os.Remove(filepath.Join(a.GitDir, "locked")); err != nil {
 		return nil, fmt.Errorf("worktree: add %s: %w", path, err)
 	}
-	if err := os.WriteFile(filepath.Join(path, ".git"), []byte("gitdir: "+a.GitDir+"\n"), 0o666); err != nil {
-		return nil, fmt.Errorf("worktree: add %s: %w", path, err)
-	}
+
+	// 3. The checkout, then its index.
 	tree, err := r.commitTree(commit)
 	if err != nil {
 		return nil, err
@@ -180,11 +183,7 @@ func AddWorktree(ctx context.Context, repoDir, path, branch string) (*Added, err
 	}
 	a.Files, a.Copied = len(co.files), int(co.copied.Load())
 
-	// 4. The index, then unlock.
 	if err := writeIndex(filepath.Join(a.GitDir, "index"), co.files, co.root); err != nil {
-		return nil, fmt.Errorf("worktree: add %s: %w", path, err)
-	}
-	if err := os.Remove(lock); err != nil {
 		return nil, fmt.Errorf("worktree: add %s: %w", path, err)
 	}
 	ok = true

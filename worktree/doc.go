@@ -1,4 +1,26 @@
 // Package worktree inspects git checkouts (HEAD, refs, a status walk) and
 // creates linked worktrees without running any repository helper: no hooks,
-// no filters, no fsmonitor.
+// no filters, no fsmonitor, no git process.
+//
+// [Open] finds the checkout containing a directory (main or linked
+// worktree). [Repo.Status] reports what `git status --porcelain
+// --untracked-files=all --no-renames` reports, from the index's stat data
+// and a parallel directory walk, hashing only files whose stat data cannot
+// prove them clean. [ValidBranchName] applies the rules of `git
+// check-ref-format --branch`. [AddWorktree] creates a linked worktree the git
+// CLI recognises, on a new branch from HEAD, with its own parallel checkout
+// and index; [CleanupCommand] is what a person runs to undo one.
+//
+// go-git provides reference access and the fallback object store. The
+// status walk, the index reader and writer, the ignore matcher (a
+// transliteration of git's wildmatch and exclude precedence) and the pack
+// reader are this package's own: go-git's Worktree.Status and checkout are
+// about ten times slower than the git CLI, and its Status ignores
+// .git/info/exclude since v5.19.1.
+//
+// Not covered: submodule contents (gitlinks are compared by commit only),
+// split and sparse indexes (reported as [errors.ErrUnsupported]), SHA-256
+// repositories, include.path in configuration files, core.ignoreCase, and
+// checkout conversions (attributes and filters are deliberately ignored,
+// so files are written byte-for-byte as stored).
 package worktree

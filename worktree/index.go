@@ -43,10 +43,6 @@ type gitIndex struct {
 	mtime   time.Time    // modification time of the index file (racy-git reference)
 }
 
-// errIndexUnsupported marks index features we do not read (split index,
-// sparse directory entries).
-var errIndexUnsupported = errors.New("unsupported index feature")
-
 // readIndex parses the index file at name. A missing index is an empty
 // one. The trailing checksum is not verified, as git does not by default.
 // go-git's decoder is not used: it verifies the checksum with a
@@ -97,7 +93,7 @@ func parseIndex(data []byte) (*gitIndex, error) {
 	be := binary.BigEndian
 	version := be.Uint32(data[4:])
 	if version < 2 || version > 4 {
-		return nil, fmt.Errorf("index version %d: %w", version, errIndexUnsupported)
+		return nil, fmt.Errorf("index version %d: %w", version, errors.ErrUnsupported)
 	}
 	count := int(be.Uint32(data[8:]))
 	end := len(data) - hashLen
@@ -162,7 +158,7 @@ func parseIndex(data []byte) (*gitIndex, error) {
 			off += (hdr + nameLen + 8) &^ 7
 		}
 		if e.mode&modeTypeMask == modeTree {
-			return nil, fmt.Errorf("sparse directory entry %s: %w", e.name, errIndexUnsupported)
+			return nil, fmt.Errorf("sparse directory entry %s: %w", e.name, errors.ErrUnsupported)
 		}
 		idx.entries = append(idx.entries, e)
 	}
@@ -182,7 +178,7 @@ func parseIndex(data []byte) (*gitIndex, error) {
 				idx.tree = t
 			}
 		case "link":
-			return nil, fmt.Errorf("split index: %w", errIndexUnsupported)
+			return nil, fmt.Errorf("split index: %w", errors.ErrUnsupported)
 		}
 	}
 	return idx, nil
