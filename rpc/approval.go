@@ -114,3 +114,21 @@ func sessionQueue(ctx context.Context, s *Server, raw json.RawMessage) (any, err
 		return sess.Queue(p.Text)
 	})
 }
+
+func sessionCompact(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
+	return withSession(ctx, s, raw, func(sess *session.Session, _ sessionRef) (any, error) {
+		return nil, sess.Compact()
+	})
+}
+
+func implementationResume(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
+	return withSession(ctx, s, raw, func(sess *session.Session, _ sessionRef) (any, error) {
+		return nil, sess.ResumeImplementation(ctx)
+	})
+}
+
+func sessionTracking(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
+	return withSession(ctx, s, raw, func(sess *session.Session, _ sessionRef) (any, error) {
+		return map[string]any{"todos": sess.Todos(), "plan": sess.TrackedPlan()}, nil
+	})
+}

@@ -69,6 +69,9 @@ var methods = map[string]handlerFunc{
 	"handoff/retry":             handoffRetry,
 	"handoff/savePlan":          handoffSavePlan,
 	"session/queue":             sessionQueue,
+	"session/compact":           sessionCompact,
+	"session/tracking":          sessionTracking,
+	"implementation/resume":     implementationResume,
 }
 
 // Serve speaks JSON-RPC on r/w until the peer closes the stream or ctx ends.

@@ -54,7 +54,7 @@ func proposeAndWait(t *testing.T, ctx context.Context, p *proc, ws string) (sess
 	}
 	waitTurnEnd(t, ctx, p.c, 1)
 	v := getApproval(t, ctx, p.c, s.ID)
-	if !v.Pending || v.Title != "Rename the greeting" || len(v.Attempt) < 34 {
+	if !v.Pending || v.Title == "" || len(v.Attempt) < 34 {
 		t.Fatalf("approval after proposal: %+v", v)
 	}
 	return s, v
@@ -165,3 +165,5 @@ func TestFeedbackEnvelopeAndCancel(t *testing.T) {
 		t.Fatalf("after cancel %+v", st)
 	}
 }
+
+func handoffChange(axis, value string) handoff.Change { return handoff.Change{Axis: axis, Value: value} }

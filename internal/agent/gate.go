@@ -88,7 +88,7 @@ func (g Gate) Decide(t *Tool, call ToolCall) Decision {
 	if g.Plan {
 		return g.decidePlan(t, call)
 	}
-	if t.Meta.ReadOnly || g.Mode == ModeFullAuto {
+	if t.Meta.ReadOnly || t.Meta.SessionOnly || g.Mode == ModeFullAuto {
 		return Decision{Verdict: Run}
 	}
 	if t.Spec.Name == "bash" && g.Shell != nil {
@@ -114,7 +114,7 @@ func (g Gate) decidePlan(t *Tool, call ToolCall) Decision {
 		return Decision{Verdict: Refuse, Code: CodePlanBlocked, Reason: why + planAdvice}
 	}
 	switch {
-	case t.Meta.ReadOnly:
+	case t.Meta.ReadOnly, t.Meta.SessionOnly:
 		return Decision{Verdict: Run}
 	case t.Spec.Name == "apply_patch":
 		targets, err := PatchTargets(call.Arguments)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -25,6 +26,11 @@ type ScriptStep struct {
 	// DelayMS pauses before each chunk, so tests can interrupt a stream.
 	DelayMS int    `json:"delay_ms,omitempty"`
 	Usage   *Usage `json:"usage,omitempty"`
+	// ExpectContains / ExpectAbsent assert on the request the replay
+	// answers (all message contents joined): a scripted conversation can
+	// check what the model is given. A failed expectation fails the request.
+	ExpectContains []string `json:"expect_contains,omitempty"`
+	ExpectAbsent   []string `json:"expect_absent,omitempty"`
 }
 
 // Script replays a scripted conversation: one step per model request, in
@@ -98,6 +104,23 @@ func (s *Script) Stream(ctx context.Context, req Request, onText func(string)) (
 	s.mu.Unlock()
 	if hook != nil {
 		hook(pos)
+	}
+	if len(st.ExpectContains)+len(st.ExpectAbsent) > 0 {
+		var all strings.Builder
+		for _, m := range req.Messages {
+			all.WriteString(m.Content)
+			all.WriteByte('\n')
+		}
+		for _, want := range st.ExpectContains {
+			if !strings.Contains(all.String(), want) {
+				return Response{}, fmt.Errorf("script expectation failed at response %d: the request does not contain %q", pos, want)
+			}
+		}
+		for _, bad := range st.ExpectAbsent {
+			if strings.Contains(all.String(), bad) {
+				return Response{}, fmt.Errorf("script expectation failed at response %d: the request contains %q", pos, bad)
+			}
+		}
 	}
 	if st.Error != "" {
 		err := errors.New(st.Error)

@@ -25,6 +25,9 @@ type Meta struct {
 	ReadOnly bool
 	// Edits tools change workspace files (Edits mode runs them unasked).
 	Edits bool
+	// SessionOnly tools change only the session's own tracking state (the
+	// todo list, plan steps, the Goal): allowed in Plan, never asked.
+	SessionOnly bool
 }
 
 // Tool is one callable tool.

@@ -59,7 +59,7 @@ func (t *Turn) Run(ctx context.Context) (TurnResult, error) {
 	convo := append([]Message(nil), t.Messages...)
 	offered := t.Tools.Specs(func(tool *Tool) bool {
 		// Exposure filter: advisory only, the gate is what is trusted.
-		return !t.Gate.Plan || tool.Meta.ReadOnly || tool.Spec.Name == "apply_patch" || tool.Spec.Name == "bash"
+		return !t.Gate.Plan || tool.Meta.ReadOnly || tool.Meta.SessionOnly || tool.Spec.Name == "apply_patch" || tool.Spec.Name == "bash"
 	})
 	for step := 0; ; step++ {
 		if step >= max {

@@ -329,7 +329,10 @@ func (s *Session) Accept(ctx context.Context, attempt, branch string) (AcceptRes
 	p.Status, p.Rejections = ProposalAccepted, 0
 	row := s.row
 	row.Plan = false
+	prevTrack := s.track.plan
+	s.startTrackingLocked(p.Title, agent.WorkScheme+art.Path, body, sel.Policy())
 	s.mu.Unlock()
+	track := s.trackingRow()
 	err = s.m.st.Tx(ctx, func(tx *sql.Tx) error {
 		if err := store.PutProposalTx(ctx, tx, p); err != nil {
 			return err
@@ -337,11 +340,15 @@ func (s *Session) Accept(ctx context.Context, attempt, branch string) (AcceptRes
 		if err := store.PutSessionTx(ctx, tx, row); err != nil {
 			return err
 		}
+		if err := store.PutTrackingTx(ctx, tx, s.id, track); err != nil {
+			return err
+		}
 		return store.PutRetryRecordTx(ctx, tx, s.id, rec.Marshal())
 	})
 	if err != nil {
 		s.mu.Lock()
 		s.approval = handoff.Approval{Attempt: a} // nothing moved: the card stays pending
+		s.track.plan = prevTrack
 		s.mu.Unlock()
 		return AcceptResult{}, err
 	}
@@ -349,6 +356,7 @@ func (s *Session) Accept(ctx context.Context, attempt, branch string) (AcceptRes
 	s.prop, s.row.Plan = &p, false
 	s.mu.Unlock()
 	s.emit("approval_closed", map[string]any{"attempt": a, "reason": "accepted"})
+	s.emitSteps()
 	s.emit("notice", map[string]any{"message": "Preparing implementation..."})
 	s.emit("status", s.statusData())
 	handoff.Failpoint("handoff.recorded")

@@ -24,6 +24,9 @@ type ModelConfig struct {
 	Workloads map[string]handoff.Policy `json:"workloads,omitempty"`
 	// GoalBudget is the default Goal token budget (0 = unlimited).
 	GoalBudget int64 `json:"goal_budget,omitempty"`
+	// ContextWindow is the model's window in tokens; when a request nears
+	// it the session compacts first. 0 disables automatic compaction.
+	ContextWindow int `json:"context_window,omitempty"`
 }
 
 // SetModels installs the model policy.

@@ -26,9 +26,9 @@ const (
 // CurrentPlanPath is the session-relative path of the actionable proposal.
 const CurrentPlanPath = "plans/current.md"
 
-// registry returns the tools every turn is offered.
-func (m *Manager) registry() *agent.Registry {
-	return agent.NewRegistry(agent.DefaultTools()...)
+// registry returns the tools this session's turns are offered.
+func (s *Session) registry() *agent.Registry {
+	return agent.NewRegistry(append(agent.DefaultTools(), s.sessionTools()...)...)
 }
 
 // planView hides proposal blocks from the streamed view of a Plan response.

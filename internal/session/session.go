@@ -28,6 +28,7 @@ type Session struct {
 	cancel   context.CancelFunc
 	prop     *store.Proposal  // the session's proposal, nil if none
 	approval handoff.Approval // the pending presentation, if any (not persisted)
+	track    tracking         // todo list and accepted-plan steps
 	msgs     []agent.Message  // transcript of the current context segment
 	nextIdx  int64
 	turnNo   int64
@@ -61,6 +62,9 @@ func loadSession(ctx context.Context, m *Manager, row store.Session) (*Session, 
 		return nil, err
 	}
 	if err := s.loadProposal(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.loadTracking(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -230,12 +234,20 @@ func (s *Session) ExitPlan(ctx context.Context) error {
 
 // PlanStatus is the answer to `/plan status`.
 type PlanStatus struct {
-	Plan           bool   `json:"plan"`
-	Mode           string `json:"mode"`
-	ProposalStatus string `json:"proposal_status"`
-	ProposalTitle  string `json:"proposal_title"`
-	BlockedTotal   int64  `json:"blocked_total"`
-	Text           string `json:"text"`
+	Plan           bool          `json:"plan"`
+	Mode           string        `json:"mode"`
+	ProposalStatus string        `json:"proposal_status"`
+	ProposalTitle  string        `json:"proposal_title"`
+	BlockedTotal   int64         `json:"blocked_total"`
+	Steps          *StepProgress `json:"steps,omitempty"`
+	Text           string        `json:"text"`
+}
+
+// StepProgress summarises an accepted plan's implementation.
+type StepProgress struct {
+	Done   int    `json:"done"`
+	Total  int    `json:"total"`
+	Status string `json:"status"`
 }
 
 // Status reports posture, proposal state and the blocked-call count.
@@ -251,6 +263,10 @@ func (s *Session) Status() PlanStatus {
 		prop += fmt.Sprintf(" (%q)", st.ProposalTitle)
 	}
 	st.Text = fmt.Sprintf("Plan %s · mode %s · proposal %s · %d blocked call(s)", posture, st.Mode, prop, st.BlockedTotal)
+	if p := s.TrackedPlan(); p != nil {
+		st.Steps = &StepProgress{Done: p.Done(), Total: len(p.Steps), Status: p.Status}
+		st.Text += fmt.Sprintf(" · implementation %s, %d/%d steps done", p.Status, p.Done(), len(p.Steps))
+	}
 	return st
 }
 
@@ -268,8 +284,15 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 	if strings.TrimSpace(text) == "" {
 		return SubmitResult{}, errorf(CodeInvalidParams, "empty prompt")
 	}
-	if cmd, rest, ok := slashCommand(text); ok && cmd == "/plan" {
-		return s.planCommand(ctx, rest)
+	if cmd, rest, ok := slashCommand(text); ok {
+		switch cmd {
+		case "/plan":
+			return s.planCommand(ctx, rest)
+		case "/compact":
+			if rest == "" {
+				return SubmitResult{Command: "compact"}, s.Compact()
+			}
+		}
 	}
 	if s.Info().Plan {
 		// An accepted follow-up in Plan demotes the proposal to a draft.

@@ -91,6 +91,11 @@ func clipView(s string) string {
 // It returns the turn's error (nil when it settled successfully).
 func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	text := req.text
+	if s.needsCompaction(text) {
+		if err := s.compactNow(ctx, "the context neared the model's window"); err != nil {
+			s.emit("error", map[string]any{"message": "automatic compaction failed: " + err.Error()})
+		}
+	}
 	eng := s.m.Engine()
 	s.mu.Lock()
 	s.turnNo++
@@ -140,7 +145,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		Model:    model,
 		Effort:   effort,
 		Messages: append(append([]agent.Message{{Role: agent.RoleSystem, Content: fmt.Sprintf(systemPrompt, workspace)}}, history...), user),
-		Tools:    s.m.registry(),
+		Tools:    s.registry(),
 		Gate:     agent.Gate{Plan: plan, Mode: mode, Shell: s.m.shell},
 		Env:      agent.Env{Roots: agent.Roots{Workspace: workspace, Work: s.workDir}, Shell: s.m.shell},
 		Ask:      s.askFunc(),

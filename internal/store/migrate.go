@@ -64,6 +64,13 @@ var migrations = []string{
 		data TEXT NOT NULL,
 		updated_at TEXT NOT NULL
 	);`,
+	// 4: tracking: the todo list and the accepted plan's steps (JSON).
+	`CREATE TABLE tracking (
+		session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+		todos TEXT NOT NULL DEFAULT '[]',
+		plan TEXT NOT NULL DEFAULT '',
+		updated_at TEXT NOT NULL
+	);`,
 }
 
 func (s *Store) migrate(ctx context.Context, steps []string) error {

@@ -84,3 +84,36 @@ func (s *Store) GetRetryRecord(ctx context.Context, sessionID string) (string, e
 	}
 	return data, err
 }
+
+// Tracking is a session's todo list and accepted-plan progress (JSON owned
+// by the session).
+type Tracking struct {
+	Todos string
+	Plan  string
+}
+
+// GetTracking loads a session's tracking row (zero value if none).
+func (s *Store) GetTracking(ctx context.Context, sessionID string) (Tracking, error) {
+	var t Tracking
+	err := s.db.QueryRowContext(ctx, `SELECT todos, plan FROM tracking WHERE session_id = ?`, sessionID).Scan(&t.Todos, &t.Plan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Tracking{Todos: "[]"}, nil
+	}
+	return t, err
+}
+
+// PutTrackingTx stores a session's tracking row.
+func PutTrackingTx(ctx context.Context, tx *sql.Tx, sessionID string, t Tracking) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO tracking (session_id, todos, plan, updated_at) VALUES (?,?,?,?)
+		ON CONFLICT(session_id) DO UPDATE SET todos=excluded.todos, plan=excluded.plan, updated_at=excluded.updated_at`,
+		sessionID, t.Todos, t.Plan, now())
+	if err != nil {
+		return fmt.Errorf("save tracking of %s: %w", sessionID, err)
+	}
+	return nil
+}
+
+// PutTracking is [PutTrackingTx] in its own transaction.
+func (s *Store) PutTracking(ctx context.Context, sessionID string, t Tracking) error {
+	return s.Tx(ctx, func(tx *sql.Tx) error { return PutTrackingTx(ctx, tx, sessionID, t) })
+}

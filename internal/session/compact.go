@@ -1,0 +1,113 @@
+package session
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"planbridge/internal/agent"
+	"planbridge/internal/store"
+)
+
+const compactPrompt = `You compact a coding agent's conversation so it can continue in a fresh context.
+Summarize: the person's goal, decisions made, concrete findings (files, commands, results),
+the current state, and what comes next. Be concrete and brief; do not restate plans that are
+supplied separately.`
+
+// autoCompactRatio is the share of the context window that triggers
+// automatic compaction before a turn.
+const autoCompactRatio = 0.8
+
+// Compact summarises the transcript into a new context segment, as the
+// session's owning workflow.
+func (s *Session) Compact() error {
+	return s.own(func(ctx context.Context) {
+		if err := s.compactNow(ctx, "requested"); err != nil {
+			s.emit("error", map[string]any{"message": "compaction failed: " + err.Error()})
+		}
+	})
+}
+
+// compactNow replaces the current context with a summary. What must not be
+// lost rides along verbatim: an accepted plan being implemented (title,
+// finished count, remaining steps) and, in Plan, the reminder reference.
+func (s *Session) compactNow(ctx context.Context, why string) error {
+	eng := s.m.Engine()
+	if eng == nil {
+		return fmt.Errorf("no model engine is configured")
+	}
+	env := &handoffEnv{s: s}
+	hist, err := env.History(ctx)
+	if err != nil {
+		return err
+	}
+	w := s.m.workload(WorkloadSummarization)
+	if err := s.m.checkModel(w.Model); err != nil {
+		return err
+	}
+	s.emit("notice", map[string]any{"message": "Compacting the conversation..."})
+	resp, err := eng.Stream(ctx, agent.Request{Model: w.Model, Effort: w.Effort, Messages: []agent.Message{
+		{Role: agent.RoleSystem, Content: compactPrompt}, {Role: agent.RoleUser, Content: hist}}}, func(string) {})
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString("Summary of the conversation so far (the context was compacted):\n\n")
+	b.WriteString(strings.TrimSpace(resp.Text))
+	if p := s.TrackedPlan(); p != nil && p.Status != ImplDone {
+		b.WriteString("\n\n")
+		b.WriteString(p.Carry())
+	}
+	s.mu.Lock()
+	plan := s.row.Plan
+	if s.prop != nil && s.prop.Status == ProposalProposed {
+		fmt.Fprintf(&b, "\n\nThe current proposal %q is saved at %s%s.", s.prop.Title, agent.WorkScheme, s.prop.Path)
+	}
+	s.mu.Unlock()
+	if plan {
+		b.WriteString("\n\n")
+		b.WriteString(reminder(false))
+	}
+	material := b.String()
+	s.mu.Lock()
+	row := s.row
+	row.Segment++
+	msg := store.Message{Idx: s.nextIdx, Segment: row.Segment, Role: agent.RoleUser, Content: material}
+	s.mu.Unlock()
+	err = s.m.st.Tx(ctx, func(tx *sql.Tx) error {
+		if err := store.AppendMessagesTx(ctx, tx, s.id, []store.Message{msg}); err != nil {
+			return err
+		}
+		return store.PutSessionTx(ctx, tx, row)
+	})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.row.Segment = row.Segment
+	s.nextIdx++
+	s.msgs = []agent.Message{{Role: agent.RoleUser, Content: material}}
+	s.mu.Unlock()
+	s.emit("compacted", map[string]any{"segment": row.Segment, "reason": why, "chars": len(material)})
+	return nil
+}
+
+// needsCompaction estimates the next request's size (4 bytes a token)
+// against the configured context window.
+func (s *Session) needsCompaction(next string) bool {
+	window := s.m.modelConfig().ContextWindow
+	if window <= 0 {
+		return false
+	}
+	s.mu.Lock()
+	n := len(next)
+	for _, m := range s.msgs {
+		n += len(m.Content)
+		for _, c := range m.ToolCalls {
+			n += len(c.Arguments)
+		}
+	}
+	s.mu.Unlock()
+	return float64(n/4) > autoCompactRatio*float64(window)
+}

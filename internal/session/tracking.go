@@ -1,0 +1,443 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"planbridge/handoff"
+	"planbridge/internal/agent"
+	"planbridge/internal/store"
+	"planbridge/proposal"
+)
+
+// Todo list limits.
+const (
+	MaxTodos     = 40
+	MaxTodoChars = 500
+)
+
+// Todo statuses.
+const (
+	TodoPending    = "pending"
+	TodoInProgress = "in_progress"
+	TodoCompleted  = "completed"
+)
+
+// TodoItem is one entry of the agent's scratch list.
+type TodoItem struct {
+	ID      string `json:"id"`
+	Content string `json:"content"`
+	Status  string `json:"status"`
+}
+
+// ValidateTodos checks a whole todo list before anything is stored: at most
+// [MaxTodos] items of at most [MaxTodoChars] characters, known statuses, at
+// most one in progress. Missing ids are generated and duplicate ids
+// reassigned. The input is not modified.
+func ValidateTodos(items []TodoItem) ([]TodoItem, error) {
+	if len(items) > MaxTodos {
+		return nil, fmt.Errorf("todo_write rejected: %d items, at most %d allowed; the previous list is unchanged", len(items), MaxTodos)
+	}
+	out := make([]TodoItem, len(items))
+	seen := map[string]bool{}
+	inProgress := 0
+	for i, it := range items {
+		it.Content = strings.TrimSpace(it.Content)
+		switch {
+		case it.Content == "":
+			return nil, fmt.Errorf("todo_write rejected: item %d is empty; the previous list is unchanged", i+1)
+		case utf8.RuneCountInString(it.Content) > MaxTodoChars:
+			return nil, fmt.Errorf("todo_write rejected: item %d has %d characters, at most %d allowed; the previous list is unchanged", i+1, utf8.RuneCountInString(it.Content), MaxTodoChars)
+		}
+		switch it.Status {
+		case "":
+			it.Status = TodoPending
+		case TodoPending, TodoCompleted:
+		case TodoInProgress:
+			inProgress++
+		default:
+			return nil, fmt.Errorf("todo_write rejected: item %d has status %q (want pending, in_progress or completed); the previous list is unchanged", i+1, it.Status)
+		}
+		out[i] = it
+	}
+	if inProgress > 1 {
+		return nil, fmt.Errorf("todo_write rejected: %d items are in_progress, at most one may be; the previous list is unchanged", inProgress)
+	}
+	for i := range out {
+		id := strings.TrimSpace(out[i].ID)
+		if id == "" || seen[id] {
+			id = newTodoID(seen)
+		}
+		seen[id] = true
+		out[i].ID = id
+	}
+	return out, nil
+}
+
+func newTodoID(seen map[string]bool) string {
+	for {
+		var b [4]byte
+		rand.Read(b[:])
+		id := "t-" + hex.EncodeToString(b[:])
+		if !seen[id] {
+			return id
+		}
+	}
+}
+
+// RenderTodos is the todo list as echoed to the model (never truncated).
+func RenderTodos(items []TodoItem) string {
+	if len(items) == 0 {
+		return "Todo list cleared."
+	}
+	var b strings.Builder
+	b.WriteString("Todo list:\n")
+	for _, it := range items {
+		mark := map[string]string{TodoPending: "[ ]", TodoInProgress: "[>]", TodoCompleted: "[x]"}[it.Status]
+		fmt.Fprintf(&b, "%s %s (%s)\n", mark, it.Content, it.ID)
+	}
+	return b.String()
+}
+
+// Plan step statuses.
+const (
+	StepPending    = "pending"
+	StepInProgress = "in_progress"
+	StepCompleted  = "completed"
+	StepBlocked    = "blocked"
+	StepSkipped    = "skipped"
+)
+
+// PlanStep is one tracked step of an accepted plan.
+type PlanStep struct {
+	ID         string `json:"id"`
+	Imperative string `json:"imperative"`
+	Gerund     string `json:"gerund"`
+	Status     string `json:"status"`
+}
+
+// Implementation statuses of an accepted plan.
+const (
+	ImplRunning = "running"
+	ImplPaused  = "paused"
+	ImplDone    = "done"
+)
+
+// TrackedPlan is an accepted plan being implemented.
+type TrackedPlan struct {
+	Title    string         `json:"title"`
+	Artifact string         `json:"artifact"` // work:// address
+	Status   string         `json:"status"`
+	Reason   string         `json:"reason,omitempty"`
+	Policy   handoff.Policy `json:"policy"`
+	Steps    []PlanStep     `json:"steps"`
+}
+
+// Done counts finished (completed or skipped) steps.
+func (p *TrackedPlan) Done() int {
+	n := 0
+	for _, s := range p.Steps {
+		if s.Status == StepCompleted || s.Status == StepSkipped {
+			n++
+		}
+	}
+	return n
+}
+
+// Remaining lists the steps still to do, by their imperative form.
+func (p *TrackedPlan) Remaining() []PlanStep {
+	var out []PlanStep
+	for _, s := range p.Steps {
+		if s.Status != StepCompleted && s.Status != StepSkipped {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Carry is what survives a compaction: the title, the count of finished
+// steps and the steps still to do — not the finished steps' content.
+func (p *TrackedPlan) Carry() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "An accepted plan is being implemented: %q (%s). %d of %d steps are finished; do not redo them.", p.Title, p.Artifact, p.Done(), len(p.Steps))
+	if rem := p.Remaining(); len(rem) > 0 {
+		b.WriteString(" Steps still to do:\n")
+		for _, s := range rem {
+			fmt.Fprintf(&b, "- [%s] %s (%s)\n", s.ID, s.Imperative, s.Status)
+		}
+	}
+	return b.String()
+}
+
+// StepsFromProposal turns a proposal's steps into tracked steps.
+func StepsFromProposal(body string) []PlanStep {
+	var out []PlanStep
+	for i, st := range proposal.Parse(body).Steps {
+		text := strings.TrimSpace(st.Text)
+		if text == "" || strings.HasPrefix(text, "…") {
+			continue
+		}
+		status := StepPending
+		if st.Done {
+			status = StepCompleted
+		}
+		out = append(out, PlanStep{ID: "s" + strconv.Itoa(i+1), Imperative: text, Gerund: Gerund(text), Status: status})
+	}
+	return out
+}
+
+var irregularGerunds = map[string]string{
+	"run": "running", "set": "setting", "get": "getting", "put": "putting", "stop": "stopping",
+	"plan": "planning", "cut": "cutting", "drop": "dropping", "wrap": "wrapping", "ship": "shipping",
+	"be": "being", "see": "seeing", "free": "freeing", "tie": "tying", "lie": "lying", "die": "dying",
+}
+
+// Gerund derives the display gerund of an imperative step ("Add X" →
+// "Adding X"). Text not starting with a word is returned unchanged.
+func Gerund(imperative string) string {
+	word, rest, _ := strings.Cut(imperative, " ")
+	if word == "" || !unicode.IsLetter([]rune(word)[0]) {
+		return imperative
+	}
+	lower := strings.ToLower(strings.Trim(word, "*_`"))
+	if lower == "" {
+		return imperative
+	}
+	g, ok := irregularGerunds[lower]
+	switch {
+	case ok:
+	case strings.HasSuffix(lower, "ing"):
+		g = lower
+	case strings.HasSuffix(lower, "ie"):
+		g = lower[:len(lower)-2] + "ying"
+	case strings.HasSuffix(lower, "e") && !strings.HasSuffix(lower, "ee") && len(lower) > 2:
+		g = lower[:len(lower)-1] + "ing"
+	default:
+		g = lower + "ing"
+	}
+	if unicode.IsUpper([]rune(word)[0]) {
+		r := []rune(g)
+		r[0] = unicode.ToUpper(r[0])
+		g = string(r)
+	}
+	if rest == "" {
+		return g
+	}
+	return g + " " + rest
+}
+
+// tracking state of a session (guarded by s.mu).
+type tracking struct {
+	todos []TodoItem
+	plan  *TrackedPlan
+}
+
+func (s *Session) loadTracking(ctx context.Context) error {
+	t, err := s.m.st.GetTracking(ctx, s.id)
+	if err != nil {
+		return err
+	}
+	if t.Todos != "" {
+		if err := json.Unmarshal([]byte(t.Todos), &s.track.todos); err != nil {
+			s.m.log.Warn("corrupt todo list; starting empty", "session", s.id, "err", err)
+			s.track.todos = nil
+		}
+	}
+	if t.Plan != "" {
+		var p TrackedPlan
+		if err := json.Unmarshal([]byte(t.Plan), &p); err != nil {
+			s.m.log.Warn("corrupt plan progress; dropped", "session", s.id, "err", err)
+		} else {
+			if p.Status == ImplRunning {
+				// A restart never forgets an implementation in flight: it pauses.
+				p.Status, p.Reason = ImplPaused, "paused by restart"
+				s.track.plan = &p
+				return s.saveTracking(ctx)
+			}
+			s.track.plan = &p
+		}
+	}
+	return nil
+}
+
+func (s *Session) trackingRow() store.Tracking {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	todos, _ := json.Marshal(s.track.todos)
+	if s.track.todos == nil {
+		todos = []byte("[]")
+	}
+	plan := ""
+	if s.track.plan != nil {
+		b, _ := json.Marshal(s.track.plan)
+		plan = string(b)
+	}
+	return store.Tracking{Todos: string(todos), Plan: plan}
+}
+
+func (s *Session) saveTracking(ctx context.Context) error {
+	return s.m.st.PutTracking(ctx, s.id, s.trackingRow())
+}
+
+// Todos returns the current todo list.
+func (s *Session) Todos() []TodoItem {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]TodoItem(nil), s.track.todos...)
+}
+
+// WriteTodos replaces the whole todo list after validating all of it; a
+// rejected write leaves the previous list untouched. An empty list clears.
+func (s *Session) WriteTodos(ctx context.Context, items []TodoItem) ([]TodoItem, error) {
+	valid, err := ValidateTodos(items)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	prev := s.track.todos
+	s.track.todos = valid
+	s.mu.Unlock()
+	if err := s.saveTracking(ctx); err != nil {
+		s.mu.Lock()
+		s.track.todos = prev
+		s.mu.Unlock()
+		return nil, err
+	}
+	s.emit("todo", map[string]any{"items": valid})
+	return valid, nil
+}
+
+// Plan returns a copy of the tracked plan (nil if none).
+func (s *Session) TrackedPlan() *TrackedPlan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.track.plan == nil {
+		return nil
+	}
+	p := *s.track.plan
+	p.Steps = append([]PlanStep(nil), p.Steps...)
+	return &p
+}
+
+func (s *Session) emitSteps() {
+	if p := s.TrackedPlan(); p != nil {
+		s.emit("steps", p)
+	}
+}
+
+// UpdateStep sets one step's status (by id like "s2" or 1-based number).
+func (s *Session) UpdateStep(ctx context.Context, step, status string) (*TrackedPlan, error) {
+	switch status {
+	case StepPending, StepInProgress, StepCompleted, StepBlocked, StepSkipped:
+	default:
+		return nil, fmt.Errorf("status %q: want pending, in_progress, completed, blocked or skipped", status)
+	}
+	s.mu.Lock()
+	p := s.track.plan
+	if p == nil {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("there is no accepted plan with steps to update")
+	}
+	idx := -1
+	for i, st := range p.Steps {
+		if st.ID == step || strconv.Itoa(i+1) == step {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("no step %q (steps are s1..s%d)", step, len(p.Steps))
+	}
+	p.Steps[idx].Status = status
+	if len(p.Remaining()) == 0 {
+		p.Status = ImplDone
+	}
+	s.mu.Unlock()
+	if err := s.saveTracking(ctx); err != nil {
+		return nil, err
+	}
+	s.emitSteps()
+	return s.TrackedPlan(), nil
+}
+
+// startTracking installs the steps of an accepted plan (running).
+func (s *Session) startTrackingLocked(title, artifact, body string, policy handoff.Policy) {
+	s.track.plan = &TrackedPlan{Title: title, Artifact: artifact, Status: ImplRunning, Policy: policy, Steps: StepsFromProposal(body)}
+}
+
+// setImplStatus moves the tracked implementation between running/paused.
+func (s *Session) setImplStatus(ctx context.Context, status, reason string) {
+	s.mu.Lock()
+	p := s.track.plan
+	if p == nil || p.Status == ImplDone || p.Status == status {
+		s.mu.Unlock()
+		return
+	}
+	p.Status, p.Reason = status, reason
+	s.mu.Unlock()
+	if err := s.saveTracking(ctx); err != nil {
+		s.m.log.Error("save tracking", "session", s.id, "err", err)
+	}
+	s.emitSteps()
+}
+
+// ResumeImplementation continues a paused implementation with its remaining
+// steps, under the accepted implementation policy.
+func (s *Session) ResumeImplementation(ctx context.Context) error {
+	p := s.TrackedPlan()
+	if p == nil || p.Status != ImplPaused {
+		return &Error{Code: CodeNothingToRetry, Message: "there is no paused implementation to resume"}
+	}
+	s.setImplStatus(ctx, ImplRunning, "")
+	policy := p.Policy
+	text := "Resume implementing the accepted plan. " + p.Carry() + "\nContinue with the first step still to do and update each step's status with update_plan_step."
+	s.enqueue(turnReq{text: text, display: "Resume implementation", policy: &policy})
+	return nil
+}
+
+// sessionTools are the tools bound to this session's tracking state.
+func (s *Session) sessionTools() []*agent.Tool {
+	return []*agent.Tool{
+		{
+			Spec: agent.ToolSpec{Name: "todo_write", Description: "Replace your whole todo list (at most 40 items, one in_progress). An empty list clears it.",
+				Parameters: json.RawMessage(`{"type":"object","properties":{"items":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"content":{"type":"string"},"status":{"type":"string","enum":["pending","in_progress","completed"]}},"required":["content","status"]}}},"required":["items"]}`)},
+			Meta: agent.Meta{SessionOnly: true},
+			Run: func(ctx context.Context, env *agent.Env, args json.RawMessage) (string, error) {
+				var a struct {
+					Items []TodoItem `json:"items"`
+				}
+				if err := json.Unmarshal(args, &a); err != nil {
+					return "", fmt.Errorf("todo_write: invalid arguments: %w", err)
+				}
+				items, err := s.WriteTodos(ctx, a.Items)
+				if err != nil {
+					return "", err
+				}
+				return RenderTodos(items), nil
+			},
+		},
+		{
+			Spec: agent.ToolSpec{Name: "update_plan_step", Description: "Set the status of a step of the accepted plan (pending, in_progress, completed, blocked, skipped).",
+				Parameters: json.RawMessage(`{"type":"object","properties":{"step":{"type":"string"},"status":{"type":"string","enum":["pending","in_progress","completed","blocked","skipped"]}},"required":["step","status"]}`)},
+			Meta: agent.Meta{SessionOnly: true},
+			Run: func(ctx context.Context, env *agent.Env, args json.RawMessage) (string, error) {
+				var a struct{ Step, Status string }
+				if err := json.Unmarshal(args, &a); err != nil {
+					return "", fmt.Errorf("update_plan_step: invalid arguments: %w", err)
+				}
+				p, err := s.UpdateStep(ctx, a.Step, a.Status)
+				if err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("%d of %d steps finished.", p.Done(), len(p.Steps)), nil
+			},
+		},
+	}
+}
