@@ -166,4 +166,6 @@ func TestFeedbackEnvelopeAndCancel(t *testing.T) {
 	}
 }
 
-func handoffChange(axis, value string) handoff.Change { return handoff.Change{Axis: axis, Value: value} }
+func handoffChange(axis, value string) handoff.Change {
+	return handoff.Change{Axis: axis, Value: value}
+}
