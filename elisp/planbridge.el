@@ -42,6 +42,21 @@
 ;; running turn.  The header line shows the posture, e.g. `[Plan · ask]'.
 ;; Slash commands such as `/plan status' are handled by the backend.
 ;;
+;; When the agent proposes a plan, an approval card opens in the
+;; `*planbridge approval: PROJECT*' buffer: the plan above a compact
+;; Implementation section, one row per setting.  There, l, c, e, b, m
+;; (or TAB), M, s and i change Location, Context, Execution, Budget,
+;; Mode, Model, Skills and Instructions; RET accepts, f sends feedback
+;; (with the comments made on plan lines with `;'), E edits the plan,
+;; q hides the card (the header's "1 plan" brings it back, as does
+;; C-c C-a) and C-g cancels it.  C-c TAB in the composer queues a
+;; follow-up that runs after the implementation starts.
+;;
+;;   M-x planbridge-sessions     every stored session, RET opens one
+;;   M-x planbridge-dispatch     a transient menu of the session commands
+;;   M-x planbridge-retry-plan-implementation
+;;                               resume an accepted plan's handoff
+;;
 ;; The wire log lives in the `*planbridge events*' buffer (bounded by
 ;; `planbridge-events-buffer-size'), as eglot does it.
 
@@ -52,11 +67,14 @@
 (require 'subr-x)
 (require 'jsonrpc)
 (require 'button)
+(require 'tabulated-list)
+(require 'transient)
 
 (declare-function project-root "project" (project))
 (declare-function auth-source-search "auth-source" (&rest spec))
 (declare-function url-host "url-parse" (url))
 (declare-function url-generic-parse-url "url-parse" (url))
+(declare-function markdown-mode "markdown-mode" ())
 
 
 ;;; Customization
@@ -113,6 +131,40 @@ backend's reason) and returns non-nil to allow the call."
   "Seconds to wait for the backend before a request times out."
   :type 'natnum)
 
+(defcustom planbridge-models nil
+  "The model catalog given to the backend at `initialize'.
+Each element is (NAME EFFORT...): a model the approval card can pick
+for the implementation, with the efforts it takes (none: it takes no
+effort setting).  nil sends no catalog, and the backend accepts any
+model."
+  :type '(repeat (cons :tag "Model"
+                       (string :tag "Name")
+                       (repeat :tag "Efforts" (string :tag "Effort")))))
+
+(defcustom planbridge-workloads nil
+  "Model and effort per workload, given to the backend at `initialize'.
+An alist from a workload name (\"planning\", \"plan-implementation\"
+or \"summarization\") to a list (MODEL EFFORT); an empty string
+inherits the session default.  The approval card starts from the
+\"plan-implementation\" entry."
+  :type '(alist :key-type (choice (const "planning")
+                                  (const "plan-implementation")
+                                  (const "summarization"))
+                :value-type (list (string :tag "Model")
+                                  (string :tag "Effort"))))
+
+(defcustom planbridge-approval-display-action
+  '((display-buffer-reuse-window display-buffer-below-selected)
+    (window-height . fit-window-to-buffer))
+  "The `display-buffer' action that shows the approval card."
+  :type '(cons (choice function (repeat function))
+               (alist :key-type symbol :value-type sexp)))
+
+(defcustom planbridge-select-approval-card t
+  "Non-nil means a newly presented approval card is selected.
+Its keys work only while point is in the card."
+  :type 'boolean)
+
 (defface planbridge-plan-indicator
   '((t :inherit warning :weight bold))
   "Face of the Plan indicator in the header line.")
@@ -153,6 +205,34 @@ backend's reason) and returns non-nil to allow the call."
   '((t :inherit (bold font-lock-keyword-face)))
   "Face of the title of a plan proposal card.")
 
+(defface planbridge-card-heading
+  '((t :inherit (bold font-lock-keyword-face)))
+  "Face of headings on the approval card.")
+
+(defface planbridge-card-key
+  '((t :inherit help-key-binding))
+  "Face of the keys on the approval card.")
+
+(defface planbridge-card-label
+  '((t :inherit font-lock-variable-name-face))
+  "Face of the setting names on the approval card.")
+
+(defface planbridge-card-value
+  '((t :inherit bold))
+  "Face of the setting values on the approval card.")
+
+(defface planbridge-card-dimmed
+  '((t :inherit shadow))
+  "Face of rows of the approval card that do not apply.")
+
+(defface planbridge-card-notice
+  '((t :inherit warning))
+  "Face of the notice row of the approval card.")
+
+(defface planbridge-counter
+  '((t :inherit (warning bold)))
+  "Face of the interaction counter in the header line.")
+
 
 ;;; Global state
 ;;;
@@ -191,6 +271,17 @@ first; they are rendered after the replay.")
 
 (defvar-local planbridge--input-start nil
   "Marker at the start of the composer, after the prompt.")
+
+(defvar-local planbridge--approval nil
+  "The session's last known approval view, a plist, or nil.")
+
+(defvar-local planbridge--card nil
+  "The approval card buffer of this session, or nil.")
+
+(defvar planbridge--replaying nil
+  "Non-nil, dynamically, while stored events are replayed.
+Replayed events redraw the transcript only; the approval card comes
+from `approval/get' afterwards.")
 
 ;;; The connection
 ;;;
@@ -261,11 +352,28 @@ later, asynchronously; other messages are sent as ARGS say."
          `(:kind "openai" :base_url ,url :model ,(plist-get args :model)
                  ,@(and key (list :api_key key))))))))
 
+(defun planbridge--models-params ()
+  "Return the `models' parameter of `initialize', or nil."
+  (when (or planbridge-models planbridge-workloads)
+    `(,@(and planbridge-models
+             (list :models
+                   (vconcat
+                    (mapcar (lambda (m)
+                              (list :name (car m) :efforts (vconcat (cdr m))))
+                            planbridge-models))))
+      ,@(and planbridge-workloads
+             (list :workloads
+                   (cl-loop for (name model effort) in planbridge-workloads
+                            append (list (intern (concat ":" name))
+                                         (list :model model :effort effort))))))))
+
 (defun planbridge--initialize (conn)
   "Send `initialize' to CONN and wait for the answer.
 An API key in the parameters is kept out of the wire log."
   (let* ((engine (planbridge--engine-params))
+         (models (planbridge--models-params))
          (params `(,@(and engine (list :engine engine))
+                   ,@(and models (list :models models))
                    :client (:name "emacs" :version ,emacs-version)))
          (secret (plist-get engine :api_key))
          (size (jsonrpc--events-buffer-scrollback-size conn)))
@@ -545,6 +653,9 @@ SUMMARY, the backend's reason, is shown with the question."
     (define-key map (kbd "<backtab>") #'planbridge-cycle-permission-mode)
     (define-key map (kbd "C-c C-k") #'planbridge-interrupt)
     (define-key map (kbd "C-c C-e") #'planbridge-events-buffer)
+    (define-key map (kbd "C-c TAB") #'planbridge-queue-follow-up)
+    (define-key map (kbd "C-c C-a") #'planbridge-show-approval)
+    (define-key map (kbd "C-c C-d") #'planbridge-dispatch)
     map)
   "Keymap of `planbridge-session-mode'.")
 
@@ -566,7 +677,8 @@ send with RET.
   (setq planbridge--input-start (copy-marker (point-max))))
 
 (defun planbridge--forget-buffer ()
-  "Remove the current buffer from the session table."
+  "Remove the current buffer from the session table, with its card."
+  (planbridge--dismiss-card)
   (when (eq (gethash planbridge--session-id planbridge--buffers)
             (current-buffer))
     (remhash planbridge--session-id planbridge--buffers)))
@@ -589,6 +701,7 @@ send with RET.
   (string-join
    (delq nil
          (list (planbridge--posture)
+               (planbridge--approval-counter)
                (and (planbridge--true-p (plist-get planbridge--info :busy))
                     "busy…")
                (and (not (planbridge--live-p)) "disconnected")
@@ -642,13 +755,15 @@ Events notified meanwhile are held and rendered after the replay."
      (lambda (result)
        (when (buffer-live-p buf)
          (with-current-buffer buf
-           (let ((held (and (listp planbridge--opening) planbridge--opening)))
+           (let ((held (and (listp planbridge--opening) planbridge--opening))
+                 (planbridge--replaying t))
              (setq planbridge--opening nil)
              (planbridge--update-info (plist-get result :session))
              (seq-doseq (event (plist-get result :events))
                (planbridge--handle-event event))
              (dolist (event (nreverse held))
-               (planbridge--handle-event event))))))
+               (planbridge--handle-event event)))
+           (planbridge--refresh-approval))))
      :error
      (lambda (err)
        (when (buffer-live-p buf)
@@ -763,8 +878,52 @@ The text BODY inserts is made read-only."
                               (or (plist-get data :message) "")))
     ("status" (planbridge--update-info data))
     ("notice"
+     (let ((message (or (plist-get data :message) "")))
+       (planbridge--insert-line 'planbridge-notice "ℹ " message)
+       (unless planbridge--replaying
+         (message "planbridge: %s" message))))
+    ("approval"
+     (unless planbridge--replaying
+       (planbridge--apply-approval data)))
+    ("approval_closed"
+     (let ((reason (plist-get data :reason)))
+       (pcase reason
+         ("cancelled"
+          (planbridge--insert-line 'planbridge-notice
+                                   "ℹ Plan cancelled: the proposal is a draft now"))
+         ("demoted"
+          (planbridge--insert-line 'planbridge-notice
+                                   "ℹ The proposal is a draft now")))
+       (unless planbridge--replaying
+         (planbridge--close-approval (plist-get data :attempt)))))
+    ("handoff"
+     (let ((state (plist-get data :state))
+           (step (plist-get data :step))
+           (reason (plist-get data :reason)))
+       (pcase state
+         ("started"
+          (planbridge--insert-line 'planbridge-notice
+                                   "ℹ Implementation handoff started"
+                                   (if (and step (not (equal step "")))
+                                       (format " (step %s)" step)
+                                     "")))
+         ("done"
+          (planbridge--insert-line 'planbridge-notice
+                                   "ℹ Implementation handoff done"))
+         (_
+          (let ((text (format "Implementation handoff %s%s%s; retry with M-x planbridge-retry-plan-implementation"
+                              (or state "failed")
+                              (if step (format " at step %s" step) "")
+                              (if (and reason (not (equal reason "")))
+                                  (format ": %s" reason)
+                                ""))))
+            (planbridge--insert-line 'planbridge-blocked "✗ " text)
+            (unless planbridge--replaying
+              (message "planbridge: %s" text)))))))
+    ("summary"
      (planbridge--insert-line 'planbridge-notice
-                              "ℹ " (or (plist-get data :message) "")))
+                              (format "ℹ Handoff summary ready (%s characters)"
+                                      (or (plist-get data :chars) "?"))))
     ("error"
      (planbridge--insert-line 'planbridge-blocked
                               "✗ error: " (or (plist-get data :message) "")))
@@ -958,6 +1117,899 @@ project (or of `default-directory') and show its buffer."
     (pop-to-buffer buf)
     (goto-char (point-max))
     buf))
+
+;;; The approval card
+;;;
+
+(defvar-local planbridge--card-session nil
+  "Id of the session whose approval card this buffer shows.")
+
+(defvar-local planbridge--card-view nil
+  "The approval view this card buffer draws, a plist.")
+
+(defvar-local planbridge--card-comments nil
+  "Comments on plan lines, newest first: a list of (LINE . TEXT).")
+
+(defvar-local planbridge--card-width nil
+  "The width the card was last drawn for.")
+
+(defun planbridge--view-true-p (view key)
+  "Return non-nil if KEY of VIEW is the JSON value true."
+  (planbridge--true-p (plist-get view key)))
+
+(defun planbridge--showable-p (view)
+  "Return non-nil if VIEW is a pending approval that is not hidden."
+  (and (planbridge--view-true-p view :pending)
+       (not (planbridge--view-true-p view :hidden))))
+
+(defun planbridge--session-buffer-of (id)
+  "Return the live session buffer of session ID, or nil."
+  (let ((buf (gethash id planbridge--buffers)))
+    (and (buffer-live-p buf) buf)))
+
+(defun planbridge--card-live-p ()
+  "Return the card buffer of the current session buffer, if it is live."
+  (and (buffer-live-p planbridge--card) planbridge--card))
+
+(defun planbridge--apply-approval (view &optional select)
+  "Make VIEW the current session's approval and show or hide its card.
+A card is drawn when VIEW is pending and not hidden; otherwise it is
+dismissed.  SELECT non-nil selects the card's window."
+  (setq planbridge--approval view)
+  (planbridge--update-info
+   (list :approval (cond ((not (planbridge--view-true-p view :pending)) "")
+                         ((planbridge--view-true-p view :hidden) "hidden")
+                         (t "shown"))))
+  (if (planbridge--showable-p view)
+      (planbridge--show-card view select)
+    (planbridge--dismiss-card)))
+
+(defun planbridge--close-approval (attempt)
+  "Forget the approval of ATTEMPT, which the backend closed, and its card."
+  (when (or (null planbridge--approval)
+            (equal attempt (plist-get planbridge--approval :attempt)))
+    (setq planbridge--approval nil)
+    (planbridge--update-info '(:approval ""))
+    (planbridge--dismiss-card)))
+
+(defun planbridge--refresh-approval ()
+  "Fetch the current session's approval view and apply it."
+  (let ((buf (current-buffer)))
+    (planbridge--async
+     :approval/get (list :session planbridge--session-id)
+     :success (lambda (view)
+                (when (buffer-live-p buf)
+                  (with-current-buffer buf
+                    (planbridge--apply-approval view)))))))
+
+(defun planbridge--card-name ()
+  "Return the name of the current session's approval card buffer."
+  (format "*planbridge approval: %s*"
+          (planbridge--project-name
+           (or (plist-get planbridge--info :workspace) planbridge--session-id))))
+
+(defun planbridge--show-card (view select)
+  "Draw VIEW on the current session's card and display it.
+A card for a new attempt starts without comments and is selected when
+`planbridge-select-approval-card' says so; SELECT non-nil selects it
+in any case."
+  (let* ((card (or (planbridge--card-live-p)
+                   (setq planbridge--card
+                         (with-current-buffer
+                             (generate-new-buffer (planbridge--card-name))
+                           (planbridge-approval-mode)
+                           (current-buffer)))))
+         (new (not (equal (plist-get view :attempt)
+                          (plist-get (buffer-local-value 'planbridge--card-view card)
+                                     :attempt))))
+         (id planbridge--session-id)
+         (dir default-directory))
+    (with-current-buffer card
+      (setq planbridge--card-session id)
+      (setq default-directory dir)
+      (when new
+        (setq planbridge--card-comments nil))
+      (setq planbridge--card-view view))
+    (when (planbridge--draw-card card)
+      (let ((win (or (get-buffer-window card t)
+                     (display-buffer card planbridge-approval-display-action))))
+        (when (window-live-p win)
+          ;; The width may differ from the one guessed before display.
+          (unless (equal (planbridge--card-target-width card)
+                         (buffer-local-value 'planbridge--card-width card))
+            (planbridge--draw-card card))
+          (when (and (or select (and new planbridge-select-approval-card))
+                     (not (eq (selected-window) win)))
+            (select-window win)
+            (goto-char (point-min))))))))
+
+(defun planbridge--dismiss-card ()
+  "Remove the current session's approval card, if it exists."
+  (when-let ((card (planbridge--card-live-p)))
+    (setq planbridge--card nil)
+    (dolist (win (get-buffer-window-list card nil t))
+      (when (window-live-p win)
+        (quit-window nil win)))
+    (let ((kill-buffer-query-functions nil))
+      (kill-buffer card))))
+
+(defun planbridge--card-target-width (card)
+  "Return the width of a card row for CARD: its narrowest window's width.
+One column is left for the continuation glyph of terminals."
+  (let ((wins (get-buffer-window-list card nil t)))
+    (max 20
+         (1- (if wins
+                 (apply #'min (mapcar #'window-body-width wins))
+               (window-body-width
+                (or (let ((session (planbridge--session-buffer-of
+                                    (buffer-local-value 'planbridge--card-session card))))
+                      (and session (get-buffer-window session t)))
+                    (selected-window))))))))
+
+(defun planbridge--draw-card (card)
+  "Draw CARD from its view; return non-nil if it was drawn.
+The card is built as a string first and replaces the old one only
+when it is complete.  When building fails, the card is dismissed and
+nothing is sent to the backend: the approval stays pending."
+  (let* ((width (planbridge--card-target-width card))
+         (text (condition-case err
+                   (with-current-buffer card
+                     (planbridge--card-string planbridge--card-view width
+                                              planbridge--card-comments))
+                 (error
+                  (planbridge--card-failed card err)
+                  nil))))
+    (when text
+      (with-current-buffer card
+        (let ((inhibit-read-only t)
+              (line (line-number-at-pos))
+              (column (current-column)))
+          (erase-buffer)
+          (insert text)
+          (goto-char (point-min))
+          (forward-line (1- line))
+          (move-to-column column))
+        (setq planbridge--card-width width)
+        (set-buffer-modified-p nil))
+      t)))
+
+(defun planbridge--card-failed (card err)
+  "Dismiss CARD, which could not be drawn because of ERR, and say so."
+  (let ((session (planbridge--session-buffer-of
+                  (buffer-local-value 'planbridge--card-session card))))
+    (if session
+        (with-current-buffer session (planbridge--dismiss-card))
+      (let ((kill-buffer-query-functions nil))
+        (kill-buffer card)))
+    (message "planbridge: Could not draw the approval card (%s); the plan is still pending"
+             (error-message-string err))))
+
+(defun planbridge--card-redraw-soon (&rest _)
+  "Redraw the current card buffer soon if its width changed.
+Run from the window change hooks of the card buffer."
+  (let ((card (current-buffer)))
+    (run-at-time 0 nil
+                 (lambda ()
+                   (when (and (buffer-live-p card)
+                              (not (equal (planbridge--card-target-width card)
+                                          (buffer-local-value 'planbridge--card-width card))))
+                     (planbridge--draw-card card))))))
+
+(defun planbridge--card-row (width text &rest props)
+  "Return TEXT cut to WIDTH with an ellipsis, as one card row.
+The full text is the row's `help-echo'; PROPS are added to it."
+  (let* ((plain (substring-no-properties text))
+         (row (if (> (string-width text) width)
+                  (truncate-string-to-width text width nil nil "…")
+                text)))
+    (setq row (copy-sequence row))
+    (add-text-properties 0 (length row) `(help-echo ,plain ,@props) row)
+    (concat row "\n")))
+
+(defun planbridge--card-cell (key label value &optional value-face)
+  "Return the text of a card row: KEY, LABEL and VALUE in VALUE-FACE."
+  (concat " "
+          (propertize (string-pad (or key "") 4) 'face 'planbridge-card-key)
+          (propertize (string-pad label 14) 'face 'planbridge-card-label)
+          (propertize value 'face (or value-face 'planbridge-card-value))))
+
+(defun planbridge--capitalize-value (value)
+  "Return VALUE, an axis value such as \"here\", for display."
+  (if (or (null value) (equal value "")) "—" (capitalize value)))
+
+(defun planbridge--skill-name (path view)
+  "Return the display name of the skill at PATH, looked up in VIEW."
+  (or (seq-some (lambda (skill)
+                  (and (equal (plist-get skill :path) path)
+                       (plist-get skill :name)))
+                (plist-get view :skills))
+      (file-name-nondirectory (directory-file-name (file-name-directory path)))))
+
+(defun planbridge--card-axis-rows (view)
+  "Return the Implementation rows of VIEW: a list of (AXIS KEY LABEL VALUE FACE).
+The list has the same length for every selection."
+  (let* ((sel (plist-get view :selection))
+         (goal (equal (plist-get sel :execution) "goal"))
+         (budget (plist-get sel :budget))
+         (model (plist-get sel :model))
+         (effort (plist-get sel :effort))
+         (skills (plist-get sel :skills))
+         (instructions (or (plist-get sel :instructions) "")))
+    (list
+     (list 'location "l" "Location"
+           (planbridge--capitalize-value (plist-get sel :location)))
+     (list 'context "c" "Context"
+           (pcase (plist-get sel :context)
+             ("summary" "Summary (one extra model request)")
+             (value (planbridge--capitalize-value value))))
+     (list 'execution "e" "Execution"
+           (planbridge--capitalize-value (plist-get sel :execution)))
+     (if goal
+         (list 'budget "b" "Budget"
+               (if (and (integerp budget) (> budget 0))
+                   (format "%d tokens" budget)
+                 "Unlimited"))
+       (list 'budget nil "Budget" "Goal execution only" 'planbridge-card-dimmed))
+     (list 'mode "m" "Mode" (or (plist-get sel :mode) "—"))
+     (list 'model "M" "Model"
+           (concat (if (or (null model) (equal model "")) "default" model)
+                   " · effort "
+                   (if (or (null effort) (equal effort "")) "default" effort)))
+     (list 'skills "s" "Skills"
+           (if (seq-empty-p skills)
+               "none"
+             (mapconcat (lambda (p) (planbridge--skill-name p view)) skills ", ")))
+     (list 'instructions "i" "Instructions"
+           (if (string-empty-p instructions)
+               "none"
+             (let ((lines (split-string instructions "\n")))
+               (if (cdr lines)
+                   (format "%s (+%d lines)" (car lines) (1- (length lines)))
+                 (car lines))))))))
+
+(defun planbridge--card-notice (view)
+  "Return the notice row text of VIEW, possibly empty."
+  (let ((sel (plist-get view :selection))
+        (blockers (append (plist-get view :blockers) nil))
+        (notice (plist-get view :notice)))
+    (string-join
+     (delq nil
+           (list (and (equal (plist-get sel :location) "worktree") blockers
+                      (concat "Worktree blocked by: " (string-join blockers "; ")))
+                 (and notice (not (equal notice "")) notice)))
+     " · ")))
+
+(defun planbridge--card-footer (comments)
+  "Return the action footer, mentioning the COMMENTS to send."
+  (concat (propertize "RET" 'face 'planbridge-card-key) " accept  "
+          (propertize "f" 'face 'planbridge-card-key) " feedback"
+          (if comments (format " (%d comment%s)" (length comments)
+                               (if (cdr comments) "s" ""))
+            "")
+          "  "
+          (propertize "E" 'face 'planbridge-card-key) " edit  "
+          (propertize "q" 'face 'planbridge-card-key) " hide  "
+          (propertize "C-g" 'face 'planbridge-card-key) " cancel  "
+          (propertize ";" 'face 'planbridge-card-key) " comment line"))
+
+(defun planbridge--card-body-line (line)
+  "Return LINE of the plan's Markdown with a face for headings."
+  (if (string-match-p "\\`#+ " line)
+      (propertize line 'face 'planbridge-card-heading)
+    line))
+
+(defun planbridge--card-string (view width comments)
+  "Return the text of the approval card of VIEW for rows WIDTH wide.
+COMMENTS are the comments collected on plan lines."
+  (let* ((title (or (plist-get view :title) "Proposed plan"))
+         (body (or (plist-get view :body) (plist-get view :text) ""))
+         (n 0))
+    (concat
+     (planbridge--card-row
+      width
+      (concat (propertize "Plan proposal: " 'face 'planbridge-card-heading)
+              (propertize title 'face 'planbridge-proposal-title)
+              (if (planbridge--view-true-p view :edited) " (edited by you)" ""))
+      'planbridge-row 'title)
+     (mapconcat (lambda (line)
+                  (setq n (1+ n))
+                  (let ((text (propertize (planbridge--card-body-line line)
+                                          'planbridge-plan-line n)))
+                    (when (assq n comments)
+                      (setq text (concat text (propertize "  ✎" 'face 'planbridge-card-notice
+                                                          'planbridge-plan-line n))))
+                    (concat text "\n")))
+                (split-string body "\n")
+                "")
+     "\n"
+     (planbridge--card-row width (propertize "Implementation" 'face 'planbridge-card-heading)
+                           'planbridge-row 'implementation)
+     (mapconcat (lambda (row)
+                  (pcase-let ((`(,axis ,key ,label ,value ,face) row))
+                    (planbridge--card-row
+                     width
+                     (planbridge--card-cell key label value
+                                            (or face 'planbridge-card-value))
+                     'planbridge-row axis)))
+                (planbridge--card-axis-rows view)
+                "")
+     (planbridge--card-row width
+                           (propertize (planbridge--card-notice view)
+                                       'face 'planbridge-card-notice)
+                           'planbridge-row 'notice)
+     (planbridge--card-row width (planbridge--card-footer comments)
+                           'planbridge-row 'footer))))
+
+(defvar planbridge-approval-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "l") #'planbridge-approval-cycle-location)
+    (define-key map (kbd "c") #'planbridge-approval-cycle-context)
+    (define-key map (kbd "e") #'planbridge-approval-cycle-execution)
+    (define-key map (kbd "b") #'planbridge-approval-set-budget)
+    (define-key map (kbd "m") #'planbridge-approval-cycle-mode)
+    (define-key map (kbd "TAB") #'planbridge-approval-cycle-mode)
+    (define-key map (kbd "M") #'planbridge-approval-set-model)
+    (define-key map (kbd "s") #'planbridge-approval-toggle-skill)
+    (define-key map (kbd "i") #'planbridge-approval-edit-instructions)
+    (define-key map (kbd "RET") #'planbridge-approval-accept)
+    (define-key map (kbd "f") #'planbridge-approval-feedback)
+    (define-key map (kbd ";") #'planbridge-approval-comment)
+    (define-key map (kbd "E") #'planbridge-approval-edit-plan)
+    (define-key map (kbd "q") #'planbridge-approval-hide)
+    (define-key map (kbd "C-g") #'planbridge-approval-cancel)
+    (define-key map (kbd "g") #'planbridge-approval-refresh)
+    map)
+  "Keymap of `planbridge-approval-mode', the approval card.")
+
+(define-derived-mode planbridge-approval-mode special-mode "planbridge-approval"
+  "Major mode of a planbridge approval card.
+The plan is shown above its Implementation settings.  Each key
+changes one setting; RET accepts the plan with them.
+
+\\{planbridge-approval-mode-map}"
+  (setq-local truncate-lines nil)
+  (setq-local word-wrap t)
+  (setq-local revert-buffer-function
+              (lambda (&rest _) (planbridge-approval-refresh)))
+  (add-hook 'window-size-change-functions #'planbridge--card-redraw-soon nil t)
+  (add-hook 'window-buffer-change-functions #'planbridge--card-redraw-soon nil t))
+
+(defun planbridge--card-or-error ()
+  "Return (SESSION . VIEW) of the card in the current buffer.
+Signal a `user-error' outside a card or when it has no pending plan."
+  (unless (derived-mode-p 'planbridge-approval-mode)
+    (user-error "planbridge: Not on an approval card"))
+  (unless (planbridge--view-true-p planbridge--card-view :pending)
+    (user-error "planbridge: No plan is waiting for approval"))
+  (cons planbridge--card-session planbridge--card-view))
+
+(defun planbridge--approval-error-handler (session what)
+  "Return an error handler for approval action WHAT in SESSION.
+A stale attempt is reported and the card fetched again; other errors
+are reported as messages."
+  (lambda (err)
+    (let ((code (plist-get (plist-get err :data) :code)))
+      (if (equal code "stale_attempt")
+          (progn
+            (message "planbridge: This approval card is no longer current; nothing changed")
+            (when-let ((buf (planbridge--session-buffer-of session)))
+              (with-current-buffer buf
+                (planbridge--refresh-approval))))
+        (funcall (planbridge--error-reporter what) err)))))
+
+(cl-defun planbridge--approval-action (session attempt method extra &key success)
+  "Send approval METHOD for ATTEMPT of SESSION with EXTRA parameters.
+SUCCESS is called with the result; by default a result that is an
+approval view is applied to the session."
+  (planbridge--async
+   method `(:session ,session :attempt ,attempt ,@extra)
+   :success (or success
+                (lambda (view)
+                  (when-let ((buf (and (plist-get view :attempt)
+                                       (planbridge--session-buffer-of session))))
+                    (with-current-buffer buf
+                      (planbridge--apply-approval view)))))
+   :error (planbridge--approval-error-handler
+           session (planbridge--method-name method))))
+
+(defun planbridge--card-update (change)
+  "Send CHANGE, a plist for `approval/update', for the card at point."
+  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
+    (planbridge--approval-action session (plist-get view :attempt)
+                                 :approval/update (list :change change))))
+
+(defun planbridge-approval-cycle-location ()
+  "Cycle the Location of the implementation: Here, Worktree."
+  (interactive)
+  (planbridge--card-update '(:axis "location" :cycle t)))
+
+(defun planbridge-approval-cycle-context ()
+  "Cycle the Context of the implementation: Current, Fresh, Summary."
+  (interactive)
+  (planbridge--card-update '(:axis "context" :cycle t)))
+
+(defun planbridge-approval-cycle-execution ()
+  "Cycle the Execution of the implementation: Direct, Goal."
+  (interactive)
+  (planbridge--card-update '(:axis "execution" :cycle t)))
+
+(defun planbridge-approval-cycle-mode ()
+  "Cycle the permission Mode of the implementation."
+  (interactive)
+  (planbridge--card-update '(:axis "mode" :cycle t)))
+
+(defun planbridge--read-budget ()
+  "Read a Goal token budget: a positive integer, or 0 for unlimited."
+  (let ((text (string-trim (read-string "Goal budget in tokens (empty = unlimited): "))))
+    (cond ((string-empty-p text) 0)
+          ((string-match-p "\\`[0-9]+\\'" text)
+           (let ((n (string-to-number text)))
+             (if (> n 0) n
+               (user-error "planbridge: The budget must be a positive number of tokens"))))
+          (t (user-error "planbridge: The budget must be a positive number of tokens")))))
+
+(defun planbridge-approval-set-budget (budget)
+  "Set the Goal token BUDGET; 0 (empty input) means unlimited."
+  (interactive
+   (progn
+     (let ((view (cdr (planbridge--card-or-error))))
+       (unless (equal (plist-get (plist-get view :selection) :execution) "goal")
+         (user-error "planbridge: The budget applies to Goal execution only (press e)")))
+     (list (planbridge--read-budget))))
+  (planbridge--card-update (list :axis "budget" :budget budget)))
+
+(defun planbridge-approval-set-model (model effort)
+  "Choose the implementation MODEL and its EFFORT.
+EFFORT is nil or empty for the model's default."
+  (interactive
+   (let* ((view (cdr (planbridge--card-or-error)))
+          (models (append (plist-get view :models) nil))
+          (names (mapcar (lambda (m) (plist-get m :name)) models)))
+     (unless models
+       (user-error "planbridge: No model catalog (see `planbridge-models')"))
+     (let* ((model (completing-read "Implementation model: " names nil t nil nil
+                                    (plist-get (plist-get view :selection) :model)))
+            (efforts (append (plist-get (seq-find (lambda (m) (equal (plist-get m :name) model))
+                                                  models)
+                                        :efforts)
+                             nil)))
+       (list model
+             (and efforts
+                  (completing-read "Effort (empty for the default): " efforts nil t))))))
+  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
+    (let ((attempt (plist-get view :attempt)))
+      (planbridge--approval-action
+       session attempt :approval/update (list :change (list :axis "model" :value model))
+       :success
+       (lambda (result)
+         (if (null effort)
+             (when-let ((buf (planbridge--session-buffer-of session)))
+               (with-current-buffer buf (planbridge--apply-approval result)))
+           (planbridge--approval-action
+            session attempt :approval/update
+            (list :change (list :axis "effort" :value effort)))))))))
+
+(defun planbridge-approval-toggle-skill (path)
+  "Toggle the skill whose SKILL.md is at PATH for the implementation."
+  (interactive
+   (let* ((view (cdr (planbridge--card-or-error)))
+          (skills (seq-filter (lambda (s)
+                                (and (planbridge--true-p (plist-get s :user_invocable))
+                                     (not (planbridge--true-p (plist-get s :disabled)))))
+                              (plist-get view :skills)))
+          (table (mapcar (lambda (s)
+                           (cons (format "%s — %s" (plist-get s :name)
+                                         (or (plist-get s :description) ""))
+                                 (plist-get s :path)))
+                         skills)))
+     (unless table
+       (user-error "planbridge: No user-invocable skills found"))
+     (list (cdr (assoc (completing-read "Toggle skill: " table nil t) table)))))
+  (pcase-let* ((`(,_session . ,view) (planbridge--card-or-error))
+               (current (append (plist-get (plist-get view :selection) :skills) nil)))
+    (planbridge--card-update
+     (list :axis "skills"
+           :skills (vconcat (if (member path current)
+                                (delete path current)
+                              (append current (list path))))))))
+
+(defun planbridge-approval-accept (&optional branch)
+  "Accept the plan with the card's settings.
+For a Worktree location, BRANCH names the new branch; it is read in
+the minibuffer."
+  (interactive
+   (let ((view (cdr (planbridge--card-or-error))))
+     (list (and (equal (plist-get (plist-get view :selection) :location) "worktree")
+                (let ((name (string-trim (read-string "Branch for the worktree: "))))
+                  (when (string-empty-p name)
+                    (user-error "planbridge: A Worktree implementation needs a branch name"))
+                  name)))))
+  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
+    (planbridge--approval-action
+     session (plist-get view :attempt) :approval/accept
+     (and branch (list :branch branch))
+     :success (lambda (result)
+                (message "planbridge: %s"
+                         (or (plist-get result :message) "Plan accepted"))))))
+
+(defun planbridge-approval-hide ()
+  "Hide the card; the plan stays pending.
+The header's \"1 plan\" or \\[planbridge-show-approval] shows it again."
+  (interactive)
+  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
+    (planbridge--approval-action session (plist-get view :attempt) :approval/hide nil)))
+
+(defun planbridge-approval-cancel ()
+  "Cancel the approval: the plan becomes a draft, the settings are dropped."
+  (interactive)
+  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
+    (planbridge--approval-action
+     session (plist-get view :attempt) :approval/cancel nil
+     :success (lambda (_)
+                (message "planbridge: Plan cancelled; it is a draft now")
+                (when-let ((buf (planbridge--session-buffer-of session)))
+                  (with-current-buffer buf
+                    (planbridge--close-approval (plist-get view :attempt))))))))
+
+(defun planbridge-approval-refresh ()
+  "Fetch the approval again and redraw the card."
+  (interactive)
+  (pcase-let ((`(,session . ,_view) (planbridge--card-or-error)))
+    (when-let ((buf (planbridge--session-buffer-of session)))
+      (with-current-buffer buf (planbridge--refresh-approval)))))
+
+(defun planbridge-approval-comment (text)
+  "Comment TEXT on the plan line at point; it is sent with the feedback."
+  (interactive
+   (progn
+     (planbridge--card-or-error)
+     (let ((line (get-text-property (line-beginning-position) 'planbridge-plan-line)))
+       (unless line
+         (user-error "planbridge: Move to a line of the plan to comment on it"))
+       (list (read-string (format "Comment on plan line %d: " line))))))
+  (planbridge--card-or-error)
+  (let ((line (get-text-property (line-beginning-position) 'planbridge-plan-line)))
+    (unless line
+      (user-error "planbridge: Move to a line of the plan to comment on it"))
+    (if (string-empty-p (string-trim text))
+        (setq planbridge--card-comments (assq-delete-all line planbridge--card-comments))
+      (setf (alist-get line planbridge--card-comments) (string-trim text)))
+    (planbridge--draw-card (current-buffer))
+    (message "planbridge: %d comment(s) will be sent with the feedback (f)"
+             (length planbridge--card-comments))))
+
+;;; Drafts: instructions, feedback and the edited plan
+;;;
+
+(defvar-local planbridge--draft-save nil
+  "Function called with the draft's text by \\[planbridge-draft-save].")
+
+(defvar planbridge-draft-mode-map
+  (let ((map (make-sparse-keymap)))
+    (define-key map (kbd "C-c C-c") #'planbridge-draft-save)
+    (define-key map (kbd "C-c C-k") #'planbridge-draft-cancel)
+    map)
+  "Keymap of `planbridge-draft-mode'.")
+
+(define-minor-mode planbridge-draft-mode
+  "Minor mode of planbridge draft buffers.
+\\<planbridge-draft-mode-map>\\[planbridge-draft-save] sends the draft, \
+\\[planbridge-draft-cancel] throws it away."
+  :lighter " pb-draft"
+  :keymap planbridge-draft-mode-map)
+
+(defun planbridge--open-draft (name text what save &optional markdown)
+  "Pop up draft buffer NAME holding TEXT, to be sent with SAVE.
+SAVE is called with the text by \\<planbridge-draft-mode-map>\\[planbridge-draft-save].
+WHAT says in the header line what saving does.  MARKDOWN non-nil
+uses `markdown-mode' when it is installed."
+  (let ((buf (get-buffer-create name)))
+    (with-current-buffer buf
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (if (and markdown (require 'markdown-mode nil t))
+            (markdown-mode)
+          (text-mode))
+        (insert text)
+        (goto-char (point-min)))
+      (planbridge-draft-mode 1)
+      (setq planbridge--draft-save save)
+      (setq header-line-format
+            (substitute-command-keys
+             (format "\\<planbridge-draft-mode-map>\\[planbridge-draft-save] %s, \\[planbridge-draft-cancel] cancel"
+                     what)))
+      (set-buffer-modified-p nil))
+    (pop-to-buffer buf)
+    buf))
+
+(defun planbridge-draft-save ()
+  "Send the draft in the current buffer and close it."
+  (interactive)
+  (unless planbridge--draft-save
+    (user-error "planbridge: Not in a planbridge draft"))
+  (let ((text (buffer-substring-no-properties (point-min) (point-max)))
+        (save planbridge--draft-save)
+        (buf (current-buffer)))
+    (funcall save text)
+    (quit-window nil (get-buffer-window buf))
+    (kill-buffer buf)))
+
+(defun planbridge-draft-cancel ()
+  "Throw away the draft in the current buffer."
+  (interactive)
+  (let ((buf (current-buffer)))
+    (quit-window nil (get-buffer-window buf))
+    (kill-buffer buf)
+    (message "planbridge: Draft discarded")))
+
+(defun planbridge-approval-edit-instructions ()
+  "Edit the implementation's Instructions in a buffer.
+\\<planbridge-draft-mode-map>\\[planbridge-draft-save] saves them on the card, \\[planbridge-draft-cancel] cancels."
+  (interactive)
+  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
+    (let ((attempt (plist-get view :attempt)))
+      (planbridge--open-draft
+       (format "*planbridge instructions: %s*" session)
+       (or (plist-get (plist-get view :selection) :instructions) "")
+       "save the instructions"
+       (lambda (text)
+         (planbridge--approval-action
+          session attempt :approval/update
+          (list :change (list :axis "instructions" :value text))))))))
+
+(defun planbridge-approval-feedback ()
+  "Write feedback on the plan in a buffer; the agent revises the plan.
+The comments made on plan lines with \\<planbridge-approval-mode-map>\
+\\[planbridge-approval-comment] are sent with it."
+  (interactive)
+  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
+    (let ((attempt (plist-get view :attempt))
+          (card (current-buffer))
+          (comments (reverse planbridge--card-comments)))
+      (planbridge--open-draft
+       (format "*planbridge feedback: %s*" session)
+       ""
+       (if comments
+           (format "send the feedback with %d line comment(s)" (length comments))
+         "send the feedback")
+       (lambda (text)
+         (when (and (string-empty-p (string-trim text)) (null comments))
+           (user-error "planbridge: The feedback is empty"))
+         (planbridge--approval-action
+          session attempt :approval/feedback
+          `(:text ,text
+                  ,@(and comments
+                         (list :comments
+                               (vconcat (mapcar (lambda (c)
+                                                  (list :line (car c) :text (cdr c)))
+                                                comments)))))
+          :success (lambda (_)
+                     (when (buffer-live-p card)
+                       (with-current-buffer card
+                         (setq planbridge--card-comments nil)))
+                     (message "planbridge: Feedback sent; the plan is being revised"))))))))
+
+(defun planbridge-approval-edit-plan ()
+  "Edit the plan itself; the saved text becomes the proposal.
+\\<planbridge-draft-mode-map>\\[planbridge-draft-save] saves, \\[planbridge-draft-cancel] cancels."
+  (interactive)
+  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
+    (let ((attempt (plist-get view :attempt)))
+      (planbridge--open-draft
+       (format "*planbridge plan edit: %s*" session)
+       (or (plist-get view :body) "")
+       "make this the proposed plan"
+       (lambda (text)
+         (when (string-empty-p (string-trim text))
+           (user-error "planbridge: The edited plan is empty"))
+         (planbridge--approval-action session attempt :approval/edit
+                                      (list :body text)))
+       t))))
+
+;;; Session commands for the approval and the handoff
+;;;
+
+(defun planbridge--approval-counter ()
+  "Return the header's interaction counter, or nil.
+It shows while a plan is pending and its card is not visible."
+  (let ((state (plist-get planbridge--info :approval))
+        (card (planbridge--card-live-p)))
+    (when (or (equal state "hidden")
+              (and (equal state "shown")
+                   (not (and card (get-buffer-window card t)))))
+      (propertize "1 plan"
+                  'face 'planbridge-counter
+                  'mouse-face 'mode-line-highlight
+                  'help-echo "mouse-1: show the plan waiting for approval"
+                  'local-map (let ((map (make-sparse-keymap)))
+                               (define-key map [header-line mouse-1]
+                                 #'planbridge-show-approval)
+                               map)))))
+
+(defun planbridge--current-session-buffer ()
+  "Return the session buffer the current buffer belongs to, or nil.
+That is the current buffer in a session buffer, the card's session in
+a card, else the session buffer of the current project."
+  (cond
+   (planbridge--session-id (current-buffer))
+   (planbridge--card-session (planbridge--session-buffer-of planbridge--card-session))
+   (t (ignore-errors (planbridge--live-buffer-for (planbridge--workspace))))))
+
+(defun planbridge--current-session-id ()
+  "Return the id of the session the current buffer belongs to.
+Outside session buffers, the most recent stored session of the
+current project.  Signal a `user-error' when there is none."
+  (let ((buf (planbridge--current-session-buffer)))
+    (if buf
+        (buffer-local-value 'planbridge--session-id buf)
+      (let ((workspace (planbridge--workspace)))
+        (or (plist-get (seq-find (lambda (s) (equal (plist-get s :workspace) workspace))
+                                 (planbridge--request :session/list nil))
+                       :id)
+            (user-error "planbridge: No session for %s" workspace))))))
+
+(defun planbridge-show-approval (&optional event)
+  "Show the plan waiting for approval in this session, if any.
+A hidden card is shown again.  EVENT is the mouse event, when the
+header line's counter was clicked."
+  (interactive (list (and (mouse-event-p last-input-event) last-input-event)))
+  (let ((buf (if event
+                 (window-buffer (posn-window (event-start event)))
+               (or (planbridge--current-session-buffer)
+                   (user-error "planbridge: Not in a session buffer")))))
+    (with-current-buffer buf
+      (let ((id (planbridge--session-or-error)))
+        (planbridge--async
+         :approval/get (list :session id)
+         :success
+         (lambda (view)
+           (cond
+            ((not (planbridge--view-true-p view :pending))
+             (message "planbridge: No plan is waiting for approval"))
+            ((planbridge--view-true-p view :hidden)
+             (planbridge--approval-action
+              id (plist-get view :attempt) :approval/show nil
+              :success (lambda (shown)
+                         (when (buffer-live-p buf)
+                           (with-current-buffer buf
+                             (planbridge--apply-approval shown t))))))
+            ((buffer-live-p buf)
+             (with-current-buffer buf
+               (planbridge--apply-approval view t))))))))))
+
+(defun planbridge-queue-follow-up ()
+  "Queue the composer text as a follow-up without touching the plan.
+Unlike RET, it does not demote a pending proposal: it waits behind the
+running turn, or runs after the implementation kickoff."
+  (interactive)
+  (let ((id (planbridge--session-or-error))
+        (text (string-trim (planbridge--composer-text))))
+    (when (string-empty-p text)
+      (user-error "planbridge: Nothing to queue"))
+    (delete-region planbridge--input-start (point-max))
+    (planbridge--async
+     :session/queue (list :session id :text text)
+     :success (lambda (result)
+                (message "planbridge: Follow-up %s"
+                         (if (planbridge--true-p (plist-get result :queued))
+                             "queued"
+                           "sent"))))))
+
+;;;###autoload
+(defun planbridge-retry-plan-implementation ()
+  "Resume the handoff of this session's accepted plan from its last step.
+Nothing is archived, summarised or sent twice."
+  (interactive)
+  (let ((id (progn (planbridge--connection) (planbridge--current-session-id))))
+    (planbridge--async
+     :handoff/retry (list :session id)
+     :success (lambda (_) (message "planbridge: Retrying the plan implementation"))
+     :error (lambda (err)
+              (if (equal (plist-get (plist-get err :data) :code) "nothing_to_retry")
+                  (message "planbridge: Nothing to retry: no accepted plan is waiting")
+                (funcall (planbridge--error-reporter "handoff/retry") err))))))
+
+(defun planbridge-save-plan ()
+  "Save the accepted plan into the project as docs/plans/DATE-SLUG.md."
+  (interactive)
+  (let ((id (planbridge--current-session-id)))
+    (planbridge--async
+     :handoff/savePlan (list :session id)
+     :success (lambda (result)
+                (message "planbridge: Saved the plan to %s" (plist-get result :path))))))
+
+(defun planbridge-plan-status ()
+  "Show the Plan posture, the proposal and the blocked-call count."
+  (interactive)
+  (let ((status (planbridge--request :plan/status
+                                     (list :session (planbridge--current-session-id)))))
+    (message "planbridge: %s" (plist-get status :text))))
+
+;;; Sessions list
+;;;
+
+(defun planbridge--format-time (string)
+  "Return the RFC 3339 time STRING as a short local time."
+  (or (ignore-errors
+        (format-time-string "%Y-%m-%d %H:%M" (date-to-time string)))
+      (or string "")))
+
+(defun planbridge--session-entry (session)
+  "Return the `tabulated-list-entries' element for SESSION, a plist."
+  (let ((approval (plist-get session :approval)))
+    (list (plist-get session :id)
+          (vector (abbreviate-file-name (or (plist-get session :workspace) ""))
+                  (or (plist-get session :title) "")
+                  (if (planbridge--true-p (plist-get session :plan)) "Plan" "")
+                  (or (plist-get session :mode) "")
+                  (concat (or (plist-get session :proposal_status) "")
+                          (if (and approval (not (equal approval "")))
+                              (format " (card %s)" approval)
+                            ""))
+                  (planbridge--format-time (plist-get session :updated_at))))))
+
+(defun planbridge--sessions-refresh ()
+  "Fill the sessions list from the backend."
+  (setq tabulated-list-entries
+        (mapcar #'planbridge--session-entry
+                (planbridge--request :session/list nil))))
+
+(defvar planbridge-sessions-mode-map
+  (let ((map (make-sparse-keymap)))
+    (set-keymap-parent map tabulated-list-mode-map)
+    (define-key map (kbd "RET") #'planbridge-sessions-open)
+    map)
+  "Keymap of `planbridge-sessions-mode'.")
+
+(define-derived-mode planbridge-sessions-mode tabulated-list-mode "planbridge-sessions"
+  "Major mode listing the stored planbridge sessions.
+\\{planbridge-sessions-mode-map}"
+  (setq tabulated-list-format
+        [("Workspace" 28 t) ("Title" 30 t) ("Plan" 5 t) ("Mode" 10 t)
+         ("Proposal" 20 t) ("Last activity" 16 t)])
+  (setq tabulated-list-sort-key '("Last activity" . t))
+  (add-hook 'tabulated-list-revert-hook #'planbridge--sessions-refresh nil t)
+  (tabulated-list-init-header))
+
+(defun planbridge-sessions-open ()
+  "Open the session on the current line."
+  (interactive)
+  (let ((id (tabulated-list-get-id)))
+    (unless id
+      (user-error "planbridge: No session on this line"))
+    (planbridge-open-session id)))
+
+;;;###autoload
+(defun planbridge-sessions ()
+  "List the stored planbridge sessions; RET opens one."
+  (interactive)
+  (planbridge--connection)
+  (let ((buf (get-buffer-create "*planbridge sessions*")))
+    (with-current-buffer buf
+      (planbridge-sessions-mode)
+      (planbridge--sessions-refresh)
+      (tabulated-list-print))
+    (pop-to-buffer buf)
+    buf))
+
+;;; Cockpit
+;;;
+
+;;;###autoload (autoload 'planbridge-dispatch "planbridge" nil t)
+(transient-define-prefix planbridge-dispatch ()
+  "The planbridge cockpit: the session's commands in one menu."
+  [["Posture"
+    ("t" "Toggle Plan" planbridge-toggle-plan)
+    ("m" "Cycle permission mode" planbridge-cycle-permission-mode)
+    ("?" "/plan status" planbridge-plan-status)]
+   ["Plan"
+    ("a" "Show approval card" planbridge-show-approval)
+    ("r" "Retry implementation" planbridge-retry-plan-implementation)
+    ("s" "Save plan to project" planbridge-save-plan)]
+   ["Session"
+    ("k" "Interrupt" planbridge-interrupt)
+    ("l" "Sessions" planbridge-sessions)
+    ("e" "Events log" planbridge-events-buffer)]])
 
 (provide 'planbridge)
 ;;; planbridge.el ends here
