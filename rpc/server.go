@@ -13,6 +13,7 @@ import (
 
 	"planbridge/internal/agent"
 	"planbridge/internal/session"
+	"planbridge/internal/share"
 )
 
 // CodeApplication is the JSON-RPC error code of every application error; the
@@ -29,6 +30,8 @@ type Options struct {
 	Version string
 	// NewEngine builds the model engine named by initialize params.
 	NewEngine func(agent.EngineConfig) (agent.Engine, error)
+	// Share serves share/start|stop|links; nil answers them "unavailable".
+	Share *share.Server
 }
 
 // Server serves one JSON-RPC connection.
@@ -69,6 +72,9 @@ var methods = map[string]handlerFunc{
 	"handoff/retry":             handoffRetry,
 	"handoff/savePlan":          handoffSavePlan,
 	"session/queue":             sessionQueue,
+	"share/start":               shareStart,
+	"share/stop":                shareStop,
+	"share/links":               shareLinksGet,
 	"session/compact":           sessionCompact,
 	"session/tracking":          sessionTracking,
 	"implementation/resume":     implementationResume,

@@ -11,9 +11,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"planbridge/internal/agent"
 	"planbridge/internal/session"
+	"planbridge/internal/share"
 	"planbridge/internal/store"
 	"planbridge/rpc"
 )
@@ -68,6 +70,14 @@ func newEngine(ctx context.Context, st *store.Store, cfg agent.EngineConfig) (ag
 	return eng, nil
 }
 
+// envOr returns the environment variable name, or def when it is unset or empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
 func openLogger(path string, stderr io.Writer) (*slog.Logger, func(), error) {
 	if path == "" {
 		return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), func() {}, nil
@@ -84,6 +94,8 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var cf commonFlags
 	cf.register(fs)
+	shareListen := fs.String("share-listen", envOr("PLANBRIDGE_SHARE_LISTEN", share.DefaultListen),
+		"address the browser share server listens on, started on the first share (env PLANBRIDGE_SHARE_LISTEN)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -109,8 +121,12 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		mgr.SetEngine(eng)
 	}
-	err = rpc.Serve(ctx, stdin, stdout, rpc.Options{Manager: mgr, Logger: lg, Version: version,
+	sh := share.New(share.Config{Manager: mgr, Listen: *shareListen, Logger: lg})
+	err = rpc.Serve(ctx, stdin, stdout, rpc.Options{Manager: mgr, Logger: lg, Version: version, Share: sh,
 		NewEngine: func(c agent.EngineConfig) (agent.Engine, error) { return newEngine(ctx, st, c) }})
+	closeShare, cancel := context.WithTimeout(ctx, 2*time.Second)
+	sh.Close(closeShare)
+	cancel()
 	mgr.Close()
 	if err != nil {
 		lg.Error("serve", "err", err)

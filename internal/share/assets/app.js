@@ -1,0 +1,343 @@
+// planbridge share page. The link's secret is in the URL fragment (#k=…),
+// which browsers never send; every request carries it in the
+// X-Planbridge-Key header instead. The event stream is read with fetch()
+// because EventSource cannot send headers. Nothing here is trusted by the
+// server: it enforces tiers and attempt ids itself.
+'use strict';
+(function () {
+  const key = new URLSearchParams(location.hash.slice(1)).get('k') || '';
+  const room = location.pathname.split('/')[2] || '';
+  const base = '/s/' + encodeURIComponent(room);
+  const $ = (id) => document.getElementById(id);
+
+  let state = null;     // last GET state
+  let lastSeq = 0;      // last event seq seen; the stream resumes after it
+  let ended = false;
+  let assistant = null; // the transcript block text deltas append to
+  let refetch = null;
+
+  function api(path, opts) {
+    opts = opts || {};
+    opts.headers = Object.assign({ 'X-Planbridge-Key': key }, opts.headers || {});
+    opts.cache = 'no-store';
+    opts.credentials = 'omit';
+    opts.referrerPolicy = 'no-referrer';
+    return fetch(base + path, opts);
+  }
+
+  async function post(path, body) {
+    const r = await api(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    let j = {};
+    try { j = await r.json(); } catch (e) { /* empty body */ }
+    if (!r.ok) {
+      if (j.ended) end(j.ended);
+      throw new Error(j.error || ('HTTP ' + r.status));
+    }
+    return j;
+  }
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function clip(s, n) {
+    s = String(s);
+    return s.length > n ? s.slice(0, n) + '… [' + (s.length - n) + ' more characters]' : s;
+  }
+
+  function status(msg, ok) {
+    const s = $('action-status');
+    s.textContent = msg;
+    s.className = ok ? 'ok' : 'error';
+  }
+
+  // ---- transcript ----
+
+  function add(cls, text) {
+    const t = $('transcript');
+    const e = el('div', 'ev ' + cls, text);
+    t.appendChild(e);
+    e.scrollIntoView({ block: 'nearest' });
+    return e;
+  }
+
+  function onEvent(ev) {
+    const d = ev.data || {};
+    switch (ev.kind) {
+      case 'user':
+        assistant = null;
+        add('user', d.display || d.text || '');
+        break;
+      case 'turn_start':
+        assistant = null;
+        break;
+      case 'text':
+        if (!assistant) assistant = add('assistant', '');
+        assistant.textContent += d.delta || '';
+        break;
+      case 'tool_call':
+        assistant = null;
+        add('tool', '→ ' + d.name + ' ' + clip(JSON.stringify(d.arguments || {}), 600));
+        break;
+      case 'tool_result': {
+        const e = add('result' + (d.ok ? '' : ' fail'), (d.ok ? '✓ ' : '✗ ') + d.name + ': ' + clip(d.output || '', 800));
+        e.title = d.id || '';
+        break;
+      }
+      case 'blocked':
+        assistant = null;
+        add('blocked', '⛔ blocked ' + d.name + ': ' + (d.reason || d.code || ''));
+        break;
+      case 'proposal':
+        assistant = null;
+        add('meta', 'Proposed plan: ' + (d.title || '(untitled)'));
+        break;
+      case 'notice':
+      case 'queued':
+        add('notice', d.message || (d.text ? 'Queued: ' + d.text : JSON.stringify(d)));
+        break;
+      case 'diagnostic':
+        add('notice', (d.level || 'note') + ': ' + (d.message || ''));
+        break;
+      case 'error':
+        add('error', d.message || JSON.stringify(d));
+        break;
+      case 'handoff':
+        add('notice', 'Implementation handoff ' + (d.state || '') + (d.reason ? ': ' + d.reason : ''));
+        break;
+      case 'approval_closed':
+        add('meta', 'Approval closed: ' + (d.reason || ''));
+        break;
+      case 'goal':
+        renderGoal(d);
+        break;
+      case 'todo':
+        renderTodos(d);
+        break;
+    }
+    if (['approval', 'approval_closed', 'status', 'proposal', 'handoff'].includes(ev.kind)) scheduleState();
+  }
+
+  // Goal and todo events are rendered generically: whatever fields they carry.
+  function renderGoal(d) {
+    const dl = $('goal-body');
+    dl.replaceChildren();
+    for (const [k, v] of Object.entries(d)) {
+      dl.appendChild(el('dt', '', k));
+      const dd = el('dd');
+      dd.appendChild(el('pre', '', typeof v === 'string' ? v : JSON.stringify(v, null, 1)));
+      dl.appendChild(dd);
+    }
+    $('goal').hidden = false;
+  }
+
+  function renderTodos(d) {
+    const items = Array.isArray(d) ? d : (d.items || d.todos || d.list);
+    const ul = $('todo-list');
+    ul.replaceChildren();
+    if (!Array.isArray(items)) {
+      ul.appendChild(el('li', '', JSON.stringify(d)));
+    } else {
+      for (const it of items) {
+        if (typeof it !== 'object' || it === null) { ul.appendChild(el('li', '', String(it))); continue; }
+        const st = it.status || (it.done ? 'done' : '');
+        const li = el('li', st === 'done' || st === 'completed' ? 'todo-done' : '',
+          (st ? '[' + st + '] ' : '') + (it.text || it.content || it.title || JSON.stringify(it)));
+        ul.appendChild(li);
+      }
+    }
+    $('todos').hidden = false;
+  }
+
+  // ---- state / approval card ----
+
+  function scheduleState() {
+    clearTimeout(refetch);
+    refetch = setTimeout(loadState, 80);
+  }
+
+  async function loadState() {
+    if (ended) return;
+    let r;
+    try { r = await api('/state'); } catch (e) { return; }
+    let j = {};
+    try { j = await r.json(); } catch (e) { /* ignore */ }
+    if (!r.ok) {
+      if (r.status === 401 || r.status === 404 || r.status === 410) end(j.ended || { message: j.error || 'This link is not valid.' });
+      return;
+    }
+    state = j;
+    render();
+  }
+
+  function setting(dl, name, value, pre) {
+    dl.appendChild(el('dt', '', name));
+    const dd = el('dd');
+    if (pre) dd.appendChild(el('pre', '', value)); else dd.textContent = value;
+    dl.appendChild(dd);
+  }
+
+  function render() {
+    const st = state, a = st.approval, s = st.session, act = st.actions;
+    $('title').textContent = s.title || a.title || 'planbridge session';
+    $('tier').textContent = st.tier + ' link';
+    $('posture').textContent = (s.plan ? 'Plan' : 'no Plan') + ' · ' + s.mode + (s.busy ? ' · working' : '');
+    if (a.title || a.html) {
+      $('proposal').innerHTML = a.html; // rendered server-side by proposal.RenderHTML (raw HTML dropped, URLs sanitised)
+      $('card-status').textContent = a.pending
+        ? 'Awaiting a decision' + (a.hidden ? ' (card hidden in Emacs)' : '') + (a.edited ? ' · edited by the host' : '')
+        : 'Proposal ' + s.proposal_status;
+    } else {
+      $('proposal').replaceChildren();
+      $('card-status').textContent = 'No proposal yet.';
+    }
+    const dl = $('settings');
+    dl.replaceChildren();
+    const sel = a.selection || {};
+    $('settings-box').hidden = !a.pending;
+    if (a.pending) {
+      setting(dl, 'Location', sel.location === 'worktree' ? 'Worktree' : 'Here');
+      setting(dl, 'Context', sel.context);
+      setting(dl, 'Execution', sel.execution);
+      setting(dl, 'Budget', sel.budget ? sel.budget + ' tokens' : 'unlimited');
+      setting(dl, 'Mode', sel.mode);
+      setting(dl, 'Model', sel.model || '(session default)');
+      setting(dl, 'Effort', sel.effort || '(default)');
+      setting(dl, 'Skills', (sel.skills && sel.skills.length) ? sel.skills.join('\n') : 'none', true);
+      setting(dl, 'Instructions', sel.instructions || 'none', true);
+    }
+    const bl = $('blockers');
+    bl.replaceChildren();
+    for (const b of (a.blockers || [])) bl.appendChild(el('li', '', b));
+    $('accept-reason').hidden = !act.reason;
+    $('accept-reason').textContent = act.reason || '';
+    $('accept-here').hidden = ended || !act.accept_here;
+    $('accept-worktree').hidden = ended || !act.accept_worktree;
+    $('feedback-box').hidden = ended || !act.feedback;
+    $('prompt-box').hidden = ended || !act.prompt;
+  }
+
+  async function act(btn, path, body, done) {
+    btn.disabled = true;
+    try {
+      const j = await post(path, body);
+      status(done(j), true);
+      scheduleState();
+    } catch (e) {
+      status(e.message, false);
+    } finally {
+      btn.disabled = false;
+    }
+  }
+
+  function wire() {
+    $('accept-here-btn').addEventListener('click', (e) => {
+      const a = state.approval;
+      act(e.target, '/accept', { attempt: a.attempt, location: 'here', settings: a.settings }, (j) => 'Accepted: ' + (j.message || ''));
+    });
+    $('accept-worktree-btn').addEventListener('click', (e) => {
+      const a = state.approval;
+      act(e.target, '/accept', { attempt: a.attempt, location: 'worktree', settings: a.settings, branch: $('branch').value.trim() },
+        (j) => 'Accepted: ' + (j.message || ''));
+    });
+    $('feedback-btn').addEventListener('click', (e) => {
+      const text = $('feedback').value;
+      act(e.target, '/feedback', { attempt: state.approval.attempt, text: text }, () => { $('feedback').value = ''; return 'Feedback sent.'; });
+    });
+    $('prompt-btn').addEventListener('click', (e) => {
+      const text = $('prompt').value;
+      act(e.target, '/prompt', { text: text }, (j) => { $('prompt').value = ''; return j.queued ? 'Prompt queued.' : 'Prompt started.'; });
+    });
+  }
+
+  // ---- live stream ----
+
+  function end(e) {
+    if (ended) return;
+    ended = true;
+    const b = $('banner');
+    b.appendChild(el('p', 'ended', (e && e.message) || 'This share has ended.'));
+    b.hidden = false;
+    $('conn').textContent = 'ended';
+    for (const id of ['accept-here', 'accept-worktree', 'feedback-box', 'prompt-box']) $(id).hidden = true;
+  }
+
+  function showOpen(l) {
+    const b = $('banner');
+    const p = el('p');
+    const a = el('a', 'open-link', 'Open the Worktree session (' + l.tier + ' link)');
+    a.href = l.url;
+    a.rel = 'noreferrer';
+    p.appendChild(a);
+    b.appendChild(p);
+    b.hidden = false;
+  }
+
+  function frame(text) {
+    let name = 'message';
+    const data = [];
+    for (const line of text.split('\n')) {
+      if (line === '' || line.startsWith(':')) continue;
+      const c = line.indexOf(':');
+      const f = c < 0 ? line : line.slice(0, c);
+      let v = c < 0 ? '' : line.slice(c + 1);
+      if (v.startsWith(' ')) v = v.slice(1);
+      if (f === 'event') name = v; else if (f === 'data') data.push(v);
+    }
+    if (!data.length) return;
+    const obj = JSON.parse(data.join('\n'));
+    if (name === 'message') {
+      if (obj.seq <= lastSeq) return;
+      lastSeq = obj.seq;
+      onEvent(obj);
+    } else if (name === 'open') {
+      showOpen(obj);
+    } else if (name === 'ended') {
+      end(obj);
+    }
+  }
+
+  async function stream() {
+    let delay = 500;
+    while (!ended) {
+      try {
+        const r = await api('/events?since=' + lastSeq);
+        if (r.status === 401 || r.status === 404 || r.status === 410) {
+          let j = {};
+          try { j = await r.json(); } catch (e) { /* ignore */ }
+          end(j.ended || { message: j.error || 'This link is not valid.' });
+          return;
+        }
+        if (!r.ok || !r.body) throw new Error('HTTP ' + r.status);
+        $('conn').textContent = 'live';
+        delay = 500;
+        const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value;
+          let i;
+          while ((i = buf.indexOf('\n\n')) >= 0) {
+            frame(buf.slice(0, i));
+            buf = buf.slice(i + 2);
+          }
+        }
+      } catch (e) { /* reconnect below */ }
+      if (ended) return;
+      $('conn').textContent = 'reconnecting…';
+      await new Promise((res) => setTimeout(res, delay));
+      delay = Math.min(delay * 2, 10000);
+    }
+  }
+
+  wire();
+  if (!key) {
+    end({ message: 'This link has no key: open the full link the host gave you.' });
+    return;
+  }
+  loadState().then(stream);
+})();

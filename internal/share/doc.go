@@ -1,0 +1,31 @@
+// Package share serves a session to browsers through share links: an HTTP
+// adapter over [session.Manager], like package rpc is for Emacs. It holds no
+// policy of its own beyond link tiers; every action goes through the
+// session's public API ([session.Session.Feedback], [session.Session.Queue],
+// [session.Session.Accept]), which keeps "first decision wins" and the
+// attempt-id check in one place for every surface.
+//
+// Contract:
+//
+//   - The HTTP listener starts on the first [Server.Start] (loopback by
+//     default) and serves one page with embedded assets under a strict
+//     Content-Security-Policy, plus JSON and Server-Sent-Event endpoints.
+//   - A link is http://HOST/s/ROOM#k=SECRET. The secret (128 random bits) is
+//     in the fragment, so it never reaches the server in a URL, a log or a
+//     Referer; the page sends it in the X-Planbridge-Key header. The server
+//     keeps only its SHA-256, compares in constant time, and ignores keys in
+//     the query string. Links expire (default one hour); [Server.Stop] kills
+//     every link of a session and closes its open streams at once.
+//   - Tiers are enforced here, not by the page: view may only read; full may
+//     send feedback, queue a prompt and accept when the host's selection is
+//     Here; owner may also accept a Worktree selection with a branch checked
+//     by [worktree.ValidBranchName]. Settings are never changed from a browser.
+//   - Live updates: GET /s/ROOM/events?since=SEQ is a text/event-stream that
+//     replays the persisted events after SEQ and then the live ones, each
+//     with "id: SEQ", so a reconnecting page resumes where it stopped. The
+//     page reads it with fetch() and a stream reader because EventSource
+//     cannot send the key header.
+//   - Secrets are never logged.
+//
+// Rooms live in memory: a restarted planbridge has no shared sessions.
+package share

@@ -1,0 +1,426 @@
+package share
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"planbridge/handoff"
+	"planbridge/internal/session"
+	"planbridge/proposal"
+	"planbridge/worktree"
+)
+
+//go:embed assets/page.html assets/app.js assets/app.css
+var assets embed.FS
+
+// contentSecurityPolicy allows only the page's own script, style and
+// fetches: no inline code, no framing, no forms, no external anything.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
+	"img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
+// maxBody bounds an action's JSON body.
+const maxBody = 1 << 20
+
+// pingEvery keeps idle streams alive and detects gone pages.
+const pingEvery = 15 * time.Second
+
+func (s *Server) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /s/{room}", s.page)
+	mux.HandleFunc("GET /assets/app.js", asset("assets/app.js", "text/javascript; charset=utf-8"))
+	mux.HandleFunc("GET /assets/app.css", asset("assets/app.css", "text/css; charset=utf-8"))
+	mux.HandleFunc("GET /s/{room}/state", s.authed(View, s.state))
+	mux.HandleFunc("GET /s/{room}/events", s.authed(View, s.events))
+	mux.HandleFunc("POST /s/{room}/feedback", s.authed(Full, s.feedback))
+	mux.HandleFunc("POST /s/{room}/prompt", s.authed(Full, s.prompt))
+	mux.HandleFunc("POST /s/{room}/accept", s.authed(Full, s.accept))
+	return securityHeaders(mux)
+}
+
+func securityHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", contentSecurityPolicy)
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Cross-Origin-Opener-Policy", "same-origin")
+		hd.Set("Cross-Origin-Resource-Policy", "same-origin")
+		hd.Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
+}
+
+func asset(name, ctype string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		b, err := assets.ReadFile(name)
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", ctype)
+		w.Write(b)
+	}
+}
+
+// page serves the HTML shell for a live or ended room. It carries no data:
+// everything comes from the authenticated endpoints.
+func (s *Server) page(w http.ResponseWriter, r *http.Request) {
+	if _, _, ok := s.lookup(r.PathValue("room")); !ok {
+		http.NotFound(w, r)
+		return
+	}
+	asset("assets/page.html", "text/html; charset=utf-8")(w, r)
+}
+
+// guest is an authenticated request's access.
+type guest struct {
+	room    *room
+	sess    *session.Session
+	tier    Tier
+	expires time.Time
+}
+
+// authed resolves the room and the key header, refuses tiers below min
+// (403), and calls h. A key in the query string is never consulted.
+func (s *Server) authed(min Tier, h func(http.ResponseWriter, *http.Request, guest)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rm, why, known := s.lookup(r.PathValue("room"))
+		switch {
+		case !known:
+			writeError(w, http.StatusNotFound, "not_found", "no such share")
+			return
+		case rm == nil:
+			writeJSON(w, http.StatusGone, map[string]any{"error": why.Message, "code": "ended", "ended": why})
+			return
+		}
+		l, res := rm.auth(r.Header.Get(KeyHeader), s.cfg.Now())
+		switch res {
+		case authBad:
+			writeError(w, http.StatusUnauthorized, "unauthorized", "this link is not valid")
+			return
+		case authExpired:
+			writeJSON(w, http.StatusGone, map[string]any{"error": "this link has expired; ask the host for a new one", "code": "expired",
+				"ended": ending{Reason: "expired", Message: "This link has expired; ask the host for a new one."}})
+			return
+		}
+		if l.tier < min {
+			writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("a %s link cannot do this", l.tier))
+			return
+		}
+		sess, err := s.cfg.Manager.Get(r.Context(), rm.session)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		h(w, r, guest{room: rm, sess: sess, tier: l.tier, expires: l.expires})
+	}
+}
+
+// State is the page's snapshot: GET /s/ROOM/state.
+type State struct {
+	Tier      Tier          `json:"tier"`
+	ExpiresAt time.Time     `json:"expires_at"`
+	Session   session.Info  `json:"session"`
+	Approval  ApprovalState `json:"approval"`
+	Actions   Actions       `json:"actions"`
+}
+
+// ApprovalState is the approval card as the page shows it: the proposal as
+// safe HTML ([proposal.RenderHTML]) and every setting of the selection.
+type ApprovalState struct {
+	Pending   bool              `json:"pending"`
+	Attempt   string            `json:"attempt,omitempty"`
+	Hidden    bool              `json:"hidden"`
+	Title     string            `json:"title"`
+	HTML      string            `json:"html"`
+	Hash      string            `json:"hash"`
+	Path      string            `json:"path"`
+	Edited    bool              `json:"edited"`
+	Selection handoff.Selection `json:"selection"`
+	// Settings fingerprints Selection; an accept carrying it is refused
+	// (409) if the host changed a setting since the page loaded.
+	Settings string   `json:"settings"`
+	Blockers []string `json:"blockers"`
+	Notice   string   `json:"notice,omitempty"`
+	// Size is the rendered proposal + settings in bytes; OverBudget is set
+	// when it exceeds the frame budget (accept in Emacs instead).
+	Size       int  `json:"size"`
+	Budget     int  `json:"budget"`
+	OverBudget bool `json:"over_budget"`
+}
+
+// Actions says what this link may do right now; Reason explains a missing
+// Accept.
+type Actions struct {
+	Feedback       bool   `json:"feedback"`
+	Prompt         bool   `json:"prompt"`
+	AcceptHere     bool   `json:"accept_here"`
+	AcceptWorktree bool   `json:"accept_worktree"`
+	Reason         string `json:"reason,omitempty"`
+}
+
+func (s *Server) approvalState(sess *session.Session) ApprovalState {
+	v := sess.Approval()
+	sel, _ := json.Marshal(v.Selection)
+	sum := sha256.Sum256(sel)
+	a := ApprovalState{Pending: v.Pending, Attempt: v.Attempt, Hidden: v.Hidden, Title: v.Title, Hash: v.Hash,
+		Path: v.Path, Edited: v.Edited, Selection: v.Selection, Settings: hex.EncodeToString(sum[:16]),
+		Blockers: v.Blockers, Notice: v.Notice, Budget: s.cfg.FrameBudget}
+	if v.Body != "" {
+		a.HTML = proposal.RenderHTML(v.Body)
+	}
+	a.Size = len(a.HTML) + len(sel)
+	// A clipped body would be accepted unseen: that is over budget too.
+	a.OverBudget = a.Size > a.Budget || len([]rune(v.Body)) > proposal.MaxBodyChars
+	return a
+}
+
+func actionsFor(t Tier, a ApprovalState) Actions {
+	act := Actions{Prompt: t >= Full, Feedback: t >= Full && a.Pending}
+	if !a.Pending || t < Full {
+		return act
+	}
+	switch {
+	case a.OverBudget:
+		act.Reason = "The proposal and its settings are larger than this page can show in full: review and accept in Emacs. Feedback stays available."
+	case a.Selection.Location == handoff.Worktree && t < Owner:
+		act.Reason = "The host chose Worktree: only an owner link can accept it."
+	case a.Selection.Location == handoff.Worktree:
+		act.AcceptWorktree = true
+	default:
+		act.AcceptHere = true
+	}
+	return act
+}
+
+func (s *Server) state(w http.ResponseWriter, r *http.Request, g guest) {
+	a := s.approvalState(g.sess)
+	writeJSON(w, http.StatusOK, State{Tier: g.tier, ExpiresAt: g.expires, Session: g.sess.Info(), Approval: a, Actions: actionsFor(g.tier, a)})
+}
+
+// events streams the session's event log as Server-Sent Events: persisted
+// events after ?since= (or Last-Event-ID, whichever is later), then live
+// ones, each with id = seq. Control frames "open" and "ended" carry no id.
+func (s *Server) events(w http.ResponseWriter, r *http.Request, g guest) {
+	since, _ := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
+	if id, err := strconv.ParseInt(r.Header.Get("Last-Event-ID"), 10, 64); err == nil && id > since {
+		since = id
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
+		return
+	}
+	// Subscribe before reading the log so nothing falls between the two;
+	// duplicates are dropped by seq.
+	st := g.room.subscribe(g.tier)
+	if st == nil {
+		writeError(w, http.StatusGone, "ended", "this share has ended")
+		return
+	}
+	defer g.room.unsubscribe(st)
+	past, err := g.sess.Events(r.Context(), since)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	last := since
+	send := func(ev session.Event) {
+		if ev.Seq <= last {
+			return
+		}
+		last = ev.Seq
+		b, _ := json.Marshal(ev)
+		fmt.Fprintf(w, "id: %d\ndata: %s\n\n", ev.Seq, b)
+	}
+	for _, ev := range past {
+		send(ev)
+	}
+	fmt.Fprint(w, ": live\n\n")
+	fl.Flush()
+	expiry := time.NewTimer(g.expires.Sub(s.cfg.Now()))
+	defer expiry.Stop()
+	ping := time.NewTicker(pingEvery)
+	defer ping.Stop()
+	control := func(name string, v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+		fl.Flush()
+	}
+	for {
+		select {
+		case ev := <-st.events:
+			send(ev)
+			fl.Flush()
+		case <-ping.C:
+			fmt.Fprint(w, ": ping\n\n")
+			fl.Flush()
+		case <-st.lag:
+			return // the page reconnects and replays from its last seq
+		case <-st.end:
+			if st.open != nil {
+				control("open", st.open)
+			}
+			control("ended", st.final)
+			return
+		case <-expiry.C:
+			control("ended", ending{Reason: "expired", Message: "This link has expired; ask the host for a new one."})
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// feedbackRequest is POST /s/ROOM/feedback.
+type feedbackRequest struct {
+	Attempt string `json:"attempt"`
+	Text    string `json:"text"`
+}
+
+func (s *Server) feedback(w http.ResponseWriter, r *http.Request, g guest) {
+	var req feedbackRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if err := g.sess.Feedback(r.Context(), req.Attempt, req.Text, nil); err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+// promptRequest is POST /s/ROOM/prompt.
+type promptRequest struct {
+	Text string `json:"text"`
+}
+
+func (s *Server) prompt(w http.ResponseWriter, r *http.Request, g guest) {
+	var req promptRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	res, err := g.sess.Queue(req.Text)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// acceptRequest is POST /s/ROOM/accept. Location and Settings, when
+// present, are what the page showed; a mismatch with the host's current
+// selection is refused so nobody accepts settings they did not see.
+type acceptRequest struct {
+	Attempt  string           `json:"attempt"`
+	Branch   string           `json:"branch,omitempty"`
+	Location handoff.Location `json:"location,omitempty"`
+	Settings string           `json:"settings,omitempty"`
+}
+
+// accept accepts with the host's current selection. Here needs a full
+// link; Worktree, or any branch, needs an owner link. The session checks
+// the attempt id again under its lock: first decision wins.
+func (s *Server) accept(w http.ResponseWriter, r *http.Request, g guest) {
+	var req acceptRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	a := s.approvalState(g.sess)
+	worktreeSel := a.Selection.Location == handoff.Worktree
+	switch {
+	case (worktreeSel || req.Branch != "" || req.Location == handoff.Worktree) && g.tier < Owner:
+		writeError(w, http.StatusForbidden, "forbidden", "accepting in a Worktree needs an owner link")
+		return
+	case !a.Pending || req.Attempt == "" || req.Attempt != a.Attempt:
+		// The session checks again under its lock; this answers a card
+		// that is already gone before the checks below can confuse.
+		writeError(w, http.StatusConflict, session.CodeStaleAttempt, "this approval card is no longer current (stale or missing attempt id); nothing changed")
+		return
+	case req.Location != "" && req.Location != a.Selection.Location,
+		req.Settings != "" && req.Settings != a.Settings:
+		writeError(w, http.StatusConflict, "settings_changed", "the host changed the settings since this page loaded; review them and try again")
+		return
+	case a.OverBudget:
+		writeError(w, http.StatusConflict, "frame_budget", "the proposal and settings are too large to review here: accept in Emacs")
+		return
+	case worktreeSel:
+		if err := worktree.ValidBranchName(req.Branch); err != nil {
+			writeError(w, http.StatusUnprocessableEntity, "invalid_branch", err.Error())
+			return
+		}
+	case req.Branch != "":
+		writeError(w, http.StatusBadRequest, "invalid_params", "a branch applies only to Worktree acceptance; the host chose Here")
+		return
+	}
+	res, err := g.sess.Accept(r.Context(), req.Attempt, req.Branch)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// decode reads a JSON body strictly; on failure it answers 400.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_params", "invalid JSON body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// statusFor maps a session error code to an HTTP status.
+func statusFor(code string) int {
+	switch code {
+	case session.CodeInvalidParams:
+		return http.StatusBadRequest
+	case session.CodeNotFound:
+		return http.StatusNotFound
+	case session.CodeInvalidSelect, "invalid_branch":
+		return http.StatusUnprocessableEntity
+	case session.CodeUnavailable:
+		return http.StatusNotImplemented
+	}
+	return http.StatusConflict // stale_attempt, busy, no_proposal, fork_blocked, …
+}
+
+// fail answers err: application errors with their code and message,
+// anything else as 500 (logged; its text is not sent).
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	var ae *session.Error
+	if errors.As(err, &ae) {
+		writeError(w, statusFor(ae.Code), ae.Code, ae.Message)
+		return
+	}
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	s.log.Error("share request failed", "err", err)
+	writeError(w, http.StatusInternalServerError, "internal", "internal error; see the planbridge log")
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg, "code": code})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,169 @@
+package share
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"sync"
+	"time"
+
+	"planbridge/internal/session"
+)
+
+// secretBytes is the size of a link secret: 192 random bits.
+const secretBytes = 24
+
+// streamBuffer is how many live events a slow page may fall behind before
+// its stream is closed (it reconnects and replays from its last seq).
+const streamBuffer = 512
+
+// ending says why a room ended; pages show Message.
+type ending struct {
+	Reason  string `json:"reason"` // stopped, expired, handoff, handoff_failed, closed
+	Message string `json:"message"`
+}
+
+// link is a stored link: only the secret's hash is kept.
+type link struct {
+	tier    Tier
+	hash    [sha256.Size]byte
+	expires time.Time
+}
+
+// room is one shared session.
+type room struct {
+	id      string
+	session string
+
+	mu      sync.Mutex // guards the fields below
+	links   []link
+	streams map[*stream]struct{}
+	done    bool
+}
+
+// stream is one connected page's live event feed.
+type stream struct {
+	tier   Tier
+	events chan session.Event
+	lag    chan struct{} // closed when events overflowed
+	end    chan struct{} // closed when the room ended
+	// set under room.mu before end is closed
+	final ending
+	open  *Link
+}
+
+func newRoom(id, sid string) *room {
+	return &room{id: id, session: sid, streams: map[*stream]struct{}{}}
+}
+
+// mint adds a link of tier t and returns its secret, which is not kept.
+func (r *room) mint(t Tier, expires time.Time) string {
+	b := make([]byte, secretBytes)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	secret := base64.RawURLEncoding.EncodeToString(b)
+	r.mu.Lock()
+	r.links = append(r.links, link{tier: t, hash: sha256.Sum256([]byte(secret)), expires: expires})
+	r.mu.Unlock()
+	return secret
+}
+
+// authResult is the outcome of checking a key.
+type authResult int
+
+const (
+	authBad     authResult = iota // no link has this secret
+	authExpired                   // the link exists but expired
+	authOK
+)
+
+// auth finds the link whose secret is key. Every stored hash is compared in
+// constant time, and the loop does not stop at a match, so timing reveals
+// neither the secret nor which link matched.
+func (r *room) auth(key string, now time.Time) (link, authResult) {
+	if key == "" {
+		return link{}, authBad
+	}
+	h := sha256.Sum256([]byte(key))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var found link
+	ok := 0
+	for _, l := range r.links {
+		if subtle.ConstantTimeCompare(h[:], l.hash[:]) == 1 {
+			found, ok = l, 1
+		}
+	}
+	switch {
+	case ok == 0 || r.done:
+		return link{}, authBad
+	case !now.Before(found.expires):
+		return found, authExpired
+	}
+	return found, authOK
+}
+
+// live returns the unexpired links (without URLs) and forgets expired ones.
+func (r *room) live(now time.Time) []Link {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Link
+	for _, l := range r.links {
+		if now.Before(l.expires) {
+			out = append(out, Link{Tier: l.tier, ExpiresAt: l.expires})
+		}
+	}
+	return out
+}
+
+// subscribe registers a stream for tier t; nil if the room has ended.
+func (r *room) subscribe(t Tier) *stream {
+	st := &stream{tier: t, events: make(chan session.Event, streamBuffer), lag: make(chan struct{}), end: make(chan struct{})}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return nil
+	}
+	r.streams[st] = struct{}{}
+	return st
+}
+
+func (r *room) unsubscribe(st *stream) {
+	r.mu.Lock()
+	delete(r.streams, st)
+	r.mu.Unlock()
+}
+
+// broadcast queues ev on every stream without blocking; a stream whose
+// buffer is full is cut so its page reconnects and replays.
+func (r *room) broadcast(ev session.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for st := range r.streams {
+		select {
+		case st.events <- ev:
+		default:
+			delete(r.streams, st)
+			close(st.lag)
+		}
+	}
+}
+
+// end kills every link and closes every stream with e; open, when set,
+// gives each stream the link of its own tier to continue with.
+func (r *room) end(e ending, open map[Tier]Link) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done = true
+	r.links = nil
+	for st := range r.streams {
+		st.final = e
+		if l, ok := open[st.tier]; ok {
+			st.open = &l
+		}
+		close(st.end)
+	}
+	r.streams = map[*stream]struct{}{}
+}
