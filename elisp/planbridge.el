@@ -1302,9 +1302,9 @@ The full text is the row's `help-echo'; PROPS are added to it."
          (row (if (> (string-width text) width)
                   (truncate-string-to-width text width nil nil "…")
                 text)))
-    (setq row (copy-sequence row))
+    (setq row (concat row "\n"))
     (add-text-properties 0 (length row) `(help-echo ,plain ,@props) row)
-    (concat row "\n")))
+    row))
 
 (defun planbridge--card-cell (key label value &optional value-face)
   "Return the text of a card row: KEY, LABEL and VALUE in VALUE-FACE."

@@ -530,5 +530,506 @@ The session comes back with Plan still on and no event shown twice."
     (should (= planbridge--last-seq 4))
     (should (equal (planbridge-test--header) "[Plan · edits] disconnected"))))
 
+;;; Approval card
+;;;
+
+(defconst planbridge-test--plan-text
+  "Looked around.\n\n<proposed_plan>\n# Rename the greeting\n\n## Key Changes\n- Change hello to hi in hello.txt\n\n## Validation\n- cat hello.txt\n</proposed_plan>\n"
+  "A response proposing a plan.")
+
+(defun planbridge-test--script (&rest steps)
+  "Return the script engine's JSON text for STEPS, plists."
+  (json-serialize (vconcat steps)))
+
+(defconst planbridge-test--propose-and-implement
+  (planbridge-test--script
+   (list :text planbridge-test--plan-text)
+   (list :text "Implementing.\n"
+         :tool_calls (vector (list :name "edit_file"
+                                   :arguments (list :path "hello.txt"
+                                                    :old "hello" :new "hi"))))
+   (list :text "Done: hello.txt says hi.\n"))
+  "A proposal, then an implementation turn that edits hello.txt.")
+
+(defun planbridge-test--card ()
+  "Return the live approval card of the current session buffer, or nil."
+  (planbridge--card-live-p))
+
+(defun planbridge-test--wait-card (&optional attempt-not)
+  "Wait for a drawn card whose attempt is not ATTEMPT-NOT; return it."
+  (planbridge-test--wait
+   (lambda ()
+     (let ((card (planbridge-test--card)))
+       (and card
+            (not (equal attempt-not
+                        (plist-get (buffer-local-value 'planbridge--card-view card)
+                                   :attempt)))
+            (with-current-buffer card
+              (string-match-p "^Implementation" (buffer-string))))))
+   "the approval card")
+  (planbridge-test--card))
+
+(defun planbridge-test--propose ()
+  "Enter Plan, send a prompt the script answers with a proposal.
+Return the card buffer."
+  (planbridge-toggle-plan)
+  (planbridge-test--wait-header "[Plan · ask]")
+  (planbridge-test--type "rename the greeting")
+  (planbridge-test--wait-turn-end 1)
+  (planbridge-test--wait-card))
+
+(defun planbridge-test--row (card axis)
+  "Return the text of the row of AXIS on CARD, without properties."
+  (with-current-buffer card
+    (save-excursion
+      (goto-char (point-min))
+      (let ((pos (text-property-any (point-min) (point-max) 'planbridge-row axis)))
+        (when pos
+          (goto-char pos)
+          (buffer-substring-no-properties (line-beginning-position)
+                                          (line-end-position)))))))
+
+(defun planbridge-test--card-lines (card)
+  "Return the number of lines of CARD."
+  (with-current-buffer card
+    (count-lines (point-min) (point-max))))
+
+(defun planbridge-test--press (card key)
+  "Run the command KEY is bound to in CARD."
+  (with-current-buffer card
+    (call-interactively (key-binding (kbd key)))))
+
+(defun planbridge-test--messages-since (marker)
+  "Return the *Messages* text after position MARKER."
+  (with-current-buffer (messages-buffer)
+    (buffer-substring-no-properties (min marker (point-max)) (point-max))))
+
+(defun planbridge-test--messages-mark ()
+  "Return the current end of *Messages*."
+  (with-current-buffer (messages-buffer) (point-max)))
+
+(defun planbridge-test--approval ()
+  "Ask the backend for the approval view of the current session."
+  (jsonrpc-request planbridge--connection :approval/get
+                   (list :session planbridge--session-id)))
+
+(ert-deftest planbridge-test-card-renders ()
+  "A scripted proposal opens a complete card: plan above one row per axis."
+  (planbridge-test-with-session planbridge-test--propose-and-implement
+    (let* ((card (planbridge-test--propose))
+           (text (with-current-buffer card (buffer-string)))
+           (width (planbridge--card-target-width card)))
+      (should (equal (buffer-name card) "*planbridge approval: repo*"))
+      (should (get-buffer-window card t))
+      (should (string-match-p "^Plan proposal: Rename the greeting" text))
+      (should (string-match-p "^# Rename the greeting$" text))
+      (should (string-match-p "^- Change hello to hi in hello.txt$" text))
+      (should-not (string-match-p "proposed_plan" text))
+      (should (string-match-p "^ l   Location      Here$" (planbridge-test--row card 'location)))
+      (should (string-match-p "Context +Current" (planbridge-test--row card 'context)))
+      (should (string-match-p "Execution +Direct" (planbridge-test--row card 'execution)))
+      (should (string-match-p "^ +Budget +Goal execution only$" (planbridge-test--row card 'budget)))
+      (should (eq (get-text-property
+                   (with-current-buffer card
+                     (+ (text-property-any (point-min) (point-max) 'planbridge-row 'budget) 19))
+                   'face card)
+                  'planbridge-card-dimmed))
+      (should (string-match-p "Mode +ask" (planbridge-test--row card 'mode)))
+      (should (string-match-p "Model +default · effort default" (planbridge-test--row card 'model)))
+      (should (string-match-p "Skills +none" (planbridge-test--row card 'skills)))
+      (should (string-match-p "Instructions +none" (planbridge-test--row card 'instructions)))
+      (should (equal (planbridge-test--row card 'notice) ""))
+      (should (string-match-p "RET accept +f feedback +E edit +q hide +C-g cancel"
+                              (planbridge-test--row card 'footer)))
+      ;; Every row fits one screen line and carries its full text.
+      (dolist (axis '(title implementation location context execution budget mode
+                            model skills instructions notice footer))
+        (should (<= (string-width (planbridge-test--row card axis)) width)))
+      (with-current-buffer card
+        (goto-char (text-property-any (point-min) (point-max) 'planbridge-row 'footer))
+        (should (string-match-p "C-g cancel" (get-text-property (point) 'help-echo)))
+        (should (eq major-mode 'planbridge-approval-mode)))
+      ;; The header says nothing is hidden.
+      (should-not (string-match-p "1 plan" (planbridge-test--header))))))
+
+(ert-deftest planbridge-test-card-rows-cut-with-ellipsis ()
+  "A row longer than the window is cut with an ellipsis, full text on hover."
+  (let* ((view (list :pending t :attempt "a-1" :hidden :json-false
+                     :title "T" :body "# T"
+                     :selection (list :location "here" :context "current"
+                                      :execution "direct" :mode "ask"
+                                      :instructions (make-string 300 ?x))))
+         (text (planbridge--card-string view 40 nil))
+         (rows (split-string text "\n")))
+    (dolist (row rows)
+      (should (<= (string-width row) 40)))
+    (let ((row (seq-find (lambda (r) (string-match-p "Instructions" r)) rows)))
+      (should (string-suffix-p "…" row))
+      (should (string-match-p (make-string 300 ?x)
+                              (get-text-property 0 'help-echo row))))))
+
+(ert-deftest planbridge-test-card-keys-keep-height ()
+  "l, c, e, b (with Goal), m and TAB change their row, never the height."
+  (planbridge-test-with-session planbridge-test--propose-and-implement
+    (let* ((card (planbridge-test--propose))
+           (lines (planbridge-test--card-lines card))
+           (height (window-total-height (get-buffer-window card t))))
+      (pcase-dolist (`(,key ,axis ,regexp)
+                     '(("l" location "Location +Worktree")
+                       ("c" context "Context +Fresh")
+                       ("c" context "Context +Summary (one extra model request)")
+                       ("e" execution "Execution +Goal")
+                       ("m" mode "Mode +edits")
+                       ("TAB" mode "Mode +full-auto")
+                       ("l" location "Location +Here")))
+        (planbridge-test--press card key)
+        (planbridge-test--wait
+         (lambda () (string-match-p regexp (or (planbridge-test--row card axis) "")))
+         (format "%s to change the %s row to %S (is %S)" key axis regexp
+                 (planbridge-test--row card axis)))
+        (should (= lines (planbridge-test--card-lines card)))
+        (should (= height (window-total-height (get-buffer-window card t)))))
+      ;; With Goal, the budget row has a key and reads a positive number.
+      (should (string-match-p "^ b   Budget +Unlimited$" (planbridge-test--row card 'budget)))
+      (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "5000")))
+        (planbridge-test--press card "b"))
+      (planbridge-test--wait
+       (lambda () (string-match-p "Budget +5000 tokens" (planbridge-test--row card 'budget)))
+       "the budget row")
+      (should (= lines (planbridge-test--card-lines card)))
+      (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "-3")))
+        (should-error (planbridge-test--press card "b") :type 'user-error))
+      ;; Back to Direct: the budget row is the dimmed placeholder again.
+      (planbridge-test--press card "e")
+      (planbridge-test--wait
+       (lambda () (string-match-p "Budget +Goal execution only" (planbridge-test--row card 'budget)))
+       "the budget placeholder")
+      (should (= lines (planbridge-test--card-lines card)))
+      (with-current-buffer card
+        (should-error (call-interactively #'planbridge-approval-set-budget)
+                      :type 'user-error))
+      ;; The backend agrees.
+      (let ((sel (plist-get (planbridge-test--approval) :selection)))
+        (should (equal (plist-get sel :location) "here"))
+        (should (equal (plist-get sel :context) "summary"))
+        (should (equal (plist-get sel :execution) "direct"))
+        (should (equal (plist-get sel :mode) "full-auto"))
+        (should (= (plist-get sel :budget) 5000))))))
+
+(ert-deftest planbridge-test-card-model-skills-instructions ()
+  "M picks a model and effort, i edits the instructions; the height stays."
+  (let ((planbridge-models '(("small") ("large" "low" "high")))
+        (planbridge-workloads '(("plan-implementation" "small" ""))))
+    (planbridge-test-with-session planbridge-test--propose-and-implement
+      (let* ((card (planbridge-test--propose))
+             (lines (planbridge-test--card-lines card)))
+        (should (string-match-p "Model +small · effort default" (planbridge-test--row card 'model)))
+        (let ((answers '("large" "high")))
+          (cl-letf (((symbol-function 'completing-read)
+                     (lambda (&rest _) (pop answers))))
+            (planbridge-test--press card "M")))
+        (planbridge-test--wait
+         (lambda () (string-match-p "Model +large · effort high" (planbridge-test--row card 'model)))
+         "the model row")
+        (should (= lines (planbridge-test--card-lines card)))
+        ;; s without skills is a user error.
+        (should-error (planbridge-test--press card "s") :type 'user-error)
+        ;; i opens an editor; C-c C-c saves through approval/update.
+        (planbridge-test--press card "i")
+        (let ((draft (get-buffer (format "*planbridge instructions: %s*" planbridge--session-id))))
+          (should draft)
+          (with-current-buffer draft
+            (should planbridge-draft-mode)
+            (insert "Keep the tests green.\nAnd be brief.")
+            (call-interactively (key-binding (kbd "C-c C-c"))))
+          (should-not (buffer-live-p draft)))
+        (planbridge-test--wait
+         (lambda () (string-match-p "Instructions +Keep the tests green\\. (\\+1 lines)"
+                                    (planbridge-test--row card 'instructions)))
+         "the instructions row")
+        (should (= lines (planbridge-test--card-lines card)))
+        ;; C-c C-k cancels without a change.
+        (planbridge-test--press card "i")
+        (with-current-buffer (format "*planbridge instructions: %s*" planbridge--session-id)
+          (erase-buffer)
+          (call-interactively (key-binding (kbd "C-c C-k"))))
+        (should (equal (plist-get (plist-get (planbridge-test--approval) :selection) :instructions)
+                       "Keep the tests green.\nAnd be brief."))))))
+
+(ert-deftest planbridge-test-card-accept ()
+  "RET accepts; the implementation turn runs in the chosen mode and edits."
+  (planbridge-test-with-session planbridge-test--propose-and-implement
+    (let* ((card (planbridge-test--propose))
+           (hello (expand-file-name "hello.txt" planbridge-test--repo)))
+      (planbridge-test--press card "m")
+      (planbridge-test--wait
+       (lambda () (string-match-p "Mode +edits" (planbridge-test--row card 'mode)))
+       "mode edits")
+      (planbridge-test--press card "RET")
+      (planbridge-test--wait (lambda () (not (buffer-live-p card))) "the card to close")
+      (planbridge-test--wait-turn-end 2)
+      (planbridge-test--wait
+       (lambda () (string-match-p "Implementation handoff done" (planbridge-test--buffer-text)))
+       "the handoff to finish")
+      (should (equal (with-temp-buffer
+                       (insert-file-contents-literally hello)
+                       (buffer-string))
+                     "hi\n"))
+      (let ((text (planbridge-test--buffer-text)))
+        (should (string-match-p "^ℹ Preparing implementation\\.\\.\\.$" text))
+        (should (string-match-p "^▶ Implement accepted plan$" text)))
+      (let ((status (planbridge-test--status)))
+        (should (eq :json-false (plist-get status :plan)))
+        ;; The accepted mode was for the implementation only.
+        (should (equal "ask" (plist-get status :mode)))
+        (should (equal "accepted" (plist-get status :proposal_status))))
+      (should (string-prefix-p "[ask]" (planbridge-test--header)))
+      ;; Saving the accepted plan into the project.
+      (let ((messages (planbridge-test--messages-mark)))
+        (planbridge-save-plan)
+        (planbridge-test--wait
+         (lambda () (string-match-p "^planbridge: Saved the plan to docs/plans/"
+                                    (planbridge-test--messages-since messages)))
+         "the saved plan")
+        (should (file-expand-wildcards
+                 (expand-file-name "docs/plans/*-rename-the-greeting.md"
+                                   planbridge-test--repo)))))))
+
+(ert-deftest planbridge-test-card-feedback ()
+  "f sends feedback with line comments; a revised card has a fresh attempt."
+  (planbridge-test-with-session
+      (planbridge-test--script (list :text planbridge-test--plan-text)
+                               (list :text planbridge-test--plan-text))
+    (let* ((card (planbridge-test--propose))
+           (attempt (plist-get (buffer-local-value 'planbridge--card-view card) :attempt)))
+      (planbridge-test--press card "c")
+      (planbridge-test--wait
+       (lambda () (string-match-p "Context +Fresh" (planbridge-test--row card 'context)))
+       "context fresh")
+      ;; A comment on plan line 4 ("- Change hello to hi in hello.txt").
+      (with-current-buffer card
+        (goto-char (point-min))
+        (search-forward "- Change hello")
+        (should (= 4 (get-text-property (point) 'planbridge-plan-line)))
+        (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "say hey instead")))
+          (call-interactively (key-binding (kbd ";"))))
+        (should (equal planbridge--card-comments '((4 . "say hey instead"))))
+        (should (string-match-p "f feedback (1 comment)"
+                                (planbridge-test--row card 'footer))))
+      (should-error (with-current-buffer card
+                      (goto-char (text-property-any (point-min) (point-max)
+                                                    'planbridge-row 'mode))
+                      (call-interactively #'planbridge-approval-comment))
+                    :type 'user-error)
+      (planbridge-test--press card "f")
+      (with-current-buffer (format "*planbridge feedback: %s*" planbridge--session-id)
+        (insert "Shorter, please.")
+        (call-interactively (key-binding (kbd "C-c C-c"))))
+      (planbridge-test--wait-turn-end 2)
+      (let ((card2 (planbridge-test--wait-card attempt)))
+        (should-not (equal attempt (plist-get (buffer-local-value 'planbridge--card-view card2)
+                                              :attempt)))
+        ;; The selection survived the revision; the comments were sent.
+        (should (string-match-p "Context +Fresh" (planbridge-test--row card2 'context)))
+        (should-not (buffer-local-value 'planbridge--card-comments card2)))
+      (let ((text (planbridge-test--buffer-text)))
+        (should (string-match-p "^▶ Feedback: Shorter, please\\." text))
+        (should (string-match-p "On line 4 (\"- Change hello to hi in hello.txt\"): say hey instead"
+                                text)))
+      (should (eq t (plist-get (planbridge-test--status) :plan))))))
+
+(ert-deftest planbridge-test-card-edit-plan ()
+  "E edits the plan; what C-c C-c saves becomes the proposal."
+  (planbridge-test-with-session (planbridge-test--script (list :text planbridge-test--plan-text))
+    (let* ((card (planbridge-test--propose))
+           (attempt (plist-get (buffer-local-value 'planbridge--card-view card) :attempt)))
+      (planbridge-test--press card "E")
+      (with-current-buffer (format "*planbridge plan edit: %s*" planbridge--session-id)
+        (should (string-match-p "^# Rename the greeting" (buffer-string)))
+        (erase-buffer)
+        (insert "# Rename the greeting to hey\n\n- Change hello to hey")
+        (call-interactively (key-binding (kbd "C-c C-c"))))
+      (let ((card (planbridge-test--wait-card attempt)))
+        (with-current-buffer card
+          (should (string-match-p "^Plan proposal: Rename the greeting to hey (edited by you)"
+                                  (buffer-string)))
+          (should (string-match-p "^- Change hello to hey$" (buffer-string))))))))
+
+(ert-deftest planbridge-test-card-hide-and-show ()
+  "q hides the card; the header counter and the command bring it back."
+  (planbridge-test-with-session (planbridge-test--script (list :text planbridge-test--plan-text))
+    (let ((card (planbridge-test--propose)))
+      (planbridge-test--press card "q")
+      (planbridge-test--wait (lambda () (not (buffer-live-p card))) "the card to hide")
+      (planbridge-test--wait (lambda () (string-match-p "1 plan" (planbridge-test--header)))
+                             "the header counter")
+      (should (string-prefix-p "[Plan · ask] 1 plan" (planbridge-test--header)))
+      (let ((view (planbridge-test--approval)))
+        (should (eq t (plist-get view :pending)))
+        (should (eq t (plist-get view :hidden))))
+      ;; The counter is a button running `planbridge-show-approval'.
+      (let* ((header (planbridge--header-line))
+             (pos (string-match "1 plan" header))
+             (map (get-text-property pos 'local-map header)))
+        (should (eq (lookup-key map [header-line mouse-1]) #'planbridge-show-approval)))
+      (should (eq (key-binding (kbd "C-c C-a")) #'planbridge-show-approval))
+      (call-interactively #'planbridge-show-approval)
+      (let ((card (planbridge-test--wait-card)))
+        (should (get-buffer-window card t))
+        (should (string-match-p "Location +Here" (planbridge-test--row card 'location))))
+      (should-not (string-match-p "1 plan" (planbridge-test--header)))
+      (should (eq :json-false (plist-get (planbridge-test--approval) :hidden))))))
+
+(ert-deftest planbridge-test-card-cancel ()
+  "C-g cancels: the card goes, the proposal is a draft."
+  (planbridge-test-with-session (planbridge-test--script (list :text planbridge-test--plan-text))
+    (let ((card (planbridge-test--propose)))
+      (should (eq (with-current-buffer card (key-binding (kbd "C-g")))
+                  #'planbridge-approval-cancel))
+      (planbridge-test--press card "C-g")
+      (planbridge-test--wait (lambda () (not (buffer-live-p card))) "the card to close")
+      (planbridge-test--wait
+       (lambda () (equal "draft" (plist-get (planbridge-test--status) :proposal_status)))
+       "the draft")
+      (should (eq :json-false (plist-get (planbridge-test--approval) :pending)))
+      (should (eq t (plist-get (planbridge-test--status) :plan)))
+      (planbridge-test--wait
+       (lambda () (string-match-p "^ℹ Plan cancelled" (planbridge-test--buffer-text)))
+       "the cancel line")
+      (should-not (string-match-p "1 plan" (planbridge-test--header))))))
+
+(ert-deftest planbridge-test-card-stale-attempt ()
+  "An action with a stale attempt is a message, changes nothing, refetches."
+  (planbridge-test-with-session (planbridge-test--script (list :text planbridge-test--plan-text))
+    (let* ((card (planbridge-test--propose))
+           (attempt (plist-get (buffer-local-value 'planbridge--card-view card) :attempt))
+           (messages (planbridge-test--messages-mark)))
+      (with-current-buffer card
+        (setq planbridge--card-view
+              (plist-put (copy-sequence planbridge--card-view)
+                         :attempt "a-00000000000000000000000000000000")))
+      (planbridge-test--press card "l")
+      (planbridge-test--wait
+       (lambda () (string-match-p "^planbridge: This approval card is no longer current"
+                                  (planbridge-test--messages-since messages)))
+       "the stale message")
+      (planbridge-test--wait
+       (lambda () (equal attempt (plist-get (buffer-local-value 'planbridge--card-view card)
+                                            :attempt)))
+       "the card to be fetched again")
+      (should (string-match-p "Location +Here" (planbridge-test--row card 'location)))
+      (should (equal "here" (plist-get (plist-get (planbridge-test--approval) :selection)
+                                       :location))))))
+
+(ert-deftest planbridge-test-card-render-failure ()
+  "A card that cannot be drawn is dismissed; nothing reaches the backend."
+  (planbridge-test-with-session (planbridge-test--script (list :text planbridge-test--plan-text))
+    (let* ((card (planbridge-test--propose))
+           (view (buffer-local-value 'planbridge--card-view card))
+           (sent nil)
+           (record (lambda (_conn &rest args) (push args sent)))
+           (messages (planbridge-test--messages-mark)))
+      (advice-add 'jsonrpc-connection-send :before record)
+      (unwind-protect
+          (cl-letf (((symbol-function 'planbridge--card-axis-rows)
+                     (lambda (_) (error "Boom"))))
+            (planbridge--apply-approval (plist-put (copy-sequence view) :title "Other")))
+        (advice-remove 'jsonrpc-connection-send record))
+      (should-not (buffer-live-p card))
+      (should-not (planbridge-test--card))
+      (should-not sent)
+      (should (string-match-p "^planbridge: Could not draw the approval card (Boom)"
+                              (planbridge-test--messages-since messages)))
+      (should (string-match-p "1 plan" (planbridge-test--header)))
+      (should (eq t (plist-get (planbridge-test--approval) :pending))))))
+
+(ert-deftest planbridge-test-queue-follow-up ()
+  "C-c TAB queues the composer text without demoting the proposal."
+  (planbridge-test-with-session (planbridge-test--script (list :text planbridge-test--plan-text))
+    (let ((card (planbridge-test--propose)))
+      (should (eq (key-binding (kbd "C-c TAB")) #'planbridge-queue-follow-up))
+      (goto-char (point-max))
+      (insert "afterwards, update the README")
+      (call-interactively (key-binding (kbd "C-c TAB")))
+      (should (equal (planbridge--composer-text) ""))
+      (planbridge-test--wait
+       (lambda () (string-match-p "^… queued: afterwards, update the README$"
+                                  (planbridge-test--buffer-text)))
+       "the queued line")
+      (should (buffer-live-p card))
+      (should (equal "proposed" (plist-get (planbridge-test--status) :proposal_status)))
+      (should (eq t (plist-get (planbridge-test--approval) :pending))))))
+
+(ert-deftest planbridge-test-card-after-reopen ()
+  "A session opened again shows its pending card from `approval/get'."
+  (planbridge-test-with-session (planbridge-test--script (list :text planbridge-test--plan-text))
+    (let ((id planbridge--session-id))
+      (planbridge-test--propose)
+      (kill-buffer (current-buffer))
+      (with-current-buffer (planbridge-open-session id)
+        (planbridge-test--wait (lambda () (not planbridge--opening)) "session/open")
+        (let ((card (planbridge-test--wait-card)))
+          (should (string-match-p "Location +Here" (planbridge-test--row card 'location)))
+          (should (= 1 (planbridge-test--count "^Implementation$"
+                                               (with-current-buffer card (buffer-string))))))))))
+
+(ert-deftest planbridge-test-retry-nothing ()
+  "Retry with nothing to retry is a message."
+  (planbridge-test-with-session "[]"
+    (let ((messages (planbridge-test--messages-mark)))
+      (call-interactively #'planbridge-retry-plan-implementation)
+      (planbridge-test--wait
+       (lambda () (string-match-p "^planbridge: Nothing to retry"
+                                  (planbridge-test--messages-since messages)))
+       "the nothing-to-retry message"))))
+
+(ert-deftest planbridge-test-sessions-list ()
+  "`planbridge-sessions' lists the session; RET opens it."
+  (planbridge-test-with-session planbridge-test--plan-script
+    (planbridge-toggle-plan)
+    (planbridge-test--wait-header "[Plan · ask]")
+    (let ((session (current-buffer))
+          (id planbridge--session-id)
+          (list (planbridge-sessions)))
+      (with-current-buffer list
+        (should (eq major-mode 'planbridge-sessions-mode))
+        (goto-char (point-min))
+        (should (equal (tabulated-list-get-id) id))
+        (let ((line (buffer-substring-no-properties (line-beginning-position)
+                                                    (line-end-position))))
+          (should (string-match-p "repo" line))
+          (should (string-match-p "Plan +ask +none" line))
+          (should (string-match-p "[0-9]\\{4\\}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]" line)))
+        (should (eq (key-binding (kbd "RET")) #'planbridge-sessions-open))
+        (should (eq (call-interactively (key-binding (kbd "RET"))) session))))))
+
+(ert-deftest planbridge-test-dispatch ()
+  "The transient cockpit is defined with the session commands."
+  (should (commandp 'planbridge-dispatch))
+  (let ((layout (format "%S" (get 'planbridge-dispatch 'transient--layout))))
+    (dolist (cmd '(planbridge-toggle-plan planbridge-cycle-permission-mode
+                                          planbridge-show-approval
+                                          planbridge-retry-plan-implementation
+                                          planbridge-save-plan planbridge-sessions
+                                          planbridge-interrupt planbridge-plan-status))
+      (should (commandp cmd))
+      (should (string-match-p (regexp-quote (symbol-name cmd)) layout))))
+  (with-temp-buffer
+    (planbridge-session-mode)
+    (should (eq (key-binding (kbd "C-c C-d")) #'planbridge-dispatch))))
+
+(ert-deftest planbridge-test-tmux ()
+  "The real-terminal test, elisp/test/tmux-test.sh, passes."
+  (let ((script (expand-file-name "test/tmux-test.sh"
+                                  (file-name-directory planbridge-test--source))))
+    (unless (executable-find "tmux")
+      (ert-skip "tmux is not installed"))
+    (let* ((status nil)
+           (output (with-temp-buffer
+                     (setq status (call-process "bash" nil t nil script))
+                     (buffer-string))))
+      (should (equal (list status (car (last (split-string (string-trim output) "\n"))))
+                     (list 0 "tmux-test: ok"))))))
+
 (provide 'planbridge-test)
 ;;; planbridge-test.el ends here
