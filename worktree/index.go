@@ -100,7 +100,7 @@ func parseIndex(data []byte) (*gitIndex, error) {
 	// One conversion, so that names are substrings rather than 20k
 	// separate allocations.
 	str := string(data)
-	idx := &gitIndex{entries: make([]indexEntry, 0, count)}
+	idx := &gitIndex{entries: make([]indexEntry, 0, min(count, len(data)/62))}
 	off := 12
 	var prev []byte
 	for i := 0; i < count; i++ {
@@ -246,7 +246,7 @@ func parseCacheTreeNamed(b []byte) (string, ctParse, error) {
 		b = b[20:]
 	}
 	if subtrees > 0 {
-		n.children = make(map[string]*cacheTree, subtrees)
+		n.children = make(map[string]*cacheTree, min(subtrees, 64))
 	}
 	for i := 0; i < subtrees; i++ {
 		childName, r, err := parseCacheTreeNamed(b)

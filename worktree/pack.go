@@ -143,11 +143,16 @@ func (in *inflater) inflate(z io.Reader, size int64) ([]byte, error) {
 	} else if err := in.zr.(zlib.Resetter).Reset(z, nil); err != nil {
 		return nil, err
 	}
-	data := make([]byte, size)
-	if _, err := io.ReadFull(in.zr, data); err != nil {
-		return nil, err
+	// The size comes from the pack: trust it for the allocation only up
+	// to a bound, so a corrupt header cannot exhaust memory.
+	buf := bytes.NewBuffer(make([]byte, 0, min(size, 64<<20)))
+	if n, err := io.CopyN(buf, in.zr, size); err != nil || n != size {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("inflate: %d of %d bytes: %w", n, size, err)
 	}
-	return data, nil
+	return buf.Bytes(), nil
 }
 
 // packedObject reads h from a mapped pack, resolving deltas; ok is false
@@ -332,8 +337,11 @@ func applyDelta(base, delta []byte) ([]byte, error) {
 	if !ok1 || !ok2 || srcSize != len(base) {
 		return nil, bad
 	}
-	out := make([]byte, 0, dstSize)
+	out := make([]byte, 0, min(dstSize, len(base)+len(delta)*64))
 	for len(delta) > 0 {
+		if len(out) > dstSize {
+			return nil, bad
+		}
 		op := delta[0]
 		delta = delta[1:]
 		switch {
