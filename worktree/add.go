@@ -67,11 +67,16 @@ func shellQuote(s string) string {
 // The result is what the git CLI expects of a linked worktree: the
 // administrative directory CommonDir/worktrees/NAME (HEAD, commondir,
 // gitdir, index with stat data and a cache tree), the worktree's .git file,
-// and refs/heads/branch. Files are written in parallel; a file whose source
+// and refs/heads/branch (no reflog is written). Files are written in
+// parallel, by directory. Each comes from the cheapest proven source: a
+// blob in a pack (whole or as a delta) is inflated from the memory-mapped
+// pack unless it is larger than 64 KiB; a loose or large blob whose source
 // index entry matches HEAD and whose stat data proves it clean in the
-// source checkout is copied from there (copy_file_range), anything else is
-// inflated from the object store. Executable bits and symbolic links are
-// honoured. No hook, filter or other repository helper runs.
+// source checkout (the status walk's proof) is copied from there with
+// copy_file_range; anything else is read from the object store. Files are
+// written byte-for-byte: no attribute, filter or end-of-line conversion.
+// Executable bits and symbolic links are honoured. No hook, filter or
+// other repository helper runs.
 //
 // It refuses, changing nothing, when the branch name is invalid
 // ([ErrInvalidBranchName]), the branch exists ([ErrBranchExists]), path
