@@ -1251,6 +1251,7 @@ One column is left for the continuation glyph of terminals."
 The card is built as a string first and replaces the old one only
 when it is complete.  When building fails, the card is dismissed and
 nothing is sent to the backend: the approval stays pending."
+  (cl-assert (planbridge--card-p card))
   (let* ((width (planbridge--card-target-width card))
          (text (condition-case err
                    (with-current-buffer card
@@ -1284,16 +1285,22 @@ nothing is sent to the backend: the approval stays pending."
     (message "planbridge: Could not draw the approval card (%s); the plan is still pending"
              (error-message-string err))))
 
-(defun planbridge--card-redraw-soon (&rest _)
-  "Redraw the current card buffer soon if its width changed.
-Run from the window change hooks of the card buffer."
-  (let ((card (current-buffer)))
-    (run-at-time 0 nil
-                 (lambda ()
-                   (when (and (buffer-live-p card)
-                              (not (equal (planbridge--card-target-width card)
-                                          (buffer-local-value 'planbridge--card-width card))))
-                     (planbridge--draw-card card))))))
+(defun planbridge--card-p (buffer)
+  "Return non-nil if BUFFER is a live approval card buffer."
+  (and (buffer-live-p buffer)
+       (eq (buffer-local-value 'major-mode buffer) 'planbridge-approval-mode)))
+
+(defun planbridge--card-redraw-soon (window)
+  "Redraw the card shown in WINDOW soon if its width changed.
+Run from the buffer-local window change hooks of a card buffer."
+  (let ((card (and (windowp window) (window-buffer window))))
+    (when (planbridge--card-p card)
+      (run-at-time 0 nil
+                   (lambda ()
+                     (when (and (planbridge--card-p card)
+                                (not (equal (planbridge--card-target-width card)
+                                            (buffer-local-value 'planbridge--card-width card))))
+                       (planbridge--draw-card card)))))))
 
 (defun planbridge--card-row (width text &rest props)
   "Return TEXT cut to WIDTH with an ellipsis, as one card row.
