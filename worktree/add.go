@@ -372,10 +372,11 @@ func (co *checkout) run(tree [20]byte) error {
 			return err
 		}
 	}
-	src, err := readIndex(filepath.Join(co.r.GitDir, "index"))
+	src, release, err := readIndex(filepath.Join(co.r.GitDir, "index"))
 	if err != nil {
-		src = &gitIndex{} // no copies; inflate everything
+		src, release = &gitIndex{}, func() {} // no copies; inflate everything
 	}
+	defer release()
 	// Pair each file with its source index entry: both lists are in index order.
 	srcEntry := make([]*indexEntry, len(co.files))
 	for i, j := 0, 0; i < len(co.files) && j < len(src.entries); {

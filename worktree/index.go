@@ -8,6 +8,9 @@ import (
 	"os"
 	"strconv"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // indexEntry is one entry of the index with the stat data git recorded.
@@ -48,41 +51,37 @@ type gitIndex struct {
 // go-git's decoder is not used: it verifies the checksum with a
 // collision-detecting SHA-1 and allocates per field, which alone costs more
 // than the whole status walk on a large repository.
-func readIndex(name string) (*gitIndex, error) {
+//
+// The file is memory-mapped and entry names point into the mapping: the
+// caller must call release once done, and clone any name that outlives it.
+func readIndex(name string) (idx *gitIndex, release func(), err error) {
+	nop := func() {}
 	f, err := os.Open(name)
 	if errors.Is(err, os.ErrNotExist) {
-		return &gitIndex{}, nil
+		return &gitIndex{}, nop, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("worktree: read index: %w", err)
+		return nil, nil, fmt.Errorf("worktree: read index: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("worktree: read index: %w", err)
+		return nil, nil, fmt.Errorf("worktree: read index: %w", err)
 	}
-	data := make([]byte, fi.Size())
-	if _, err := readFull(f, data); err != nil {
-		return nil, fmt.Errorf("worktree: read index: %w", err)
+	if fi.Size() == 0 || fi.Size() > 1<<40 {
+		return nil, nil, fmt.Errorf("worktree: read index %s: bad size %d", name, fi.Size())
 	}
-	idx, err := parseIndex(data)
+	data, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_PRIVATE)
 	if err != nil {
-		return nil, fmt.Errorf("worktree: read index %s: %w", name, err)
+		return nil, nil, fmt.Errorf("worktree: read index: %w", err)
+	}
+	release = func() { unix.Munmap(data) }
+	if idx, err = parseIndex(data); err != nil {
+		release()
+		return nil, nil, fmt.Errorf("worktree: read index %s: %w", name, err)
 	}
 	idx.mtime = fi.ModTime()
-	return idx, nil
-}
-
-func readFull(f *os.File, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := f.Read(b[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
+	return idx, release, nil
 }
 
 func parseIndex(data []byte) (*gitIndex, error) {
@@ -97,9 +96,9 @@ func parseIndex(data []byte) (*gitIndex, error) {
 	}
 	count := int(be.Uint32(data[8:]))
 	end := len(data) - hashLen
-	// One conversion, so that names are substrings rather than 20k
-	// separate allocations.
-	str := string(data)
+	// Names are substrings of data viewed as a string, rather than 20k
+	// separate allocations: data is never modified after this point.
+	str := unsafe.String(unsafe.SliceData(data), len(data))
 	idx := &gitIndex{entries: make([]indexEntry, 0, min(count, len(data)/62))}
 	off := 12
 	var prev []byte

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -102,10 +103,11 @@ func quotePath(p string) string {
 // refresh stat data) and never runs fsmonitor, filters or hooks. The walk
 // runs in parallel and stops early when ctx is cancelled.
 func (r *Repo) Status(ctx context.Context) ([]Entry, error) {
-	idx, err := readIndex(filepath.Join(r.GitDir, "index"))
+	idx, release, err := readIndex(filepath.Join(r.GitDir, "index"))
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	var (
 		staged    []Entry
 		stagedErr error
@@ -152,6 +154,9 @@ func (r *Repo) Status(ctx context.Context) ([]Entry, error) {
 	out = append(out, unmergedEntries(idx)...)
 	for _, p := range untracked {
 		out = append(out, Entry{Path: p, Staging: '?', Worktree: '?'})
+	}
+	for i := range out {
+		out[i].Path = strings.Clone(out[i].Path) // index names die with release
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Path != out[j].Path {
@@ -240,25 +245,31 @@ func (w *walker) lowerBound(sp span, off int, name string, tail byte) int {
 	return lo
 }
 
-// lookup finds name in the directory whose entries are sp and whose prefix
-// is off bytes long: the index of a tracked file called name (-1 if none)
-// and the span of tracked entries under name/ (empty if none).
-func (w *walker) lookup(sp span, off int, name string) (file int, sub span) {
+// lookupFile returns the index of the tracked file called name in the
+// directory whose entries are sp and whose prefix is off bytes long, or -1.
+func (w *walker) lookupFile(sp span, off int, name string) int {
 	if sp.empty() {
-		return -1, span{}
+		return -1
 	}
 	es := w.idx.entries
-	i := w.lowerBound(sp, off, name, 0)
-	file = -1
-	if i < sp.hi && len(es[i].name) == off+len(name) && es[i].name[off:] == name {
-		file = i
+	if i := w.lowerBound(sp, off, name, 0); i < sp.hi && len(es[i].name) == off+len(name) && es[i].name[off:] == name {
+		return i
 	}
-	lo := w.lowerBound(span{i, sp.hi}, off, name, '/')
+	return -1
+}
+
+// lookupDir returns the span of tracked entries under name/ in the
+// directory whose entries are sp (empty if none).
+func (w *walker) lookupDir(sp span, off int, name string) span {
+	if sp.empty() {
+		return span{}
+	}
+	es := w.idx.entries
+	lo := w.lowerBound(sp, off, name, '/')
 	if lo == sp.hi || !strings.HasPrefix(es[lo].name[off:], name) || len(es[lo].name) <= off+len(name) || es[lo].name[off+len(name)] != '/' {
-		return file, span{}
+		return span{}
 	}
-	hi := w.lowerBound(span{lo, sp.hi}, off, name, '0') // '0' follows '/'
-	return file, span{lo, hi}
+	return span{lo, w.lowerBound(span{lo, sp.hi}, off, name, '0')} // '0' follows '/'
 }
 
 // walker is one parallel status walk of the working tree.
@@ -314,9 +325,9 @@ func (w *walker) run() ([]string, error) {
 	info := &ignoreList{parent: excludes, patterns: readIgnoreFile(w.info, false)}
 	w.push(dirJob{sp: span{0, len(w.idx.entries)}, ign: info, untracked: true})
 	var wg sync.WaitGroup
-	// A few more workers than cores: a worker blocked in a cold lstat
-	// should not idle a core.
-	for range runtime.GOMAXPROCS(0) + 2 {
+	// One worker per core: lstat of cached inodes does not block, and
+	// more workers only add scheduling.
+	for range runtime.GOMAXPROCS(0) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -391,9 +402,9 @@ func (w *walker) dir(j dirJob) {
 		return
 	}
 	defer unix.Close(fd)
-	bufp := direntBufs.Get().(*[]byte)
-	defer direntBufs.Put(bufp)
-	des, err := readDirents(fd, *bufp)
+	list := dirLists.Get().(*dirList)
+	defer dirLists.Put(list)
+	des, err := readDirents(fd, list)
 	if err != nil {
 		return
 	}
@@ -419,7 +430,7 @@ func (w *walker) dir(j dirJob) {
 			}
 			typ = dtypeOf(st.Mode)
 		}
-		file, sub := w.lookup(j.sp, off, name)
+		file := w.lookupFile(j.sp, off, name)
 		if file >= 0 {
 			w.checkTracked(fd, name, file)
 			if typ != unix.DT_DIR || w.idx.entries[file].mode == modeGitlink {
@@ -430,7 +441,7 @@ func (w *walker) dir(j dirJob) {
 		}
 		if typ == unix.DT_DIR {
 			path := rel + name
-			if !sub.empty() {
+			if sub := w.lookupDir(j.sp, off, name); !sub.empty() {
 				w.push(dirJob{rel: path + "/", sp: sub, ign: ign, untracked: untracked && !ign.excluded(path, true)})
 				continue
 			}
@@ -438,7 +449,7 @@ func (w *walker) dir(j dirJob) {
 				continue
 			}
 			if isNestedRepo(fd, name) {
-				found = append(found, path+"/")
+				found = append(found, path+"/") // a new string: safe to keep
 				continue
 			}
 			w.push(dirJob{rel: path + "/", ign: ign, untracked: true})
@@ -448,7 +459,7 @@ func (w *walker) dir(j dirJob) {
 			continue
 		}
 		if path := rel + name; !ign.excluded(path, false) {
-			found = append(found, path)
+			found = append(found, strings.Clone(path)) // name is a view into list
 		}
 	}
 	if len(found) > 0 {
@@ -458,21 +469,33 @@ func (w *walker) dir(j dirJob) {
 	}
 }
 
-// dirent is one directory entry; typ is a DT_* constant.
+// dirent is one directory entry; typ is a DT_* constant. name is a view
+// into the dirList buffer it came from: it must be cloned to outlive it.
 type dirent struct {
 	name string
 	typ  uint8
 }
 
-var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+// dirList holds the raw getdents output of one directory and the entries
+// parsed from it; lists are pooled, so that listing 20k names allocates
+// nothing in the steady state.
+type dirList struct {
+	buf  []byte
+	ents []dirent
+}
+
+var dirLists = sync.Pool{New: func() any { return &dirList{buf: make([]byte, 0, 32<<10)} }}
 
 // readDirents lists a directory with getdents64 directly, without the
 // per-entry allocations and the lstat fallback of os.ReadDir; "." and ".."
 // and ".git" are left out.
-func readDirents(fd int, buf []byte) ([]dirent, error) {
-	var out []dirent
+func readDirents(fd int, l *dirList) ([]dirent, error) {
+	l.buf, l.ents = l.buf[:0], l.ents[:0]
 	for {
-		n, err := unix.Getdents(fd, buf)
+		if cap(l.buf)-len(l.buf) < 8<<10 {
+			l.buf = append(l.buf, make([]byte, cap(l.buf))...)[:len(l.buf)]
+		}
+		n, err := unix.Getdents(fd, l.buf[len(l.buf):cap(l.buf)])
 		if err == unix.EINTR {
 			continue
 		}
@@ -480,26 +503,30 @@ func readDirents(fd int, buf []byte) ([]dirent, error) {
 			return nil, err
 		}
 		if n <= 0 {
-			return out, nil
+			break
 		}
-		for off := 0; off+19 <= n; {
-			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
-			if reclen == 0 || off+reclen > n {
-				break
-			}
-			typ := buf[off+18]
-			nameb := buf[off+19 : off+reclen]
-			if i := bytes.IndexByte(nameb, 0); i >= 0 {
-				nameb = nameb[:i]
-			}
-			off += reclen
-			switch string(nameb) {
-			case ".", "..", ".git":
-				continue
-			}
-			out = append(out, dirent{name: string(nameb), typ: typ})
-		}
+		l.buf = l.buf[:len(l.buf)+n]
 	}
+	// Views are taken only now: the buffer no longer moves.
+	buf := l.buf
+	for off := 0; off+19 <= len(buf); {
+		reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
+		if reclen == 0 || off+reclen > len(buf) {
+			break
+		}
+		typ := buf[off+18]
+		nameb := buf[off+19 : off+reclen]
+		if i := bytes.IndexByte(nameb, 0); i >= 0 {
+			nameb = nameb[:i]
+		}
+		off += reclen
+		switch string(nameb) {
+		case "", ".", "..", ".git":
+			continue
+		}
+		l.ents = append(l.ents, dirent{name: unsafe.String(unsafe.SliceData(nameb), len(nameb)), typ: typ})
+	}
+	return l.ents, nil
 }
 
 func dtypeOf(mode uint32) uint8 {
