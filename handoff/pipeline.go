@@ -27,13 +27,18 @@ type Env interface {
 	// Fork performs the Worktree fork step; after it the fork owns the
 	// implementation and this session's record is gone.
 	Fork(ctx context.Context, rec *Record) error
-	// StartGoal constructs and persists the reserved Goal (Step becomes
-	// StepGoalReady) or reports a conflict.
+	// StartGoal constructs and persists the reserved Goal and clears the
+	// record in one transaction (reusing a matching Goal, reporting any other
+	// unfinished one as a conflict); the Goal then owns the kickoff.
 	StartGoal(ctx context.Context, rec *Record) error
 	// Kickoff sends the implementation turn under rec.Policy. On success it
 	// clears the record in the transaction that stores the turn.
 	Kickoff(ctx context.Context, rec *Record, prompt, display string) error
 }
+
+// ErrHandedOver is returned by a step after which another session owns the
+// record (a Worktree fork): the caller must not save it here again.
+var ErrHandedOver = errors.New("the implementation was handed over to another session")
 
 // ErrNothingToRetry is returned by a retry without a record.
 var ErrNothingToRetry = errors.New("nothing_to_retry: no accepted plan is waiting for implementation")
@@ -44,7 +49,7 @@ var ErrNothingToRetry = errors.New("nothing_to_retry: no accepted plan is waitin
 // stores a bounded reason in the record, which stays retryable.
 func Run(ctx context.Context, env Env, rec *Record) (err error) {
 	defer func() {
-		if err != nil && rec.Step != StepForked {
+		if err != nil && rec.Step != StepForked && !errors.Is(err, ErrHandedOver) {
 			rec.SetReason(err)
 			if serr := env.Save(context.WithoutCancel(ctx), rec); serr != nil {
 				err = fmt.Errorf("%w (and the retry record could not be saved: %v)", err, serr)
@@ -54,6 +59,10 @@ func Run(ctx context.Context, env Env, rec *Record) (err error) {
 	for {
 		switch rec.Step {
 		case StepRecorded:
+			if rec.Selection.Location == Worktree {
+				// Context and Execution run in the fork, exactly as Here.
+				return env.Fork(ctx, rec)
+			}
 			if err := prepareContext(ctx, env, rec); err != nil {
 				return err
 			}
@@ -63,9 +72,9 @@ func Run(ctx context.Context, env Env, rec *Record) (err error) {
 			case rec.Selection.Location == Worktree:
 				return env.Fork(ctx, rec)
 			case rec.Selection.Execution == Goal:
-				if err := env.StartGoal(ctx, rec); err != nil {
-					return err
-				}
+				// The Goal is the recovery boundary: it is persisted and the
+				// record cleared together; its kickoff runs as a Goal turn.
+				return env.StartGoal(ctx, rec)
 			default:
 				rec.Step = StepKickoff
 				if err := env.Save(ctx, rec); err != nil {
@@ -122,15 +131,26 @@ func prepareContext(ctx context.Context, env Env, rec *Record) error {
 }
 
 func kickoff(ctx context.Context, env Env, rec *Record) error {
-	skills, err := ResolveSkills(rec.Selection.Skills)
-	if err != nil {
-		return fmt.Errorf("no request sent: %w", err)
-	}
-	plan, err := env.PlanBody(ctx, rec)
+	prompt, display, err := BuildKickoff(ctx, env, rec)
 	if err != nil {
 		return err
 	}
-	goal := rec.Selection.Execution == Goal
 	Failpoint("handoff.kickoff")
-	return env.Kickoff(ctx, rec, KickoffPrompt(rec, plan, skills, goal), KickoffDisplay(goal))
+	return env.Kickoff(ctx, rec, prompt, display)
+}
+
+// BuildKickoff revalidates the selected skills (a missing, disabled,
+// malformed or no longer user-invocable one means no request) and returns
+// the full kickoff prompt and its display label.
+func BuildKickoff(ctx context.Context, env Env, rec *Record) (prompt, display string, err error) {
+	skills, err := ResolveSkills(rec.Selection.Skills)
+	if err != nil {
+		return "", "", fmt.Errorf("no request sent: %w", err)
+	}
+	plan, err := env.PlanBody(ctx, rec)
+	if err != nil {
+		return "", "", err
+	}
+	goal := rec.Selection.Execution == Goal
+	return KickoffPrompt(rec, plan, skills, goal), KickoffDisplay(goal), nil
 }

@@ -118,4 +118,14 @@ var Failpoints = []string{
 	"handoff.summarized", // Summary: the summary is cached in the record
 	"handoff.context",    // context prepared and committed
 	"handoff.kickoff",    // about to send the kickoff request
+	"handoff.goal",       // Goal persisted and record cleared, kickoff not sent
+}
+
+// ForkFailpoints lists the failpoints of the Worktree fork step, in order.
+var ForkFailpoints = []string{
+	"fork.point",    // fork point recorded
+	"fork.reserved", // branch and directory reserved, no git mutation yet
+	"fork.session",  // fork session exists and is recorded
+	"fork.worktree", // linked worktree created
+	"fork.handed",   // the fork holds its own record; the source's is gone
 }

@@ -78,6 +78,13 @@ var methods = map[string]handlerFunc{
 	"session/compact":           sessionCompact,
 	"session/tracking":          sessionTracking,
 	"implementation/resume":     implementationResume,
+	"goal/get":                  goalGet,
+	"goal/start":                goalStart,
+	"goal/pause":                goalPause,
+	"goal/resume":               goalResume,
+	"goal/budget":               goalBudget,
+	"goal/edit":                 goalEdit,
+	"goal/clear":                goalClear,
 }
 
 // Serve speaks JSON-RPC on r/w until the peer closes the stream or ctx ends.

@@ -35,7 +35,8 @@ func crashAndRetry(t *testing.T, cx, fp string) {
 	v = update(t, ctx, p.c, s.ID, v.Attempt, handoff.Change{Axis: "context", Value: cx})
 	v = update(t, ctx, p.c, s.ID, v.Attempt, handoff.Change{Axis: "mode", Value: "full-auto"})
 	_ = p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil)
-	applicable := fp != "handoff.summarized" || cx == "summary"
+	// Direct execution never reaches the Goal failpoint; Summary only is summarized.
+	applicable := (fp != "handoff.summarized" || cx == "summary") && fp != "handoff.goal"
 	if !applicable {
 		// This Context never reaches the failpoint: the handoff completes.
 		if _, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool {

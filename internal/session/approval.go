@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"planbridge/goal"
 	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/store"
@@ -80,7 +81,23 @@ func (s *Session) presentApproval(ctx context.Context) {
 	s.mu.Lock()
 	s.prop = &p
 	s.mu.Unlock()
+	s.refreshWorktreeNotice(ctx)
 	s.emitApproval()
+}
+
+// refreshWorktreeNotice reruns the status walk for the card when Worktree
+// is selected (on first show and after each selection change only).
+func (s *Session) refreshWorktreeNotice(ctx context.Context) {
+	s.mu.Lock()
+	wt := s.prop != nil && s.selectionLocked().Location == handoff.Worktree
+	s.mu.Unlock()
+	notice := ""
+	if wt {
+		notice = s.worktreeNotice(ctx)
+	}
+	s.mu.Lock()
+	s.wtNotice = notice
+	s.mu.Unlock()
 }
 
 func (s *Session) emitApproval() {
@@ -99,6 +116,7 @@ func (s *Session) Approval() ApprovalView {
 		return v
 	}
 	v.Selection = s.selectionLocked()
+	v.Notice = s.wtNotice
 	v.Title, v.Hash, v.Path, v.Edited = s.prop.Title, s.prop.Hash, agent.WorkScheme+s.prop.Path, s.prop.PersonEdited
 	if b, err := os.ReadFile(filepath.Join(s.workDir, filepath.FromSlash(s.prop.Path))); err == nil {
 		v.Body = strings.TrimSuffix(string(b), "\n")
@@ -113,17 +131,9 @@ func userConfigDir() string {
 	return d
 }
 
-// blockersLocked names what would refuse a Worktree fork right now.
-func (s *Session) blockersLocked() []string {
-	var out []string
-	if len(s.queue) > 0 {
-		out = append(out, fmt.Sprintf("pending input: %d queued follow-up(s)", len(s.queue)))
-	}
-	if s.busy {
-		out = append(out, "a running request")
-	}
-	return out
-}
+// blockersLocked names what would refuse a Worktree fork right now, in the
+// words of the refusal.
+func (s *Session) blockersLocked() []string { return s.forkBlockersLocked() }
 
 // checkAttempt fails closed on a stale or missing attempt id.
 func (s *Session) checkAttemptLocked(attempt string) error {
@@ -155,6 +165,7 @@ func (s *Session) UpdateSelection(ctx context.Context, attempt string, c handoff
 	s.mu.Lock()
 	s.prop = &p
 	s.mu.Unlock()
+	s.refreshWorktreeNotice(ctx)
 	s.emitApproval()
 	return s.Approval(), nil
 }
@@ -298,10 +309,19 @@ func (s *Session) Accept(ctx context.Context, attempt, branch string) (AcceptRes
 		return AcceptResult{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
 	}
 	if sel.Location == handoff.Worktree {
-		return AcceptResult{}, &Error{Code: CodeUnavailable, Message: "Worktree implementation is not available yet; choose Here"}
+		if err := s.checkFork(branch); err != nil {
+			return AcceptResult{}, err
+		}
 	}
+	goalID := ""
 	if sel.Execution == handoff.Goal {
-		return AcceptResult{}, &Error{Code: CodeUnavailable, Message: "Goal execution is not available yet; choose Direct"}
+		s.mu.Lock()
+		unfinished, sum := s.goalUnfinishedLocked(), s.gl.g.Summary()
+		s.mu.Unlock()
+		if unfinished {
+			return AcceptResult{}, &Error{Code: CodeGoalUnfinished, Message: "an unfinished Goal exists (" + sum + "); finish or clear it before accepting with Goal"}
+		}
+		goalID = goal.NewID()
 	}
 	if err := s.m.checkModel(sel.Model); err != nil {
 		return AcceptResult{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
@@ -319,7 +339,7 @@ func (s *Session) Accept(ctx context.Context, attempt, branch string) (AcceptRes
 	handoff.Failpoint("handoff.archived")
 	// 3+4. Accepted, Plan left, retry record — one transaction. From here
 	// acceptance is final.
-	rec := &handoff.Record{Step: handoff.StepRecorded, Selection: sel, Artifact: art, Title: p.Title, Policy: sel.Policy()}
+	rec := &handoff.Record{Step: handoff.StepRecorded, Selection: sel, Artifact: art, Title: p.Title, Policy: sel.Policy(), GoalID: goalID}
 	s.mu.Lock()
 	if err := s.checkAttemptLocked(attempt); err != nil { // first decision wins
 		s.mu.Unlock()
@@ -395,8 +415,16 @@ func (s *Session) startHandoff(rec *handoff.Record) error {
 	})
 }
 
-// Retry resumes an accepted plan's handoff from its recorded step.
+// Retry resumes an accepted plan's handoff from its recorded step. A
+// session that handed its implementation to a Worktree fork retries there.
 func (s *Session) Retry(ctx context.Context) error {
+	if fork := s.Info().ForkedTo; fork != "" {
+		f, err := s.m.Get(ctx, fork)
+		if err != nil {
+			return err
+		}
+		return f.Retry(ctx)
+	}
 	data, err := s.m.st.GetRetryRecord(ctx, s.id)
 	if errors.Is(err, store.ErrNotFound) {
 		return &Error{Code: CodeNothingToRetry, Message: handoff.ErrNothingToRetry.Error()}

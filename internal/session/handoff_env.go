@@ -132,14 +132,6 @@ func (e *handoffEnv) SetupMaterial(ctx context.Context) string {
 	return handoff.FreshSetup(ws, head)
 }
 
-func (e *handoffEnv) Fork(ctx context.Context, rec *handoff.Record) error {
-	return fmt.Errorf("Worktree implementation is not available in this build")
-}
-
-func (e *handoffEnv) StartGoal(ctx context.Context, rec *handoff.Record) error {
-	return fmt.Errorf("Goal execution is not available in this build")
-}
-
 // Kickoff runs the implementation turn under the accepted policy; the retry
 // record is deleted in the transaction that stores the settled turn.
 func (e *handoffEnv) Kickoff(ctx context.Context, rec *handoff.Record, prompt, display string) error {

@@ -28,7 +28,8 @@ const CurrentPlanPath = "plans/current.md"
 
 // registry returns the tools this session's turns are offered.
 func (s *Session) registry() *agent.Registry {
-	return agent.NewRegistry(append(agent.DefaultTools(), s.sessionTools()...)...)
+	tools := append(agent.DefaultTools(), s.sessionTools()...)
+	return agent.NewRegistry(append(tools, s.goalTools()...)...)
 }
 
 // planView hides proposal blocks from the streamed view of a Plan response.

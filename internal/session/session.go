@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"planbridge/goal"
 	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/store"
@@ -29,6 +30,8 @@ type Session struct {
 	prop     *store.Proposal  // the session's proposal, nil if none
 	approval handoff.Approval // the pending presentation, if any (not persisted)
 	track    tracking         // todo list and accepted-plan steps
+	gl       goalState        // the session's Goal
+	wtNotice string           // the card's Worktree notice, from the last status walk
 	msgs     []agent.Message  // transcript of the current context segment
 	nextIdx  int64
 	turnNo   int64
@@ -67,6 +70,9 @@ func loadSession(ctx context.Context, m *Manager, row store.Session) (*Session, 
 	if err := s.loadTracking(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.loadGoal(ctx); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -88,6 +94,9 @@ type Info struct {
 	ProposalStatus string    `json:"proposal_status"`
 	ProposalTitle  string    `json:"proposal_title,omitempty"`
 	Approval       string    `json:"approval"` // "", "shown" or "hidden"
+	Goal           string    `json:"goal,omitempty"`
+	ParentID       string    `json:"parent_id,omitempty"`
+	ForkedTo       string    `json:"forked_to,omitempty"`
 	BlockedTotal   int64     `json:"blocked_total"`
 	LastSeq        int64     `json:"last_seq"`
 	CreatedAt      time.Time `json:"created_at"`
@@ -110,6 +119,10 @@ func (s *Session) Info() Info {
 	if s.approval.Pending() {
 		in.Approval = map[bool]string{false: "shown", true: "hidden"}[s.approval.Hidden]
 	}
+	if s.gl.g != nil {
+		in.Goal = s.gl.g.Summary()
+	}
+	in.ParentID, in.ForkedTo = s.row.ParentID, s.row.ForkedTo
 	s.mu.Unlock()
 	s.evMu.Lock()
 	in.LastSeq = s.lastSeq
@@ -178,7 +191,8 @@ func (s *Session) saveRow(ctx context.Context) error {
 func (s *Session) statusData() map[string]any {
 	in := s.Info()
 	return map[string]any{"plan": in.Plan, "mode": in.Mode, "busy": in.Busy, "queued": in.Queued, "title": in.Title,
-		"proposal_status": in.ProposalStatus, "proposal_title": in.ProposalTitle, "approval": in.Approval, "blocked_total": in.BlockedTotal}
+		"proposal_status": in.ProposalStatus, "proposal_title": in.ProposalTitle, "approval": in.Approval, "blocked_total": in.BlockedTotal,
+		"goal": in.Goal, "forked_to": in.ForkedTo}
 }
 
 // SetMode sets the permission mode. It never touches the Plan posture.
@@ -204,6 +218,11 @@ func (s *Session) EnterPlan(ctx context.Context) error {
 	if s.row.Plan {
 		s.mu.Unlock()
 		return nil
+	}
+	if s.goalUnfinishedLocked() {
+		sum := s.gl.g.Summary()
+		s.mu.Unlock()
+		return &Error{Code: CodeGoalUnfinished, Message: "cannot enter Plan while a Goal is unfinished (" + sum + "); finish, pause and clear it first"}
 	}
 	s.row.Plan = true
 	s.row.PlanEpisode++
@@ -284,6 +303,9 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 	if strings.TrimSpace(text) == "" {
 		return SubmitResult{}, errorf(CodeInvalidParams, "empty prompt")
 	}
+	if fork := s.Info().ForkedTo; fork != "" {
+		return SubmitResult{}, &Error{Code: CodeSessionEnded, Message: "this planning session continued in its Worktree fork " + fork + "; open that session"}
+	}
 	if cmd, rest, ok := slashCommand(text); ok {
 		switch cmd {
 		case "/plan":
@@ -292,6 +314,12 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 			if rest == "" {
 				return SubmitResult{Command: "compact"}, s.Compact()
 			}
+		case "/goal":
+			msg, err := s.GoalCommand(ctx, rest)
+			if err == nil && msg != "" {
+				s.emit("notice", map[string]any{"message": msg})
+			}
+			return SubmitResult{Command: "goal"}, err
 		}
 	}
 	if s.Info().Plan {
@@ -358,6 +386,12 @@ type turnReq struct {
 	// settle, when set, commits with the turn's transcript if the turn
 	// succeeds (e.g. clearing a retry record).
 	settle func(ctx context.Context, tx *sql.Tx) error
+	// goalID binds the turn to a Goal (its kickoff, a continuation or a
+	// follow-up while it is active); goalObjective detects edits.
+	goalID, goalObjective string
+	kickoff               bool // the Goal's kickoff prompt
+	continuation          bool // an automatic Goal continuation
+	retried               bool // already retried once after a transient failure
 }
 
 // prompt runs text as a turn now, or queues it behind the running turn or
@@ -386,13 +420,33 @@ func (s *Session) heldLocked() bool {
 	return s.busy || s.approval.Pending()
 }
 
+// nextLocked picks the next turn when the session is free: a pending Goal
+// kickoff first, then queued input (each its own Goal turn while a Goal is
+// active), then a Goal continuation. paused reports that the Goal was paused
+// by the decision (the caller persists it).
+func (s *Session) nextLocked() (req turnReq, ok, paused bool) {
+	if s.heldLocked() || s.m.isClosed() {
+		return turnReq{}, false, false
+	}
+	if g := s.gl.g; g != nil && g.Status == goal.Active && s.gl.kickoff != "" {
+		return s.nextGoalTurnLocked()
+	}
+	if len(s.queue) > 0 {
+		req, s.queue = s.queue[0], s.queue[1:]
+		return req, true, false
+	}
+	return s.nextGoalTurnLocked()
+}
+
 // kickLocked starts the queue runner if input is ready. Caller holds s.mu.
 func (s *Session) kickLocked() bool {
-	if len(s.queue) == 0 || s.heldLocked() || s.m.isClosed() {
+	req, ok, paused := s.nextLocked()
+	if paused {
+		go s.afterGoalPause()
+	}
+	if !ok {
 		return false
 	}
-	req := s.queue[0]
-	s.queue = s.queue[1:]
 	s.busy = true
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
@@ -418,12 +472,16 @@ func (s *Session) runQueue(ctx context.Context, cancel context.CancelFunc, req t
 		cancel()
 		s.mu.Lock()
 		s.busy, s.cancel = false, nil
-		if len(s.queue) == 0 || s.approval.Pending() || s.m.isClosed() {
+		next, ok, paused := s.nextLocked()
+		if paused {
+			go s.afterGoalPause()
+		}
+		if !ok {
 			s.mu.Unlock()
 			s.emit("status", s.statusData())
 			return
 		}
-		req, s.queue = s.queue[0], s.queue[1:]
+		req = next
 		s.busy = true
 		ctx, cancel = context.WithCancel(context.Background())
 		s.cancel = cancel
@@ -438,6 +496,11 @@ func (s *Session) own(fn func(ctx context.Context)) error {
 	if s.busy {
 		s.mu.Unlock()
 		return errorf(CodeBusy, "the session is busy; wait for the running turn or interrupt it")
+	}
+	if s.row.ForkedTo != "" {
+		fork := s.row.ForkedTo
+		s.mu.Unlock()
+		return &Error{Code: CodeSessionEnded, Message: "this planning session continued in its Worktree fork " + fork}
 	}
 	s.busy = true
 	ctx, cancel := context.WithCancel(context.Background())
@@ -523,4 +586,12 @@ func (s *Session) appendTranscript(ctx context.Context, msgs []agent.Message, se
 		}
 		return store.PutSessionTx(ctx, tx, row)
 	})
+}
+
+// afterGoalPause persists and reports a Goal the continuation decision paused.
+func (s *Session) afterGoalPause() {
+	if err := s.saveGoal(context.Background(), nil); err != nil {
+		s.m.log.Error("save goal", "session", s.id, "err", err)
+	}
+	s.emitGoal()
 }

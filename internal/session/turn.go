@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"planbridge/internal/agent"
@@ -53,6 +54,9 @@ func (k *turnSink) ToolCall(call agent.ToolCall) {
 }
 
 func (k *turnSink) ToolResult(call agent.ToolCall, ok bool, output string) {
+	if ok {
+		k.s.recordEdit(call)
+	}
 	k.s.emit("tool_result", map[string]any{"id": call.ID, "name": call.Name, "ok": ok, "output": clipView(output)})
 }
 
@@ -90,6 +94,11 @@ func clipView(s string) string {
 // runTurn runs one prompt as a model turn and persists what it produced.
 // It returns the turn's error (nil when it settled successfully).
 func (s *Session) runTurn(ctx context.Context, req turnReq) error {
+	if why := s.admitGoalTurn(&req); why != "" {
+		s.emit("notice", map[string]any{"message": "Dropped a stale Goal turn without sending it: " + why + "."})
+		return nil
+	}
+	started := time.Now()
 	text := req.text
 	if s.needsCompaction(text) {
 		if err := s.compactNow(ctx, "the context neared the model's window"); err != nil {
@@ -152,6 +161,15 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		Sink:     sink,
 	}
 	res, err := t.Run(ctx)
+	if req.goalID != "" {
+		if s.settleGoalTurn(ctx, req, res.Usage, time.Since(started), err) {
+			retry := req
+			retry.retried = true
+			s.mu.Lock()
+			s.queue = append([]turnReq{retry}, s.queue...)
+			s.mu.Unlock()
+		}
+	}
 	// The full template counts as delivered only once a model response
 	// actually arrived: a cancelled dispatch leaves it armed.
 	delivered := fullReminder && len(res.Messages) > 0

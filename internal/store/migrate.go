@@ -71,6 +71,27 @@ var migrations = []string{
 		plan TEXT NOT NULL DEFAULT '',
 		updated_at TEXT NOT NULL
 	);`,
+	// 5: Worktree forks (parent link, fork point, successor) and the files
+	// a session edited (restored into its fork).
+	`ALTER TABLE sessions ADD COLUMN parent_id TEXT NOT NULL DEFAULT '';
+	ALTER TABLE sessions ADD COLUMN fork_point INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE sessions ADD COLUMN forked_to TEXT NOT NULL DEFAULT '';
+	CREATE TABLE edited_files (
+		session_id TEXT NOT NULL REFERENCES sessions(id),
+		path TEXT NOT NULL,
+		PRIMARY KEY (session_id, path)
+	);`,
+	// 6: Goals (the record is JSON owned by package goal) with the pending
+	// kickoff prompt of a Goal started by a plan handoff.
+	`CREATE TABLE goals (
+		id TEXT PRIMARY KEY,
+		session_id TEXT NOT NULL REFERENCES sessions(id),
+		data TEXT NOT NULL,
+		kickoff TEXT NOT NULL DEFAULT '',
+		cleared INTEGER NOT NULL DEFAULT 0,
+		updated_at TEXT NOT NULL
+	);
+	CREATE INDEX goals_by_session ON goals(session_id, updated_at);`,
 }
 
 func (s *Store) migrate(ctx context.Context, steps []string) error {

@@ -117,3 +117,47 @@ func PutTrackingTx(ctx context.Context, tx *sql.Tx, sessionID string, t Tracking
 func (s *Store) PutTracking(ctx context.Context, sessionID string, t Tracking) error {
 	return s.Tx(ctx, func(tx *sql.Tx) error { return PutTrackingTx(ctx, tx, sessionID, t) })
 }
+
+// GoalRow is a stored Goal (Data is the goal package's JSON).
+type GoalRow struct {
+	ID        string
+	SessionID string
+	Data      string
+	Kickoff   string // pending kickoff prompt, "" once sent and settled
+	Cleared   bool
+}
+
+// PutGoalTx inserts or replaces a Goal row.
+func PutGoalTx(ctx context.Context, tx *sql.Tx, g GoalRow) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO goals (id, session_id, data, kickoff, cleared, updated_at) VALUES (?,?,?,?,?,?)
+		ON CONFLICT(id) DO UPDATE SET data=excluded.data, kickoff=excluded.kickoff, cleared=excluded.cleared, updated_at=excluded.updated_at`,
+		g.ID, g.SessionID, g.Data, g.Kickoff, g.Cleared, now())
+	if err != nil {
+		return fmt.Errorf("save goal %s: %w", g.ID, err)
+	}
+	return nil
+}
+
+// PutGoal is [PutGoalTx] in its own transaction.
+func (s *Store) PutGoal(ctx context.Context, g GoalRow) error {
+	return s.Tx(ctx, func(tx *sql.Tx) error { return PutGoalTx(ctx, tx, g) })
+}
+
+// CurrentGoal returns the session's most recent Goal that was not cleared;
+// [ErrNotFound] if none.
+func (s *Store) CurrentGoal(ctx context.Context, sessionID string) (GoalRow, error) {
+	var g GoalRow
+	err := s.db.QueryRowContext(ctx, `SELECT id, session_id, data, kickoff, cleared FROM goals
+		WHERE session_id = ? AND cleared = 0 ORDER BY updated_at DESC LIMIT 1`, sessionID).Scan(&g.ID, &g.SessionID, &g.Data, &g.Kickoff, &g.Cleared)
+	if errors.Is(err, sql.ErrNoRows) {
+		return g, fmt.Errorf("goal of %s: %w", sessionID, ErrNotFound)
+	}
+	return g, err
+}
+
+// CountGoals counts a session's Goals (for tests and doctor).
+func (s *Store) CountGoals(ctx context.Context, sessionID string) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM goals WHERE session_id = ?`, sessionID).Scan(&n)
+	return n, err
+}

@@ -20,17 +20,20 @@ type Session struct {
 	PlanEpisode     int64
 	TemplateEpisode int64
 	Segment         int64
+	ParentID        string // the session this one was forked from
+	ForkPoint       int64  // transcript index the fork starts after
+	ForkedTo        string // the fork that continued this session
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }
 
-const sessionCols = `id, workspace, title, plan, mode, blocked_total, plan_episode, template_episode, segment, created_at, updated_at`
+const sessionCols = `id, workspace, title, plan, mode, blocked_total, plan_episode, template_episode, segment, parent_id, fork_point, forked_to, created_at, updated_at`
 
 func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
 	var r Session
 	var created, updated string
 	if err := sc.Scan(&r.ID, &r.Workspace, &r.Title, &r.Plan, &r.Mode, &r.BlockedTotal,
-		&r.PlanEpisode, &r.TemplateEpisode, &r.Segment, &created, &updated); err != nil {
+		&r.PlanEpisode, &r.TemplateEpisode, &r.Segment, &r.ParentID, &r.ForkPoint, &r.ForkedTo, &created, &updated); err != nil {
 		return r, err
 	}
 	r.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
@@ -49,11 +52,13 @@ func PutSessionTx(ctx context.Context, tx *sql.Tx, r Session) error {
 		r.CreatedAt = time.Now()
 	}
 	r.UpdatedAt = time.Now()
-	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?)
+	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET workspace=excluded.workspace, title=excluded.title, plan=excluded.plan,
 		mode=excluded.mode, blocked_total=excluded.blocked_total, plan_episode=excluded.plan_episode,
-		template_episode=excluded.template_episode, segment=excluded.segment, updated_at=excluded.updated_at`,
+		template_episode=excluded.template_episode, segment=excluded.segment, parent_id=excluded.parent_id,
+		fork_point=excluded.fork_point, forked_to=excluded.forked_to, updated_at=excluded.updated_at`,
 		r.ID, r.Workspace, r.Title, r.Plan, r.Mode, r.BlockedTotal, r.PlanEpisode, r.TemplateEpisode, r.Segment,
+		r.ParentID, r.ForkPoint, r.ForkedTo,
 		r.CreatedAt.UTC().Format(time.RFC3339Nano), r.UpdatedAt.UTC().Format(time.RFC3339Nano))
 	if err != nil {
 		return fmt.Errorf("save session %s: %w", r.ID, err)
@@ -216,4 +221,51 @@ func (s *Store) Put(ctx context.Context, key, value string) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value)
 		return err
 	})
+}
+
+// AddEditedFileTx records that a session edited path (workspace-relative).
+func AddEditedFileTx(ctx context.Context, tx *sql.Tx, sessionID, path string) error {
+	_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO edited_files (session_id, path) VALUES (?, ?)`, sessionID, path)
+	return err
+}
+
+// AddEditedFile is [AddEditedFileTx] in its own transaction.
+func (s *Store) AddEditedFile(ctx context.Context, sessionID, path string) error {
+	return s.Tx(ctx, func(tx *sql.Tx) error { return AddEditedFileTx(ctx, tx, sessionID, path) })
+}
+
+// EditedFiles lists the workspace-relative paths a session edited.
+func (s *Store) EditedFiles(ctx context.Context, sessionID string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT path FROM edited_files WHERE session_id = ? ORDER BY path`, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// ForksOf lists the sessions whose parent is id.
+func (s *Store) ForksOf(ctx context.Context, id string) ([]Session, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE parent_id = ?`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		r, err := scanSession(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }

@@ -1,0 +1,406 @@
+package session
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"planbridge/goal"
+	"planbridge/handoff"
+	"planbridge/internal/agent"
+	"planbridge/internal/store"
+)
+
+// CodeRetryConflict reports a different unfinished Goal found by a retry.
+const CodeRetryConflict = "retry_conflict"
+
+// goalState is the session's Goal (guarded by s.mu).
+type goalState struct {
+	g       *goal.Goal
+	kickoff string   // pending kickoff prompt of a plan handoff
+	notes   []string // budget notes not yet delivered to the model
+	retry   bool     // the next kickoff/continuation is the one transient retry
+}
+
+func (s *Session) loadGoal(ctx context.Context) error {
+	row, err := s.m.st.CurrentGoal(ctx, s.id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var g goal.Goal
+	if err := json.Unmarshal([]byte(row.Data), &g); err != nil {
+		s.m.log.Warn("corrupt goal record; ignored", "session", s.id, "goal", row.ID, "err", err)
+		return nil
+	}
+	s.gl = goalState{g: &g, kickoff: row.Kickoff}
+	if g.Status == goal.Active {
+		g.RestorePaused() // a Goal loaded after a restart comes back paused
+		return s.saveGoal(ctx, nil)
+	}
+	return nil
+}
+
+// saveGoal persists the Goal (in tx when given).
+func (s *Session) saveGoal(ctx context.Context, tx *sql.Tx) error {
+	s.mu.Lock()
+	gs := s.gl
+	if gs.g == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	gs.g.UpdatedAt = time.Now()
+	data, _ := json.Marshal(gs.g)
+	row := store.GoalRow{ID: gs.g.ID, SessionID: s.id, Data: string(data), Kickoff: gs.kickoff}
+	s.mu.Unlock()
+	if tx != nil {
+		return store.PutGoalTx(ctx, tx, row)
+	}
+	return s.m.st.PutGoal(ctx, row)
+}
+
+func (s *Session) emitGoal() {
+	s.mu.Lock()
+	g := s.gl.g
+	var data any = map[string]any{"goal": nil, "summary": g.Summary()}
+	if g != nil {
+		c := *g
+		data = map[string]any{"goal": c, "summary": c.Summary(), "kickoff_pending": s.gl.kickoff != ""}
+	}
+	s.mu.Unlock()
+	s.emit("goal", data)
+}
+
+func (s *Session) goalUnfinishedLocked() bool {
+	return s.gl.g != nil && s.gl.g.Status.Unfinished()
+}
+
+// Goal returns a copy of the session's Goal (nil if none).
+func (s *Session) Goal() *goal.Goal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gl.g == nil {
+		return nil
+	}
+	c := *s.gl.g
+	return &c
+}
+
+func goalSummary(g *goal.Goal) string { return g.Summary() }
+
+// planRefMatches checks the Goal's accepted plan still has its hash.
+func (s *Session) planRefMatches(ref string) bool {
+	if ref == "" {
+		return true
+	}
+	p, hash, ok := strings.Cut(strings.TrimPrefix(ref, agent.WorkScheme), "#")
+	if !ok {
+		return false
+	}
+	_, err := s.readArtifact(p, hash)
+	return err == nil
+}
+
+// goalPolicy is the implementation policy of Goal turns.
+func goalPolicy(g *goal.Goal) *handoff.Policy {
+	return &handoff.Policy{Model: g.Policy.Model, Effort: g.Policy.Effort, Mode: g.Policy.Mode}
+}
+
+// nextGoalTurnLocked decides the continuation when the session is idle and
+// nothing is queued: it returns a continuation turn, or pauses the Goal.
+func (s *Session) nextGoalTurnLocked() (turnReq, bool, bool) {
+	g := s.gl.g
+	if g == nil || g.Status != goal.Active {
+		return turnReq{}, false, false
+	}
+	d := goal.Decide(g, goal.Situation{Busy: s.busy, InteractionPending: s.approval.Pending(),
+		QueuedReady: len(s.queue), PlanRefMatches: s.planRefMatches(g.PlanRef)})
+	switch d.Action {
+	case goal.Continue:
+		retried := s.gl.retry
+		s.gl.retry = false
+		if s.gl.kickoff != "" {
+			return turnReq{text: s.gl.kickoff, display: handoff.KickoffDisplay(true), policy: goalPolicy(g),
+				goalID: g.ID, goalObjective: g.Objective, kickoff: true, retried: retried}, true, false
+		}
+		return turnReq{text: goal.ContinuePrompt, display: "Continue Goal", policy: goalPolicy(g),
+			goalID: g.ID, goalObjective: g.Objective, continuation: true, retried: retried}, true, false
+	case goal.Pause:
+		g.Pause(d.Reason)
+		return turnReq{}, false, true
+	}
+	return turnReq{}, false, false
+}
+
+// admitGoalTurn binds a turn to the active Goal: Goal turns use its policy,
+// and a stale kickoff or continuation (Goal paused, cleared, replaced or
+// edited since it was scheduled) is dropped without sending.
+func (s *Session) admitGoalTurn(req *turnReq) (drop string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.gl.g
+	if req.goalID != "" {
+		switch {
+		case g == nil:
+			return "the Goal was cleared"
+		case g.ID != req.goalID:
+			return "the Goal was replaced"
+		case g.Status != goal.Active:
+			return "the Goal is " + g.Status.String()
+		case g.Objective != req.goalObjective:
+			return "the Goal was edited"
+		}
+	} else if g != nil && g.Status == goal.Active && req.policy == nil {
+		// A person's follow-up while the Goal is active is a Goal turn.
+		req.goalID, req.goalObjective, req.policy = g.ID, g.Objective, goalPolicy(g)
+	}
+	if req.goalID != "" && len(s.gl.notes) > 0 {
+		req.text += "\n\n<goal_budget_note>" + strings.Join(s.gl.notes, "\n") + "</goal_budget_note>"
+		s.gl.notes = nil
+	}
+	return ""
+}
+
+// settleGoalTurn books a Goal turn at settlement: accounting, budget notes,
+// budget-limited at or over budget, failures pausing (one transient retry).
+func (s *Session) settleGoalTurn(ctx context.Context, req turnReq, usage agent.Usage, wall time.Duration, err error) (retry bool) {
+	s.mu.Lock()
+	g := s.gl.g
+	if g == nil || g.ID != req.goalID {
+		s.mu.Unlock()
+		return false
+	}
+	for _, n := range g.Settle(goal.TurnUsage{InputTokens: int64(usage.InputTokens), OutputTokens: int64(usage.OutputTokens), Wall: wall}) {
+		s.gl.notes = append(s.gl.notes, n.Text)
+	}
+	if err != nil {
+		retry = g.OnTurnFailure(err, errors.Is(err, agent.ErrTransient), req.retried)
+		if retry && (req.kickoff || req.continuation) {
+			// The continuation regenerates it; mark it as the one retry.
+			s.gl.retry, retry = true, false
+		}
+	} else if req.kickoff {
+		s.gl.kickoff = ""
+	}
+	s.mu.Unlock()
+	if serr := s.saveGoal(context.WithoutCancel(ctx), nil); serr != nil {
+		s.m.log.Error("save goal", "session", s.id, "err", serr)
+	}
+	s.emitGoal()
+	return retry
+}
+
+// GoalCommand runs a `/goal` command: "" (status), "pause", "resume
+// [steering]", "budget N|none", "edit OBJECTIVE", "clear", or an objective
+// to start a new Goal.
+func (s *Session) GoalCommand(ctx context.Context, arg string) (string, error) {
+	verb, rest, _ := strings.Cut(strings.TrimSpace(arg), " ")
+	rest = strings.TrimSpace(rest)
+	s.mu.Lock()
+	g := s.gl.g
+	plan := s.row.Plan
+	s.mu.Unlock()
+	need := func() error {
+		if g == nil {
+			return errorf(CodeInvalidParams, "there is no Goal; start one with /goal OBJECTIVE")
+		}
+		return nil
+	}
+	var msg string
+	var err error
+	kick := false
+	switch verb {
+	case "":
+		return goalSummary(g), nil
+	case "pause":
+		if err = need(); err == nil {
+			s.mu.Lock()
+			g.Pause(goal.ReasonUser)
+			s.mu.Unlock()
+			msg = "Goal paused."
+		}
+	case "resume":
+		if err = need(); err == nil {
+			s.mu.Lock()
+			err = g.Resume()
+			s.mu.Unlock()
+			if err == nil {
+				msg, kick = "Goal resumed.", true
+				if rest != "" {
+					s.enqueue(turnReq{text: rest, display: rest, policy: goalPolicy(g), goalID: g.ID, goalObjective: g.Objective})
+					kick = false
+				}
+			}
+		}
+	case "budget":
+		if err = need(); err == nil {
+			var n int64
+			if rest != "none" {
+				n, err = strconv.ParseInt(strings.ReplaceAll(rest, ",", ""), 10, 64)
+				if err != nil || n <= 0 {
+					err = errorf(CodeInvalidParams, "budget must be a positive token count or none")
+				}
+			}
+			if err == nil {
+				s.mu.Lock()
+				err = g.SetBudget(n)
+				s.mu.Unlock()
+				msg = "Goal budget set."
+			}
+		}
+	case "edit":
+		if err = need(); err == nil {
+			s.mu.Lock()
+			err = g.Edit(rest)
+			s.mu.Unlock()
+			msg = "Goal objective changed."
+		}
+	case "clear":
+		if err = need(); err == nil {
+			s.mu.Lock()
+			data, _ := json.Marshal(g)
+			row := store.GoalRow{ID: g.ID, SessionID: s.id, Data: string(data), Cleared: true}
+			s.mu.Unlock()
+			if err = s.m.st.PutGoal(ctx, row); err == nil {
+				s.mu.Lock()
+				s.gl = goalState{}
+				s.mu.Unlock()
+				s.emitGoal()
+				return "Goal cleared.", nil
+			}
+		}
+	default:
+		if plan {
+			return "", errorf(CodeInvalidParams, "leave Plan before starting a Goal (or accept the plan with Execution = Goal)")
+		}
+		s.mu.Lock()
+		unfinished := s.goalUnfinishedLocked()
+		s.mu.Unlock()
+		if unfinished {
+			return "", errorf(CodeGoalUnfinished, "an unfinished Goal exists (%s); pause, finish or /goal clear it first", goalSummary(g))
+		}
+		model, effort := s.m.sessionModel()
+		s.mu.Lock()
+		mode := s.row.Mode
+		s.mu.Unlock()
+		cfg := s.m.modelConfig()
+		var ng *goal.Goal
+		ng, err = goal.New(goal.NewID(), strings.TrimSpace(arg), cfg.GoalBudget, "", goal.Policy{Model: model, Effort: effort, Mode: mode}, time.Now())
+		if err == nil {
+			s.mu.Lock()
+			s.gl = goalState{g: ng, kickoff: "Work toward this Goal until it is done: " + ng.Objective + "\nWhen it is complete call update_goal with status complete (or blocked with a summary if you cannot continue)."}
+			s.mu.Unlock()
+			msg, kick = "Goal started.", true
+		}
+	}
+	if err != nil {
+		var ae *Error
+		if errors.As(err, &ae) {
+			return "", err
+		}
+		return "", errorf(CodeInvalidParams, "%v", err)
+	}
+	if err := s.saveGoal(ctx, nil); err != nil {
+		return "", err
+	}
+	s.emitGoal()
+	if kick {
+		s.kick()
+	}
+	return msg, nil
+}
+
+// goalTools are offered while a Goal is active: update_goal is the model's
+// only way to end it.
+func (s *Session) goalTools() []*agent.Tool {
+	s.mu.Lock()
+	active := s.gl.g != nil && s.gl.g.Status == goal.Active
+	s.mu.Unlock()
+	if !active {
+		return nil
+	}
+	return []*agent.Tool{{
+		Spec: agent.ToolSpec{Name: "update_goal", Description: "End the active Goal: status complete, or blocked with a summary of what blocks it.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"status":{"type":"string","enum":["complete","blocked"]},"summary":{"type":"string"}},"required":["status"]}`)},
+		Meta: agent.Meta{SessionOnly: true},
+		Run: func(ctx context.Context, env *agent.Env, args json.RawMessage) (string, error) {
+			var a struct{ Status, Summary string }
+			if err := json.Unmarshal(args, &a); err != nil {
+				return "", fmt.Errorf("update_goal: invalid arguments: %w", err)
+			}
+			s.mu.Lock()
+			g := s.gl.g
+			if g == nil {
+				s.mu.Unlock()
+				return "", fmt.Errorf("there is no active Goal")
+			}
+			err := g.Update(a.Status, a.Summary)
+			s.mu.Unlock()
+			if err != nil {
+				return "", err
+			}
+			if err := s.saveGoal(ctx, nil); err != nil {
+				return "", err
+			}
+			s.emitGoal()
+			return "Goal is now " + a.Status + ".", nil
+		},
+	}}
+}
+
+// StartGoal is the Goal step of the handoff (see handoff.Env): it revalidates
+// the skills, then constructs and persists the reserved Goal and clears the
+// retry record in one transaction, then queues the kickoff first in line.
+func (e *handoffEnv) StartGoal(ctx context.Context, rec *handoff.Record) error {
+	s := e.s
+	prompt, display, err := handoff.BuildKickoff(ctx, e, rec)
+	if err != nil {
+		return err
+	}
+	planRef := agent.WorkScheme + rec.Artifact.Path + "#" + rec.Artifact.Hash
+	policy := goal.Policy{Model: rec.Policy.Model, Effort: rec.Policy.Effort, Mode: rec.Policy.Mode}
+	s.mu.Lock()
+	cur := s.gl.g
+	switch {
+	case cur != nil && cur.ID == rec.GoalID:
+		if cur.PlanRef != planRef || cur.Policy != policy {
+			s.mu.Unlock()
+			return &Error{Code: CodeRetryConflict, Message: fmt.Sprintf("the reserved Goal %s no longer matches the accepted plan or policy; it was left untouched", cur.ID)}
+		}
+		if cur.Status == goal.Paused && cur.Reason == goal.ReasonRestart {
+			cur.Status, cur.Reason = goal.Active, "" // reactivate without scheduling
+		}
+	case cur != nil && cur.Status.Unfinished():
+		s.mu.Unlock()
+		return &Error{Code: CodeRetryConflict, Message: fmt.Sprintf("another unfinished Goal exists (%s); it was left untouched", cur.Summary())}
+	default:
+		objective := fmt.Sprintf("Implement the accepted plan %q (%s); its outcomes, constraints and acceptance criteria are the completion contract.", rec.Title, agent.WorkScheme+rec.Artifact.Path)
+		g, err := goal.New(rec.GoalID, objective, rec.Selection.Budget, planRef, policy, time.Now())
+		if err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		s.gl = goalState{g: g, kickoff: prompt}
+	}
+	s.mu.Unlock()
+	err = s.m.st.Tx(ctx, func(tx *sql.Tx) error {
+		if err := s.saveGoal(ctx, tx); err != nil {
+			return err
+		}
+		return store.DeleteRetryRecordTx(ctx, tx, s.id)
+	})
+	if err != nil {
+		return err
+	}
+	s.emitGoal()
+	handoff.Failpoint("handoff.goal")
+	_ = display // the kickoff is dispatched by the Goal continuation, first in line
+	return nil
+}
