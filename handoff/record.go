@@ -119,6 +119,7 @@ var Failpoints = []string{
 	"handoff.context",    // context prepared and committed
 	"handoff.kickoff",    // about to send the kickoff request
 	"handoff.goal",       // Goal persisted and record cleared, kickoff not sent
+	"goal.kickoff",       // the Goal's kickoff turn is about to be sent
 }
 
 // ForkFailpoints lists the failpoints of the Worktree fork step, in order.

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"planbridge/handoff"
 	"planbridge/internal/agent"
 )
 
@@ -97,6 +98,9 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	if why := s.admitGoalTurn(&req); why != "" {
 		s.emit("notice", map[string]any{"message": "Dropped a stale Goal turn without sending it: " + why + "."})
 		return nil
+	}
+	if req.kickoff {
+		handoff.Failpoint("goal.kickoff")
 	}
 	started := time.Now()
 	text := req.text
