@@ -25,6 +25,10 @@
 //     with "id: SEQ", so a reconnecting page resumes where it stopped. The
 //     page reads it with fetch() and a stream reader because EventSource
 //     cannot send the key header.
+//   - Worktree handoff: when a shared session emits "forked", the fork is
+//     shared at the same tiers and expiry, each connected page gets an
+//     "open" frame with the link of its own tier, and the old room ends
+//     with a continuation notice ([Server.Handoff], [Server.HandoffFailed]).
 //   - Secrets are never logged.
 //
 // Rooms live in memory: a restarted planbridge has no shared sessions.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -96,6 +97,45 @@ func withBudget(n int) option { return func(c *share.Config) { c.FrameBudget = n
 // on cleanup it checks that no minted secret reached the log.
 func newFixture(t *testing.T, steps []string, opts ...option) *fixture {
 	t.Helper()
+	return newFixtureIn(t, t.TempDir(), steps, opts...)
+}
+
+// gitWorkspace returns a fresh git checkout with one commit (Worktree
+// acceptance forks it).
+func gitWorkspace(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "greet.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "init"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+// forkOf waits for the session's forked event and returns the fork's id.
+func (f *fixture) forkOf() string {
+	f.t.Helper()
+	var id string
+	waitFor(f.t, "the forked event", func() bool {
+		for _, e := range f.eventsOf("forked") {
+			var d struct{ Fork string }
+			json.Unmarshal(e.Data, &d)
+			id = d.Fork
+		}
+		return id != ""
+	})
+	return id
+}
+
+func newFixtureIn(t *testing.T, ws string, steps []string, opts ...option) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	st, err := store.Open(ctx, t.TempDir())
@@ -113,7 +153,7 @@ func newFixture(t *testing.T, steps []string, opts ...option) *fixture {
 	logs := &syncBuffer{}
 	lg := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	mgr := session.NewManager(session.Config{Store: st, Engine: sc, Logger: lg})
-	sess, err := mgr.Create(ctx, t.TempDir())
+	sess, err := mgr.Create(ctx, ws)
 	if err != nil {
 		t.Fatal(err)
 	}

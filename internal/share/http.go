@@ -37,6 +37,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /s/{room}", s.page)
 	mux.HandleFunc("GET /assets/app.js", asset("assets/app.js", "text/javascript; charset=utf-8"))
 	mux.HandleFunc("GET /assets/app.css", asset("assets/app.css", "text/css; charset=utf-8"))
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("GET /s/{room}/state", s.authed(View, s.state))
 	mux.HandleFunc("GET /s/{room}/events", s.authed(View, s.events))
 	mux.HandleFunc("POST /s/{room}/feedback", s.authed(Full, s.feedback))

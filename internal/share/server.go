@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -195,13 +196,31 @@ func (s *Server) listen() error {
 }
 
 // publish fans a session event out to the streams of its room. It runs on
-// the session's emitting goroutine, so it never blocks.
+// the session's emitting goroutine, so it never blocks. A "forked" event
+// (the session's Worktree fork step, data {fork, branch, dir}) of a shared
+// session hands the room over to the fork.
 func (s *Server) publish(ev session.Event) {
 	s.mu.Lock()
 	r := s.bySession[ev.Session]
 	s.mu.Unlock()
-	if r != nil {
-		r.broadcast(ev)
+	if r == nil {
+		return
+	}
+	r.broadcast(ev)
+	if ev.Kind == "forked" {
+		var d struct {
+			Fork string `json:"fork"`
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil || d.Fork == "" {
+			s.HandoffFailed(ev.Session, "the fork event names no session")
+			return
+		}
+		// Not on the emitting goroutine: Handoff reads the fork session.
+		go func() {
+			if err := s.Handoff(context.Background(), ev.Session, d.Fork); err != nil {
+				s.log.Warn("share handoff to fork failed", "session", ev.Session, "fork", d.Fork, "err", err)
+			}
+		}()
 	}
 }
 
@@ -231,8 +250,8 @@ func (s *Server) Stop(sid string) bool {
 // the old room gets an "open" event carrying the link of its own tier, and
 // the old room ends with a continuation notice. If the fork cannot be
 // shared, the old room ends with a handoff-failed notice (see
-// [Server.HandoffFailed]) and the error is returned. The session layer must
-// call this when a shared session forks.
+// [Server.HandoffFailed]) and the error is returned. The server calls it
+// itself when a shared session emits its "forked" event.
 func (s *Server) Handoff(ctx context.Context, oldSID, newSID string) error {
 	s.mu.Lock()
 	r := s.bySession[oldSID]

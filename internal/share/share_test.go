@@ -109,12 +109,16 @@ func TestEveryActionEveryTier(t *testing.T) {
 	want := map[share.Tier]map[string]int{
 		share.View:  {"feedback": 403, "prompt": 403, "accept-here": 403, "accept-worktree": 403},
 		share.Full:  {"feedback": 200, "prompt": 200, "accept-here": 200, "accept-worktree": 403},
-		share.Owner: {"feedback": 200, "prompt": 200, "accept-here": 200, "accept-worktree": 501},
+		share.Owner: {"feedback": 200, "prompt": 200, "accept-here": 200, "accept-worktree": 200},
 	}
 	for _, tier := range []share.Tier{share.View, share.Full, share.Owner} {
 		for _, a := range actions {
 			t.Run(tier.String()+"/"+a.name, func(t *testing.T) {
-				f := newFixture(t, script())
+				ws := t.TempDir()
+				if a.worktree {
+					ws = gitWorkspace(t)
+				}
+				f := newFixtureIn(t, ws, script())
 				v := f.propose()
 				if a.worktree {
 					f.setWorktree(v.Attempt)
@@ -123,22 +127,21 @@ func TestEveryActionEveryTier(t *testing.T) {
 				queued := f.sess.Info().Queued
 				r := f.call(l, "POST", a.path, a.body(v.Attempt))
 				code := want[tier][a.name]
-				if code == 501 && r.Status == 200 {
-					// The Worktree fork landed in the session: acceptance works.
-					t.Logf("owner Worktree acceptance is available now: %s", r.Raw)
-					return
-				}
 				if r.Status != code {
 					t.Fatalf("status %d (%s), want %d", r.Status, r.Raw, code)
 				}
 				after := f.sess.Approval()
 				switch {
-				case code == 403 || code == 501:
+				case code == 403:
 					if !after.Pending || after.Attempt != v.Attempt || f.sess.Info().Queued != queued || len(f.eventsOf("approval_closed")) != 0 {
 						t.Fatalf("a refused action changed the session: %+v", after)
 					}
-					if code == 501 && !strings.Contains(r.Raw, "not available yet") {
-						t.Fatalf("Worktree refusal should say it is not available yet: %s", r.Raw)
+				case a.name == "accept-worktree":
+					// The fork appears and the share moves to it.
+					fork := f.forkOf()
+					waitFor(t, "the fork to be shared", func() bool { return len(f.srv.Links(fork)) == 1 })
+					if r := f.call(l, "GET", "/state", nil); r.Status != 410 || !strings.Contains(r.Raw, "Worktree fork") {
+						t.Fatalf("old room after the fork: %d %s", r.Status, r.Raw)
 					}
 				case a.name == "feedback":
 					if len(f.eventsOf("approval_closed")) != 1 {

@@ -335,6 +335,9 @@
   }
 
   wire();
+  // Another link of the same room differs only in the fragment, which does
+  // not reload the page: reload so the new key (and tier) takes effect.
+  window.addEventListener('hashchange', () => location.reload());
   if (!key) {
     end({ message: 'This link has no key: open the full link the host gave you.' });
     return;

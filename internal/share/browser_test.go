@@ -1,0 +1,274 @@
+package share_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"planbridge/internal/share"
+)
+
+const chromium = "/usr/bin/chromium"
+
+// browser is a headless Chromium tab that records page errors (script
+// exceptions, console errors, CSP violations).
+type browser struct {
+	ctx context.Context // for actions after the first run; has the test deadline
+
+	mu     sync.Mutex // guards errors
+	errors []string
+}
+
+// newBrowser starts a fresh headless Chromium. It fails, not skips, when
+// Chromium is missing: the share page is only tested for real.
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	if _, err := os.Stat(chromium); err != nil {
+		t.Fatalf("Debian chromium is required for the share page tests: %v", err)
+	}
+	actx, cancel := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox, // the tests run as root
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+	)
+	t.Cleanup(cancel)
+	bctx, cancel2 := chromedp.NewContext(actx)
+	t.Cleanup(cancel2)
+	// The first run starts the browser and must not carry a deadline.
+	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	ctx, cancel3 := context.WithTimeout(bctx, 20*time.Second)
+	t.Cleanup(cancel3)
+	b := &browser{ctx: ctx}
+	msgs := chromedp.Console(bctx)
+	go func() {
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleException {
+				b.mu.Lock()
+				b.errors = append(b.errors, m.String())
+				b.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, e := range b.errors {
+			// A refused action's fetch is logged by Chromium as a failed
+			// resource load; anything else (a CSP violation, an exception)
+			// is a page bug.
+			if !strings.Contains(e, "status of 501") && !strings.Contains(e, "status of 403") {
+				t.Errorf("page error: %s", e)
+			}
+		}
+	})
+	return b
+}
+
+func (b *browser) do(t *testing.T, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (b *browser) eval(t *testing.T, expr string) string {
+	t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// text is the textContent of the first element matching sel ("" if none).
+func (b *browser) text(t *testing.T, sel string) string {
+	t.Helper()
+	return b.eval(t, `(document.querySelector(`+jsString(sel)+`)||{}).textContent||""`)
+}
+
+// waitText polls the text of sel until it contains want.
+func (b *browser) waitText(t *testing.T, sel, want string) {
+	t.Helper()
+	for {
+		got := b.text(t, sel)
+		if strings.Contains(got, want) {
+			return
+		}
+		select {
+		case <-b.ctx.Done():
+			t.Fatalf("timed out waiting for %q in %s; it has %q", want, sel, got)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (b *browser) hidden(t *testing.T, id string) bool {
+	t.Helper()
+	return b.eval(t, `String(document.getElementById(`+jsString(id)+`).hidden)`) == "true"
+}
+
+func jsString(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
+
+func TestBrowserViewShowsTranscriptAndProposal(t *testing.T) {
+	f := newFixture(t, script())
+	f.propose()
+	view := f.share(share.View)[share.View]
+	b := newBrowser(t)
+	b.do(t, chromedp.Navigate(view.URL), chromedp.WaitVisible(chromedp.CSS("#proposal h1")))
+	b.waitText(t, "#proposal h1", "Rename the greeting")
+	b.waitText(t, "#proposal", "Change hello to hi in greet.txt")
+	b.waitText(t, "#transcript", "rename the greeting") // the user prompt
+	b.waitText(t, "#transcript", "Let me look.")        // streamed assistant text
+	b.waitText(t, "#transcript", "list_dir")            // a tool call
+	b.waitText(t, "#settings", "Here")
+	b.waitText(t, "#settings", "Instructions")
+	b.waitText(t, "#tier", "view")
+	for _, id := range []string{"accept-here", "accept-worktree", "feedback-box", "prompt-box"} {
+		if !b.hidden(t, id) {
+			t.Errorf("view page shows #%s", id)
+		}
+	}
+	// Live: what happens in the session now reaches the open page.
+	if _, err := f.sess.Queue("and then run the tests"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitText(t, "#transcript", "Queued: and then run the tests")
+	if got := b.eval(t, `Array.from(document.scripts, s => s.getAttribute('src')).join(' ')`); got != "/assets/app.js" {
+		t.Errorf("page scripts %q, want only /assets/app.js", got)
+	}
+}
+
+func TestBrowserFullFeedbackReachesModel(t *testing.T) {
+	f := newFixture(t, script())
+	f.propose()
+	full := f.share(share.Full)[share.Full]
+	b := newBrowser(t)
+	b.do(t, chromedp.Navigate(full.URL), chromedp.WaitVisible(chromedp.ID("feedback")))
+	if b.hidden(t, "accept-here") {
+		t.Error("full page hides Accept Here for a Here selection")
+	}
+	b.do(t,
+		chromedp.SendKeys(chromedp.ID("feedback"), "Please be polite about it"),
+		chromedp.Click(chromedp.ID("feedback-btn")))
+	b.waitText(t, "#action-status", "Feedback sent")
+	// The feedback reached the model: the script's next response is the
+	// revised plan, now the pending proposal.
+	waitFor(t, "the revised proposal", func() bool {
+		v := f.sess.Approval()
+		return v.Pending && v.Title == "Rename the greeting politely"
+	})
+	var sawFeedback bool
+	for _, e := range f.eventsOf("user") {
+		sawFeedback = sawFeedback || strings.Contains(string(e.Data), "Feedback: Please be polite about it")
+	}
+	if !sawFeedback {
+		t.Fatal("no feedback user event")
+	}
+	b.waitText(t, "#proposal h1", "Rename the greeting politely")
+	b.waitText(t, "#transcript", "Feedback: Please be polite about it")
+}
+
+func TestBrowserOwnerWorktreeAccept(t *testing.T) {
+	f := newFixtureIn(t, gitWorkspace(t), script())
+	v := f.propose()
+	f.setWorktree(v.Attempt)
+	links := f.share(share.Full, share.Owner)
+	b := newBrowser(t)
+	// A full page sees the Worktree selection but no way to accept it.
+	b.do(t, chromedp.Navigate(links[share.Full].URL), chromedp.WaitVisible(chromedp.ID("feedback")))
+	b.waitText(t, "#settings", "Worktree")
+	b.waitText(t, "#accept-reason", "owner link")
+	if !b.hidden(t, "accept-worktree") || !b.hidden(t, "accept-here") {
+		t.Error("full page offers acceptance of a Worktree selection")
+	}
+	// The owner page types a branch and accepts.
+	b.do(t, chromedp.Navigate(links[share.Owner].URL), chromedp.WaitVisible(chromedp.ID("branch")),
+		chromedp.SendKeys(chromedp.ID("branch"), "pb/rename-greeting"),
+		chromedp.Click(chromedp.ID("accept-worktree-btn")))
+	var status string
+	for status == "" {
+		if b.ctx.Err() != nil {
+			t.Fatal("timed out waiting for the acceptance result on the page")
+		}
+		time.Sleep(50 * time.Millisecond)
+		status = b.text(t, "#action-status")
+	}
+	t.Logf("owner page after Accept in Worktree: %q", status)
+	if !strings.HasPrefix(status, "Accepted") {
+		t.Fatalf("owner Worktree acceptance: page shows %q", status)
+	}
+	// The fork appears, is shared at the same tiers, and the page offers it.
+	fork := f.forkOf()
+	b.waitText(t, "#banner", "continues in a Worktree fork")
+	b.waitText(t, "#banner", "Open the Worktree session (owner link)")
+	tiers := map[share.Tier]bool{}
+	for _, l := range f.srv.Links(fork) {
+		tiers[l.Tier] = true
+	}
+	if !tiers[share.Full] || !tiers[share.Owner] || len(tiers) != 2 {
+		t.Fatalf("fork shared at %v, want full and owner", tiers)
+	}
+	f.remember(share.Link{URL: b.eval(t, `document.querySelector('#banner a.open-link').href`)})
+	b.do(t, chromedp.Click(chromedp.CSS("#banner a.open-link")))
+	b.waitText(t, "#tier", "owner")
+	b.waitText(t, "#conn", "live")
+	if fi := f.sess.Info(); fi.ProposalStatus != "accepted" {
+		t.Fatalf("old session after the fork: %+v", fi)
+	}
+}
+
+func TestBrowserHandoffShowsOpenLink(t *testing.T) {
+	f := newFixture(t, script())
+	f.propose()
+	view := f.share(share.View)[share.View]
+	fork, err := f.mgr.Create(f.ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	b.do(t, chromedp.Navigate(view.URL), chromedp.WaitVisible(chromedp.CSS("#proposal h1")))
+	b.waitText(t, "#conn", "live")
+	if err := f.srv.Handoff(f.ctx, f.sess.ID(), fork.ID()); err != nil {
+		t.Fatal(err)
+	}
+	b.waitText(t, "#banner", "continues in a Worktree fork")
+	b.waitText(t, "#banner", "Open the Worktree session (view link)")
+	href := b.eval(t, `document.querySelector('#banner a.open-link').href`)
+	var newURL string
+	for _, l := range f.srv.Links(fork.ID()) {
+		if l.Tier != share.View {
+			t.Fatalf("fork shared at %s, want only view", l.Tier)
+		}
+	}
+	newURL = href
+	if !strings.Contains(newURL, "#k=") || strings.HasPrefix(newURL, strings.Split(view.URL, "#")[0]+"#") {
+		t.Fatalf("open link %q", newURL)
+	}
+	f.remember(share.Link{URL: newURL})
+	// Following it opens the fork's room.
+	b.do(t, chromedp.Click(chromedp.CSS("#banner a.open-link")))
+	b.waitText(t, "#tier", "view")
+	b.waitText(t, "#conn", "live")
+	if !strings.Contains(b.eval(t, "location.href"), strings.Split(strings.Split(newURL, "/s/")[1], "#")[0]) {
+		t.Fatalf("did not navigate to the fork's room")
+	}
+}
