@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -358,5 +359,33 @@ func TestStatusRunsNoHelper(t *testing.T) {
 	cmd.Run()
 	if _, err := os.Stat(marker); err != nil {
 		t.Error("fixture is not hostile: git status did not create the marker")
+	}
+}
+
+func TestHeadDetachedAndPackedBranches(t *testing.T) {
+	hermetic(t)
+	dir := newRepo(t, map[string]string{"a": "a\n"})
+	gitCmd(t, dir, "branch", "feature/one")
+	gitCmd(t, dir, "branch", "two")
+	gitCmd(t, dir, "pack-refs", "--all")
+	head := strings.TrimSpace(gitCmd(t, dir, "rev-parse", "HEAD"))
+	gitCmd(t, dir, "checkout", "-q", "--detach")
+	r, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b, h, err := r.Head()
+	if err != nil || b != "" || h != head {
+		t.Errorf("Head() = %q, %q, %v; want detached at %s", b, h, err, head)
+	}
+	br, err := r.Branches()
+	if err != nil || strings.Join(br, ",") != "feature/one,main,two" {
+		t.Errorf("Branches() = %v, %v", br, err)
+	}
+	writeFile(t, dir, "a", "changed\n")
+	compareStatus(t, dir)
+	if _, err := AddWorktree(context.Background(), dir, "wt", "two"); !errors.Is(err, ErrBranchExists) {
+		t.Errorf("packed branch not seen as existing: %v", err)
 	}
 }
