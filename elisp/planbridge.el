@@ -929,11 +929,13 @@ The text BODY inserts is made read-only."
                               "✗ error: " (or (plist-get data :message) "")))
     ("queued"
      (planbridge--insert-line 'planbridge-notice
-                              "… queued: " (or (plist-get data :text) "")))
+                              "… queued: " (or (plist-get data :text) ""))
+     (planbridge--refresh-pending-approval))
     ("turn_start"
      ;; The backend sends no `status' when a turn starts.
      (planbridge--update-info '(:busy t)))
     ("turn_end"
+     (planbridge--refresh-pending-approval)
      (let ((err (plist-get data :error)))
        (planbridge--insert-line 'planbridge-tool-result
                                 (format "─ turn %s %s"
@@ -1181,6 +1183,15 @@ dismissed.  SELECT non-nil selects the card's window."
                 (when (buffer-live-p buf)
                   (with-current-buffer buf
                     (planbridge--apply-approval view)))))))
+
+(defun planbridge--refresh-pending-approval ()
+  "Fetch the approval again if one is pending and this is no replay.
+The view's Worktree blockers change when a turn ends or input is
+queued, and the backend sends no new approval event then."
+  (when (and (not planbridge--replaying)
+             (planbridge--view-true-p planbridge--approval :pending)
+             (planbridge--live-p))
+    (planbridge--refresh-approval)))
 
 (defun planbridge--card-name ()
   "Return the name of the current session's approval card buffer."

@@ -652,6 +652,35 @@ Return the card buffer."
       ;; The header says nothing is hidden.
       (should-not (string-match-p "1 plan" (planbridge-test--header))))))
 
+(ert-deftest planbridge-test-card-narrowest-window ()
+  "Rows follow the narrowest window showing the card; the height stays."
+  (planbridge-test-with-session (planbridge-test--script (list :text planbridge-test--plan-text))
+    (let* ((card (planbridge-test--propose))
+           (lines (planbridge-test--card-lines card))
+           (win (get-buffer-window card t))
+           (narrow (split-window win -30 'right)))
+      (set-window-buffer narrow card)
+      (should (< (window-body-width narrow) (window-body-width win)))
+      ;; The window change hook redraws from a timer.
+      (planbridge--card-redraw-soon narrow)
+      (planbridge-test--wait
+       (lambda () (equal (buffer-local-value 'planbridge--card-width card)
+                         (1- (window-body-width narrow))))
+       "the redraw for the narrow window")
+      (dolist (axis '(title location context execution budget mode model
+                            skills instructions notice footer))
+        (should (< (string-width (planbridge-test--row card axis))
+                   (window-body-width narrow))))
+      (should (string-suffix-p "…" (planbridge-test--row card 'footer)))
+      (should (= lines (planbridge-test--card-lines card)))
+      ;; The hook never draws into another buffer.
+      (let ((session (current-buffer))
+            (text (planbridge-test--buffer-text)))
+        (set-window-buffer narrow session)
+        (planbridge--card-redraw-soon narrow)
+        (accept-process-output nil 0.1)
+        (should (equal text (planbridge-test--buffer-text)))))))
+
 (ert-deftest planbridge-test-card-rows-cut-with-ellipsis ()
   "A row longer than the window is cut with an ellipsis, full text on hover."
   (let* ((view (list :pending t :attempt "a-1" :hidden :json-false
@@ -734,6 +763,26 @@ Return the card buffer."
         (should (= lines (planbridge-test--card-lines card)))
         ;; s without skills is a user error.
         (should-error (planbridge-test--press card "s") :type 'user-error)
+        ;; With a skill in the project, s toggles it.
+        (let ((dir (expand-file-name ".planbridge/skills/tidy/" planbridge-test--repo)))
+          (make-directory dir t)
+          (with-temp-file (expand-file-name "SKILL.md" dir)
+            (insert "---\nname: tidy\ndescription: Tidy up the code\n---\nBe tidy.\n")))
+        (planbridge-test--press card "g")
+        (planbridge-test--wait
+         (lambda () (plist-get (buffer-local-value 'planbridge--card-view card) :skills))
+         "the skills to be listed")
+        (cl-letf (((symbol-function 'completing-read)
+                   (lambda (_prompt table &rest _) (caar table))))
+          (planbridge-test--press card "s")
+          (planbridge-test--wait
+           (lambda () (string-match-p "Skills +tidy$" (planbridge-test--row card 'skills)))
+           "the skills row")
+          (should (= lines (planbridge-test--card-lines card)))
+          (planbridge-test--press card "s")
+          (planbridge-test--wait
+           (lambda () (string-match-p "Skills +none$" (planbridge-test--row card 'skills)))
+           "the skill toggled off"))
         ;; i opens an editor; C-c C-c saves through approval/update.
         (planbridge-test--press card "i")
         (let ((draft (get-buffer (format "*planbridge instructions: %s*" planbridge--session-id))))
@@ -947,6 +996,12 @@ Return the card buffer."
   "C-c TAB queues the composer text without demoting the proposal."
   (planbridge-test-with-session (planbridge-test--script (list :text planbridge-test--plan-text))
     (let ((card (planbridge-test--propose)))
+      ;; The proposal's view was made while its turn ran; the card is
+      ;; fetched again when the turn ends, so no stale blocker remains.
+      (planbridge-test--wait
+       (lambda () (seq-empty-p (plist-get (buffer-local-value 'planbridge--card-view card)
+                                          :blockers)))
+       "the blockers of the running turn to go")
       (should (eq (key-binding (kbd "C-c TAB")) #'planbridge-queue-follow-up))
       (goto-char (point-max))
       (insert "afterwards, update the README")
@@ -958,7 +1013,40 @@ Return the card buffer."
        "the queued line")
       (should (buffer-live-p card))
       (should (equal "proposed" (plist-get (planbridge-test--status) :proposal_status)))
-      (should (eq t (plist-get (planbridge-test--approval) :pending))))))
+      (should (eq t (plist-get (planbridge-test--approval) :pending)))
+      ;; With Worktree, the notice row names what would refuse the fork.
+      (let ((lines (planbridge-test--card-lines card)))
+        (planbridge-test--press card "l")
+        (planbridge-test--wait
+         (lambda () (string-match-p "\\`Worktree blocked by: pending input.*1 queued follow-up"
+                                    (planbridge-test--row card 'notice)))
+         "the notice row")
+        (should (= lines (planbridge-test--card-lines card)))))))
+
+(ert-deftest planbridge-test-card-accept-worktree-branch ()
+  "RET with Worktree reads a branch name and sends it with the acceptance."
+  (planbridge-test-with-session planbridge-test--propose-and-implement
+    (let* ((card (planbridge-test--propose))
+           (sent nil)
+           (record (lambda (_conn &rest args) (push args sent))))
+      (planbridge-test--press card "l")
+      (planbridge-test--wait
+       (lambda () (string-match-p "Location +Worktree" (planbridge-test--row card 'location)))
+       "Worktree")
+      (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "")))
+        (should-error (planbridge-test--press card "RET") :type 'user-error))
+      (advice-add 'jsonrpc-connection-send :before record)
+      (unwind-protect
+          (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "plan/rename")))
+            (planbridge-test--press card "RET"))
+        (advice-remove 'jsonrpc-connection-send record))
+      (let ((accept (seq-find (lambda (m) (equal (planbridge--method-name (plist-get m :method))
+                                                 "approval/accept"))
+                              sent)))
+        (should accept)
+        (should (equal (plist-get (plist-get accept :params) :branch) "plan/rename"))
+        (should (equal (plist-get (plist-get accept :params) :attempt)
+                       (plist-get (buffer-local-value 'planbridge--card-view card) :attempt)))))))
 
 (ert-deftest planbridge-test-card-after-reopen ()
   "A session opened again shows its pending card from `approval/get'."
