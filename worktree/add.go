@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -38,6 +39,12 @@ type Added struct {
 	GitDir string // the worktree's administrative directory
 	Files  int    // files, symlinks and gitlinks written
 	Copied int    // of Files, copied from the source checkout instead of inflated
+}
+
+// DefaultPath returns where a fork of the checkout at root on branch goes:
+// root/.worktrees/<last component of branch>, as the handoff specifies.
+func DefaultPath(root, branch string) string {
+	return filepath.Join(root, ".worktrees", path.Base(branch))
 }
 
 // CleanupCommand returns the shell command that removes a worktree at dir

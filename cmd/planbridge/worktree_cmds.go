@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path"
 	"path/filepath"
 
 	"planbridge/worktree"
@@ -146,7 +145,7 @@ func runWorktree(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 1
 		}
 		r.Close()
-		p = filepath.Join(r.Root, ".worktrees", path.Base(*branch))
+		p = worktree.DefaultPath(r.Root, *branch)
 	} else if p, err = filepath.Abs(p); err != nil {
 		fmt.Fprintln(stderr, "planbridge worktree add:", err)
 		return 1
