@@ -138,7 +138,16 @@ if screen | grep -Eq '^ (l|c|e|m|M|s|i) +[A-Z][a-z]+ .*\\$'; then
   fail "a card row wrapped"
 fi
 
-# The card is selected: m sets the implementation's mode, RET accepts.
+# The card is selected: q hides it, the header counts it, C-c C-a in
+# the session brings it back.
+tm send-keys -t "$name" q
+wait_for '^\[Plan · ask\] 1 plan'
+screen | grep -q 'Location +Here' && fail "the card is still shown after q"
+tm send-keys -t "$name" C-c C-a
+wait_for 'Location +Here'
+screen | grep -q '^\[Plan · ask\] 1 plan' && fail "the counter is still shown"
+
+# m sets the implementation's mode, RET accepts.
 tm send-keys -t "$name" m
 wait_for 'Mode +edits'
 tm send-keys -t "$name" Enter
