@@ -278,6 +278,10 @@ first; they are rendered after the replay.")
 (defvar-local planbridge--card nil
   "The approval card buffer of this session, or nil.")
 
+(defvar-local planbridge--card-memory nil
+  "What a dismissed card leaves behind: (ATTEMPT . COMMENTS).
+A hidden card that is shown again gets its line comments back.")
+
 (defvar planbridge--replaying nil
   "Non-nil, dynamically, while stored events are replayed.
 Replayed events redraw the transcript only; the approval card comes
@@ -1210,16 +1214,19 @@ in any case."
                              (generate-new-buffer (planbridge--card-name))
                            (planbridge-approval-mode)
                            (current-buffer)))))
-         (new (not (equal (plist-get view :attempt)
-                          (plist-get (buffer-local-value 'planbridge--card-view card)
-                                     :attempt))))
+         (attempt (plist-get view :attempt))
+         (shown (plist-get (buffer-local-value 'planbridge--card-view card) :attempt))
+         (new (not (equal attempt (or shown (car planbridge--card-memory)))))
+         (comments (and (not shown) (equal attempt (car planbridge--card-memory))
+                        (cdr planbridge--card-memory)))
          (id planbridge--session-id)
          (dir default-directory))
+    (setq planbridge--card-memory nil)
     (with-current-buffer card
       (setq planbridge--card-session id)
       (setq default-directory dir)
-      (when new
-        (setq planbridge--card-comments nil))
+      (cond (comments (setq planbridge--card-comments comments))
+            ((not (equal attempt shown)) (setq planbridge--card-comments nil)))
       (setq planbridge--card-view view))
     (when (planbridge--draw-card card)
       (let ((win (or (get-buffer-window card t)
@@ -1238,6 +1245,9 @@ in any case."
   "Remove the current session's approval card, if it exists."
   (when-let ((card (planbridge--card-live-p)))
     (setq planbridge--card nil)
+    (setq planbridge--card-memory
+          (cons (plist-get (buffer-local-value 'planbridge--card-view card) :attempt)
+                (buffer-local-value 'planbridge--card-comments card)))
     (dolist (win (get-buffer-window-list card nil t))
       (when (window-live-p win)
         (quit-window nil win)))
@@ -1749,16 +1759,20 @@ uses `markdown-mode' when it is installed."
         (save planbridge--draft-save)
         (buf (current-buffer)))
     (funcall save text)
-    (quit-window nil (get-buffer-window buf))
-    (kill-buffer buf)))
+    (planbridge--close-draft buf)))
+
+(defun planbridge--close-draft (buf)
+  "Quit the windows of draft buffer BUF and kill it."
+  (dolist (win (get-buffer-window-list buf nil t))
+    (when (window-live-p win)
+      (quit-window nil win)))
+  (kill-buffer buf))
 
 (defun planbridge-draft-cancel ()
   "Throw away the draft in the current buffer."
   (interactive)
-  (let ((buf (current-buffer)))
-    (quit-window nil (get-buffer-window buf))
-    (kill-buffer buf)
-    (message "planbridge: Draft discarded")))
+  (planbridge--close-draft (current-buffer))
+  (message "planbridge: Draft discarded"))
 
 (defun planbridge-approval-edit-instructions ()
   "Edit the implementation's Instructions in a buffer.

@@ -908,6 +908,12 @@ Return the card buffer."
   "q hides the card; the header counter and the command bring it back."
   (planbridge-test-with-session (planbridge-test--script (list :text planbridge-test--plan-text))
     (let ((card (planbridge-test--propose)))
+      ;; A line comment survives hiding.
+      (with-current-buffer card
+        (goto-char (point-min))
+        (search-forward "- Change hello")
+        (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "hey")))
+          (call-interactively #'planbridge-approval-comment)))
       (planbridge-test--press card "q")
       (planbridge-test--wait (lambda () (not (buffer-live-p card))) "the card to hide")
       (planbridge-test--wait (lambda () (string-match-p "1 plan" (planbridge-test--header)))
@@ -925,6 +931,8 @@ Return the card buffer."
       (call-interactively #'planbridge-show-approval)
       (let ((card (planbridge-test--wait-card)))
         (should (get-buffer-window card t))
+        (should (eq (window-buffer (selected-window)) card))
+        (should (equal (buffer-local-value 'planbridge--card-comments card) '((4 . "hey"))))
         (should (string-match-p "Location +Here" (planbridge-test--row card 'location))))
       (should-not (string-match-p "1 plan" (planbridge-test--header)))
       (should (eq :json-false (plist-get (planbridge-test--approval) :hidden))))))
