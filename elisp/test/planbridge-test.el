@@ -652,6 +652,35 @@ Return the card buffer."
       ;; The header says nothing is hidden.
       (should-not (string-match-p "1 plan" (planbridge-test--header))))))
 
+(ert-deftest planbridge-test-render-handoff-events ()
+  "Handoff, summary and approval events render as transcript lines.
+Replayed approval events draw no card: `approval/get' does that."
+  (with-temp-buffer
+    (planbridge-session-mode)
+    (let ((planbridge--replaying t))
+      (planbridge--handle-event
+       '(:seq 1 :kind "approval" :data (:pending t :attempt "a-1" :hidden :json-false)))
+      (planbridge--handle-event
+       '(:seq 2 :kind "approval_closed" :data (:attempt "a-1" :reason "cancelled"))))
+    (should-not planbridge--card)
+    (should-not planbridge--approval)
+    (let ((messages (planbridge-test--messages-mark)))
+      (planbridge--handle-event '(:seq 3 :kind "notice" :data (:message "Preparing implementation...")))
+      (planbridge--handle-event '(:seq 4 :kind "handoff" :data (:state "started" :step "recorded")))
+      (planbridge--handle-event '(:seq 5 :kind "summary" :data (:chars 1234)))
+      (planbridge--handle-event
+       '(:seq 6 :kind "handoff" :data (:state "failed" :step "kickoff" :reason "provider down")))
+      (let ((text (planbridge-test--buffer-text)))
+        (should (string-match-p "^ℹ Plan cancelled: the proposal is a draft now$" text))
+        (should (string-match-p "^ℹ Preparing implementation\\.\\.\\.$" text))
+        (should (string-match-p "^ℹ Implementation handoff started (step recorded)$" text))
+        (should (string-match-p "^ℹ Handoff summary ready (1234 characters)$" text))
+        (should (string-match-p "^✗ Implementation handoff failed at step kickoff: provider down; retry with M-x planbridge-retry-plan-implementation$" text))
+        (should-not (string-match-p "\\[approval\\]" text)))
+      (let ((logged (planbridge-test--messages-since messages)))
+        (should (string-match-p "^planbridge: Preparing implementation\\.\\.\\.$" logged))
+        (should (string-match-p "^planbridge: Implementation handoff failed at step kickoff" logged))))))
+
 (ert-deftest planbridge-test-card-narrowest-window ()
   "Rows follow the narrowest window showing the card; the height stays."
   (planbridge-test-with-session (planbridge-test--script (list :text planbridge-test--plan-text))
