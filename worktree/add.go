@@ -312,6 +312,9 @@ func (r *Repo) createBranch(name string, commit [20]byte) error {
 		return fmt.Errorf("worktree: create branch %s: %w", name, err)
 	}
 	_, werr := f.WriteString(hex.EncodeToString(commit[:]) + "\n")
+	if werr == nil {
+		werr = f.Sync() // like git's default core.fsync for references
+	}
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
