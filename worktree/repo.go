@@ -26,7 +26,7 @@ import (
 var ErrNotRepository = errors.New("not a git checkout")
 
 // Repo is an opened (non-bare) git checkout: the main worktree or a linked
-// one. Its methods only read the repository, except [AddWorktree].
+// one. Its methods only read the repository; [AddWorktree] is what writes.
 //
 // A Repo is safe for concurrent use; it caches nothing that a later git
 // command could make stale except the configuration read by [Open].
