@@ -36,7 +36,7 @@ func crashAndRetry(t *testing.T, cx, fp string) {
 	v = update(t, ctx, p.c, s.ID, v.Attempt, handoff.Change{Axis: "mode", Value: "full-auto"})
 	_ = p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil)
 	// Direct execution never reaches the Goal failpoint; Summary only is summarized.
-	applicable := (fp != "handoff.summarized" || cx == "summary") && fp != "handoff.goal"
+	applicable := (fp != "handoff.summarized" || cx == "summary") && fp != "handoff.goal" && fp != "goal.kickoff"
 	if !applicable {
 		// This Context never reaches the failpoint: the handoff completes.
 		if _, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool {

@@ -296,6 +296,16 @@ func artifactName(hash string) string { return "plans/accepted-" + hash[:16] + "
 // archive immutably, then (one transaction) mark accepted, leave Plan and
 // write the retry record; then the handoff runs in the background.
 func (s *Session) Accept(ctx context.Context, attempt, branch string) (AcceptResult, error) {
+	return s.AcceptExpecting(ctx, attempt, branch, "")
+}
+
+// ErrSettingsChanged refuses an acceptance whose settings moved under it.
+var errSettingsChanged = &Error{Code: "settings_changed", Message: "the approval settings changed during acceptance; review them and accept again"}
+
+// AcceptExpecting is [Session.Accept] that also refuses, atomically with
+// the attempt check, unless the selection's Location is expect ("" = any):
+// a browser link can thus never accept a Location it may not choose.
+func (s *Session) AcceptExpecting(ctx context.Context, attempt, branch string, expect handoff.Location) (AcceptResult, error) {
 	// 1. Validate. A refusal leaves the card pending.
 	s.mu.Lock()
 	if err := s.checkAttemptLocked(attempt); err != nil {
@@ -303,6 +313,10 @@ func (s *Session) Accept(ctx context.Context, attempt, branch string) (AcceptRes
 		return AcceptResult{}, err
 	}
 	sel := s.selectionLocked()
+	if expect != "" && sel.Location != expect {
+		s.mu.Unlock()
+		return AcceptResult{}, errSettingsChanged
+	}
 	p := *s.prop
 	s.mu.Unlock()
 	if err := sel.Validate(); err != nil {
@@ -344,6 +358,10 @@ func (s *Session) Accept(ctx context.Context, attempt, branch string) (AcceptRes
 	if err := s.checkAttemptLocked(attempt); err != nil { // first decision wins
 		s.mu.Unlock()
 		return AcceptResult{}, err
+	}
+	if cur := s.selectionLocked(); !sameSelection(cur, sel) {
+		s.mu.Unlock()
+		return AcceptResult{}, errSettingsChanged
 	}
 	a := s.closeApprovalLocked()
 	p.Status, p.Rejections = ProposalAccepted, 0
@@ -494,4 +512,12 @@ func slug(title string) string {
 		return "plan"
 	}
 	return out
+}
+
+// sameSelection compares selections, ignoring the acceptance-time branch.
+func sameSelection(a, b handoff.Selection) bool {
+	a.Branch, b.Branch = "", ""
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
 }

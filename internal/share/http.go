@@ -367,7 +367,9 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, g guest) {
 		writeError(w, http.StatusBadRequest, "invalid_params", "a branch applies only to Worktree acceptance; the host chose Here")
 		return
 	}
-	res, err := g.sess.Accept(r.Context(), req.Attempt, req.Branch)
+	// The session re-checks the Location under its lock, with the attempt:
+	// the host switching to Worktree meanwhile cannot slip past the tier.
+	res, err := g.sess.AcceptExpecting(r.Context(), req.Attempt, req.Branch, a.Selection.Location)
 	if err != nil {
 		s.fail(w, err)
 		return
