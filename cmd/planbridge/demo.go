@@ -107,6 +107,38 @@ func demo(out io.Writer, keep bool) error {
 	after, _ := os.ReadFile(filepath.Join(repo, "main.go"))
 	fmt.Fprintf(out, "\n/plan status: %s\n", status.Text)
 	fmt.Fprintf(out, "main.go unchanged by the refused write: %v\n", string(before) == string(after))
+
+	// The approval card: choose Summary context and edits mode, then accept.
+	var card struct {
+		Attempt string `json:"attempt"`
+	}
+	if err := c.Call(ctx, "approval/get", map[string]string{"session": sess.ID}, &card); err != nil {
+		return err
+	}
+	for _, ch := range []map[string]string{{"axis": "context", "value": "summary"}, {"axis": "mode", "value": "edits"}} {
+		if err := c.Call(ctx, "approval/update", map[string]any{"session": sess.ID, "attempt": card.Attempt, "change": ch}, &card); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "\n[approval card] Location here · Context summary · Execution direct · Mode edits → RET (accept)\n")
+	seen := len(c.Events())
+	var acc struct {
+		Artifact string `json:"artifact"`
+	}
+	if err := c.Call(ctx, "approval/accept", map[string]string{"session": sess.ID, "attempt": card.Attempt}, &acc); err != nil {
+		return err
+	}
+	if _, err := c.WaitEvent(ctx, func(e rpc.Event) bool {
+		return e.Kind == "handoff" && (strings.Contains(string(e.Data), `"done"`) || strings.Contains(string(e.Data), `"failed"`))
+	}); err != nil {
+		return err
+	}
+	printTranscript(out, c.Events()[seen:])
+	if err := c.Call(ctx, "plan/status", map[string]string{"session": sess.ID}, &status); err != nil {
+		return err
+	}
+	diff, _ := exec.Command("git", "-C", repo, "diff", "--stat").CombinedOutput()
+	fmt.Fprintf(out, "\naccepted plan archived as %s\n/plan status: %s\ngit diff --stat:\n%s", acc.Artifact, status.Text, diff)
 	fmt.Fprintf(out, "state lives in %s (SQLite: state.db; plan files under sessions/<id>/work/)\n", state)
 	return c.Call(ctx, "shutdown", nil, nil)
 }
@@ -176,6 +208,22 @@ func printTranscript(out io.Writer, evs []rpc.Event) {
 		case "notice", "error":
 			nl()
 			fmt.Fprintf(out, "  [%s] %s\n", e.Kind, d["message"])
+		case "user":
+			nl()
+			fmt.Fprintf(out, "> %s\n", d["display"])
+		case "steps":
+			var p struct {
+				Steps []struct{ ID, Status, Imperative string }
+			}
+			json.Unmarshal(e.Data, &p)
+			done := 0
+			for _, st := range p.Steps {
+				if st.Status == "completed" {
+					done++
+				}
+			}
+			nl()
+			fmt.Fprintf(out, "  [steps] %d/%d done\n", done, len(p.Steps))
 		}
 	}
 	nl()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -159,17 +160,13 @@ func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		line("database", err.Error(), false)
 	} else {
 		v, _ := st.SchemaVersion(ctx)
-		ss, err := st.ListSessions(ctx)
-		var blocked int64
-		plan := 0
-		for _, s := range ss {
-			blocked += s.BlockedTotal
-			if s.Plan {
-				plan++
-			}
-		}
-		line("database", fmt.Sprintf("%s (schema %d, %d sessions, %d in Plan)", filepath.Join(dir, "state.db"), v, len(ss), plan), err == nil)
-		line("blocked", fmt.Sprintf("plan_mode_blocked_total %d", blocked), true)
+		stats, err := st.Stats(ctx)
+		line("database", fmt.Sprintf("%s (schema %d, %d sessions, %d in Plan)", filepath.Join(dir, "state.db"), v, stats.Sessions, stats.InPlan), err == nil)
+		line("blocked", fmt.Sprintf("plan_mode_blocked_total %d", stats.BlockedTotal), true)
+		line("proposals", countsText(stats.Proposals), true)
+		line("handoffs", fmt.Sprintf("%d accepted plan(s) waiting for retry", stats.RetryPending), true)
+		line("implement", "accepted plans "+countsText(stats.Implementations), stats.Implementations["corrupt"] == 0)
+		line("goals", countsText(stats.Goals), stats.Goals["corrupt"] == 0)
 		st.Close()
 	}
 	if out, err := exec.Command("git", "--version").Output(); err != nil {
@@ -201,4 +198,21 @@ func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// countsText renders {"paused": 1, "done": 2} as "done 2, paused 1" ("none" if empty).
+func countsText(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }

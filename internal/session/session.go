@@ -408,6 +408,9 @@ func (s *Session) enqueue(req turnReq) (queued bool) {
 	s.mu.Unlock()
 	if !started {
 		s.emit("queued", map[string]any{"text": req.display, "queued": n})
+		if s.Info().Approval != "" {
+			s.emitApproval() // pending input now blocks a Worktree fork
+		}
 		return true
 	}
 	s.emit("status", s.statusData())
@@ -477,8 +480,12 @@ func (s *Session) runQueue(ctx context.Context, cancel context.CancelFunc, req t
 			go s.afterGoalPause()
 		}
 		if !ok {
+			pending := s.approval.Pending()
 			s.mu.Unlock()
 			s.emit("status", s.statusData())
+			if pending {
+				s.emitApproval() // blockers changed: the proposing turn ended
+			}
 			return
 		}
 		req = next
