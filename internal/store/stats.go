@@ -7,12 +7,12 @@ import (
 
 // Stats are counts for `planbridge doctor`.
 type Stats struct {
-	Sessions      int
-	InPlan        int
-	BlockedTotal  int64
-	RetryPending  int
-	Proposals     map[string]int // by status
-	Goals         map[string]int // by status, not cleared
+	Sessions        int
+	InPlan          int
+	BlockedTotal    int64
+	RetryPending    int
+	Proposals       map[string]int // by status
+	Goals           map[string]int // by status, not cleared
 	Implementations map[string]int // tracked accepted plans by status
 }
 
