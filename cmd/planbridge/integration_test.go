@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 
 // proc is a running `planbridge serve` with a client on its stdio.
 type proc struct {
+	state  string
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout io.ReadCloser
@@ -53,7 +54,7 @@ func startServeEnv(t *testing.T, env []string, stateDir string, extra ...string)
 	args := append([]string{"serve", "--state-dir", stateDir}, extra...)
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), env...)
-	p := &proc{cmd: cmd, stderr: &bytes.Buffer{}}
+	p := &proc{cmd: cmd, stderr: &bytes.Buffer{}, state: stateDir}
 	cmd.Stderr = p.stderr
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
@@ -447,3 +448,5 @@ func TestCancelRequest(t *testing.T) {
 		t.Fatalf("after cancel: %v", err)
 	}
 }
+
+func (p *proc) stateDirOf(t *testing.T) string { return p.state }

@@ -31,6 +31,8 @@ type ScriptStep struct {
 	// check what the model is given. A failed expectation fails the request.
 	ExpectContains []string `json:"expect_contains,omitempty"`
 	ExpectAbsent   []string `json:"expect_absent,omitempty"`
+	// ExpectLastUserAbsent asserts on the last user message only.
+	ExpectLastUserAbsent []string `json:"expect_last_user_absent,omitempty"`
 }
 
 // Script replays a scripted conversation: one step per model request, in
@@ -104,6 +106,19 @@ func (s *Script) Stream(ctx context.Context, req Request, onText func(string)) (
 	s.mu.Unlock()
 	if hook != nil {
 		hook(pos)
+	}
+	if len(st.ExpectLastUserAbsent) > 0 {
+		last := ""
+		for _, m := range req.Messages {
+			if m.Role == RoleUser {
+				last = m.Content
+			}
+		}
+		for _, bad := range st.ExpectLastUserAbsent {
+			if strings.Contains(last, bad) {
+				return Response{}, fmt.Errorf("script expectation failed at response %d: the last user message contains %q", pos, bad)
+			}
+		}
 	}
 	if len(st.ExpectContains)+len(st.ExpectAbsent) > 0 {
 		var all strings.Builder
