@@ -96,9 +96,21 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var cf commonFlags
 	cf.register(fs)
 	shareListen := fs.String("share-listen", envOr("PLANBRIDGE_SHARE_LISTEN", share.DefaultListen),
-		"address the browser share server listens on, started on the first share (env PLANBRIDGE_SHARE_LISTEN)")
+		"address the browser share server listens on (env PLANBRIDGE_SHARE_LISTEN); it starts on the first share, or at startup "+
+			"when shared sessions survive from the last run; with port 0 it reuses its previous port so old links keep working")
+	shareBase := fs.String("share-base-url", os.Getenv("PLANBRIDGE_SHARE_BASE_URL"),
+		"scheme://host[:port] that share links start with instead of the listen address, for a 0.0.0.0 listener or a LAN/VPN name, "+
+			"e.g. http://laptop.lan:8787 with --share-listen 0.0.0.0:8787 (env PLANBRIDGE_SHARE_BASE_URL)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *shareBase != "" {
+		u, err := share.CheckBaseURL(*shareBase)
+		if err != nil {
+			fmt.Fprintf(stderr, "planbridge: --share-base-url: %v\n", err)
+			return 2
+		}
+		*shareBase = u
 	}
 	lg, closeLog, err := openLogger(cf.logFile, stderr)
 	if err != nil {
@@ -122,7 +134,12 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		mgr.SetEngine(eng)
 	}
-	sh := share.New(share.Config{Manager: mgr, Listen: *shareListen, Logger: lg})
+	sh := share.New(share.Config{Manager: mgr, Store: st, Listen: *shareListen, BaseURL: *shareBase, Logger: lg})
+	// Shared sessions survive a restart: listen now if some link may still
+	// come back. Failing that only costs the old links; sharing works.
+	if err := sh.Restore(ctx); err != nil {
+		lg.Error("restore shared sessions", "err", err)
+	}
 	err = rpc.Serve(ctx, stdin, stdout, rpc.Options{Manager: mgr, Logger: lg, Version: version, Share: sh,
 		NewEngine: func(c agent.EngineConfig) (agent.Engine, error) { return newEngine(ctx, st, c) }})
 	closeShare, cancel := context.WithTimeout(ctx, 2*time.Second)

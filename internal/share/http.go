@@ -100,7 +100,13 @@ func (s *Server) authed(min Tier, h func(http.ResponseWriter, *http.Request, gue
 			writeError(w, http.StatusNotFound, "not_found", "no such share")
 			return
 		case rm == nil:
-			writeJSON(w, http.StatusGone, map[string]any{"error": why.Message, "code": "ended", "ended": why})
+			// A room that ended by a Worktree handoff shows a holder of
+			// one of its links the way to the fork's room.
+			body := map[string]any{"error": why.why.Message, "code": "ended", "ended": why.why}
+			if open := s.continuation(why, r.Header.Get(KeyHeader)); open != nil {
+				body["open"] = open
+			}
+			writeJSON(w, http.StatusGone, body)
 			return
 		}
 		l, res := rm.auth(r.Header.Get(KeyHeader), s.cfg.Now())

@@ -29,6 +29,20 @@ type link struct {
 	tier    Tier
 	hash    [sha256.Size]byte
 	expires time.Time
+	// inherited links were carried over from the room this one continues
+	// (a Worktree handoff) so that pages of the old room can follow it;
+	// they are not listed by [Server.Links].
+	inherited bool
+}
+
+// tomb remembers an ended room: why it ended and, after a Worktree
+// handoff, the room it continues in with the old room's links, so a page
+// holding one of them is shown the way there.
+type tomb struct {
+	why   ending
+	cont  string // room id of the continuation; "" unless handed off
+	links []link
+	at    time.Time // when it ended
 }
 
 // room is one shared session.
@@ -57,17 +71,21 @@ func newRoom(id, sid string) *room {
 	return &room{id: id, session: sid, streams: map[*stream]struct{}{}}
 }
 
-// mint adds a link of tier t and returns its secret, which is not kept.
-func (r *room) mint(t Tier, expires time.Time) string {
+// newLink returns a fresh secret and the link that stores its hash.
+func newLink(t Tier, expires time.Time) (string, link) {
 	b := make([]byte, secretBytes)
 	if _, err := rand.Read(b); err != nil {
 		panic(err) // crypto/rand does not fail on supported platforms
 	}
 	secret := base64.RawURLEncoding.EncodeToString(b)
+	return secret, link{tier: t, hash: sha256.Sum256([]byte(secret)), expires: expires}
+}
+
+// add adds links to the room.
+func (r *room) add(ls []link) {
 	r.mu.Lock()
-	r.links = append(r.links, link{tier: t, hash: sha256.Sum256([]byte(secret)), expires: expires})
+	r.links = append(r.links, ls...)
 	r.mu.Unlock()
-	return secret
 }
 
 // authResult is the outcome of checking a key.
@@ -79,25 +97,33 @@ const (
 	authOK
 )
 
-// auth finds the link whose secret is key. Every stored hash is compared in
-// constant time, and the loop does not stop at a match, so timing reveals
-// neither the secret nor which link matched.
+// auth finds the link whose secret is key; see [match].
 func (r *room) auth(key string, now time.Time) (link, authResult) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return link{}, authBad
+	}
+	return match(r.links, key, now)
+}
+
+// match finds the link among links whose secret is key. Every stored hash
+// is compared in constant time, and the loop does not stop at a match, so
+// timing reveals neither the secret nor which link matched.
+func match(links []link, key string, now time.Time) (link, authResult) {
 	if key == "" {
 		return link{}, authBad
 	}
 	h := sha256.Sum256([]byte(key))
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var found link
 	ok := 0
-	for _, l := range r.links {
+	for _, l := range links {
 		if subtle.ConstantTimeCompare(h[:], l.hash[:]) == 1 {
 			found, ok = l, 1
 		}
 	}
 	switch {
-	case ok == 0 || r.done:
+	case ok == 0:
 		return link{}, authBad
 	case !now.Before(found.expires):
 		return found, authExpired
@@ -105,14 +131,28 @@ func (r *room) auth(key string, now time.Time) (link, authResult) {
 	return found, authOK
 }
 
-// live returns the unexpired links (without URLs) and forgets expired ones.
+// live returns the unexpired links the room was shared with (not the
+// inherited ones), without URLs.
 func (r *room) live(now time.Time) []Link {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []Link
 	for _, l := range r.links {
-		if now.Before(l.expires) {
+		if now.Before(l.expires) && !l.inherited {
 			out = append(out, Link{Tier: l.tier, ExpiresAt: l.expires})
+		}
+	}
+	return out
+}
+
+// unexpired returns every unexpired link, inherited ones included.
+func (r *room) unexpired(now time.Time) []link {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []link
+	for _, l := range r.links {
+		if now.Before(l.expires) {
+			out = append(out, l)
 		}
 	}
 	return out
@@ -152,11 +192,13 @@ func (r *room) broadcast(ev session.Event) {
 }
 
 // end kills every link and closes every stream with e; open, when set,
-// gives each stream the link of its own tier to continue with.
-func (r *room) end(e ending, open map[Tier]Link) {
+// gives each stream the link of its own tier to continue with. It returns
+// the links the room had.
+func (r *room) end(e ending, open map[Tier]Link) []link {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.done = true
+	old := r.links
 	r.links = nil
 	for st := range r.streams {
 		st.final = e
@@ -166,4 +208,5 @@ func (r *room) end(e ending, open map[Tier]Link) {
 		close(st.end)
 	}
 	r.streams = map[*stream]struct{}{}
+	return old
 }

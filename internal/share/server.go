@@ -3,6 +3,7 @@ package share
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,11 +12,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"planbridge/internal/session"
+	"planbridge/internal/store"
 )
 
 // Defaults for [Config].
@@ -39,11 +43,16 @@ var (
 // Config configures a [Server].
 type Config struct {
 	Manager *session.Manager
-	// Listen is the TCP address the HTTP server binds on first share
-	// (default [DefaultListen], loopback).
+	// Store keeps rooms and link hashes across restarts (default
+	// Manager.Store()); with none, rooms live in memory only.
+	Store *store.Store
+	// Listen is the TCP address the HTTP server binds (default
+	// [DefaultListen], loopback). With port 0 the server first tries the
+	// port it had last time, so links survive a restart.
 	Listen string
 	// BaseURL, when set, is the scheme://host[:port] links use instead of
-	// the listener's address (for a LAN or VPN name).
+	// the listener's address (for a LAN or VPN name, or a 0.0.0.0
+	// listener); see [CheckBaseURL].
 	BaseURL string
 	// TTL is the default link lifetime ([DefaultTTL]).
 	TTL time.Duration
@@ -68,13 +77,22 @@ type Link struct {
 type Server struct {
 	cfg Config
 	log *slog.Logger
+	st  *store.Store // nil: memory only
+
+	// opMu serializes the changes that are written to the store (loading,
+	// minting links, ending rooms), so memory and store agree; it is held
+	// across store writes, mu never is.
+	opMu   sync.Mutex
+	loaded bool // guarded by opMu
+
+	listenMu sync.Mutex // serializes starting the listener
 
 	mu        sync.Mutex // guards the fields below
 	srv       *http.Server
 	base      string           // scheme://host:port of links
 	rooms     map[string]*room // live rooms by room id
 	bySession map[string]*room // live rooms by session id
-	ended     map[string]ending
+	ended     map[string]tomb  // ended rooms by room id
 	unsub     func()
 	closed    bool
 }
@@ -82,7 +100,14 @@ type Server struct {
 // maxTombstones bounds how many ended rooms remember why they ended.
 const maxTombstones = 256
 
-// New returns a server; nothing listens until the first [Server.Start].
+// maxHops bounds how far an ended room's continuation is followed.
+const maxHops = 8
+
+// listenKey is the store key remembering the listener's last address.
+const listenKey = "share.listen"
+
+// New returns a server; nothing listens until [Server.Restore] finds live
+// rooms or the first [Server.Start].
 func New(cfg Config) *Server {
 	if cfg.Listen == "" {
 		cfg.Listen = DefaultListen
@@ -96,24 +121,129 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	lg := cfg.Logger
 	if lg == nil {
 		lg = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Server{cfg: cfg, log: lg, rooms: map[string]*room{}, bySession: map[string]*room{}, ended: map[string]ending{}}
+	st := cfg.Store
+	if st == nil && cfg.Manager != nil {
+		st = cfg.Manager.Store()
+	}
+	return &Server{cfg: cfg, log: lg, st: st, rooms: map[string]*room{}, bySession: map[string]*room{}, ended: map[string]tomb{}}
 }
 
-// Addr is the base URL links use ("" before the first share).
+// CheckBaseURL checks a [Config.BaseURL]: an absolute http or https URL
+// with a host and no path, query or fragment. It returns the URL without a
+// trailing slash.
+func CheckBaseURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("share base URL: %w", err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", fmt.Errorf("share base URL %q: want http:// or https://", raw)
+	case u.Host == "" || u.Hostname() == "":
+		return "", fmt.Errorf("share base URL %q has no host", raw)
+	case u.User != nil:
+		return "", fmt.Errorf("share base URL %q: no user info allowed", raw)
+	case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		return "", fmt.Errorf("share base URL %q: want scheme://host[:port] only (links add /s/ROOM)", raw)
+	}
+	return u.Scheme + "://" + u.Host, nil
+}
+
+// Addr is the base URL links use ("" before the listener starts).
 func (s *Server) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.base
 }
 
+// Restore loads the rooms a previous planbridge left in the store and, if
+// a link may still be presented to one of them (a live room with an
+// unexpired link, or a room that ended less than [MaxTTL] ago), starts
+// the listener at once, so pages reconnect without the host sharing again.
+// Otherwise the listener starts on the first [Server.Start], as it would
+// without Restore. Every other method loads the rooms on first use, so
+// calling Restore is needed only to listen at startup.
+func (s *Server) Restore(ctx context.Context) error {
+	if err := s.load(ctx); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	need := s.reachable(s.cfg.Now())
+	s.mu.Unlock()
+	if !need {
+		return nil
+	}
+	return s.listen(ctx)
+}
+
+// reachable reports whether a link could still be presented to a known
+// room. s.mu is held.
+func (s *Server) reachable(now time.Time) bool {
+	for _, r := range s.rooms {
+		if len(r.unexpired(now)) > 0 {
+			return true
+		}
+	}
+	for _, t := range s.ended {
+		if t.at.After(now.Add(-MaxTTL)) {
+			return true
+		}
+	}
+	return false
+}
+
+// load reads the stored rooms once. A failed load is retried on next use.
+func (s *Server) load(ctx context.Context) error {
+	s.opMu.Lock()
+	defer s.opMu.Unlock()
+	if s.loaded || s.st == nil {
+		return nil
+	}
+	rows, err := s.st.ShareRooms(ctx, maxTombstones)
+	if err != nil {
+		return fmt.Errorf("load share rooms: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, row := range rows {
+		links := make([]link, 0, len(row.Links))
+		for _, l := range row.Links {
+			t, err := ParseTier(l.Tier)
+			h, herr := hex.DecodeString(l.Hash)
+			if err != nil || herr != nil || len(h) != sha256.Size {
+				s.log.Warn("share link with a bad row skipped", "room", row.ID, "tier", l.Tier)
+				continue
+			}
+			lk := link{tier: t, expires: l.ExpiresAt, inherited: l.Inherited}
+			copy(lk.hash[:], h)
+			links = append(links, lk)
+		}
+		if row.Ended {
+			s.ended[row.ID] = tomb{why: ending{Reason: row.Reason, Message: row.Message}, cont: row.ContinueRoom, links: links, at: row.EndedAt}
+			continue
+		}
+		r := newRoom(row.ID, row.SessionID)
+		r.links = links
+		if prev := s.bySession[row.SessionID]; prev != nil {
+			s.log.Warn("two live share rooms for one session; the newer takes its events", "session", row.SessionID, "room", prev.id, "newer", row.ID)
+		}
+		s.rooms[r.id], s.bySession[r.session] = r, r
+	}
+	s.loaded = true
+	s.log.Info("share rooms loaded", "live", len(s.rooms), "ended", len(s.ended))
+	return nil
+}
+
 // Start shares session sid: it mints one new link per tier (all three when
 // tiers is empty) valid for ttl (the configured default when ttl <= 0, at
 // most [MaxTTL]) and returns them with their URLs. Links minted earlier stay
-// valid. The HTTP listener starts on the first call.
+// valid. The links' hashes are stored before they are returned. The HTTP
+// listener starts on the first call.
 func (s *Server) Start(ctx context.Context, sid string, want []Tier, ttl time.Duration) ([]Link, error) {
 	if len(want) == 0 {
 		want = tiers[:]
@@ -131,68 +261,135 @@ func (s *Server) Start(ctx context.Context, sid string, want []Tier, ttl time.Du
 		}
 		exp[t] = s.cfg.Now().Add(ttl)
 	}
-	return s.share(ctx, sid, exp)
+	links, _, err := s.share(ctx, sid, exp, nil)
+	return links, err
 }
 
-// share mints one link per tier in exp, expiring at the given times.
-func (s *Server) share(ctx context.Context, sid string, exp map[Tier]time.Time) ([]Link, error) {
+// share mints one link per tier in exp, expiring at the given times, and
+// adds inherit (marked inherited) to the room. It returns the links and
+// the room id.
+func (s *Server) share(ctx context.Context, sid string, exp map[Tier]time.Time, inherit []link) ([]Link, string, error) {
+	if err := s.load(ctx); err != nil {
+		return nil, "", err
+	}
 	if _, err := s.cfg.Manager.Get(ctx, sid); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if err := s.listen(); err != nil {
-		return nil, err
+	if err := s.listen(ctx); err != nil {
+		return nil, "", err
 	}
+	s.opMu.Lock()
+	defer s.opMu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, ErrClosed
+	r, base, closed := s.bySession[sid], s.base, s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, "", ErrClosed
 	}
-	r := s.bySession[sid]
-	if r == nil {
+	fresh := r == nil
+	if fresh {
 		r = newRoom(randomHex(16), sid)
-		s.rooms[r.id], s.bySession[sid] = r, r
 	}
+	var add []link
 	out := make([]Link, 0, len(exp))
 	for _, t := range tiers {
 		e, ok := exp[t]
 		if !ok {
 			continue
 		}
-		secret := r.mint(t, e)
-		out = append(out, Link{Tier: t, URL: s.base + "/s/" + r.id + "#k=" + secret, ExpiresAt: e})
+		secret, l := newLink(t, e)
+		add = append(add, l)
+		out = append(out, Link{Tier: t, URL: base + "/s/" + r.id + "#k=" + secret, ExpiresAt: e})
 	}
-	s.log.Info("share started", "session", sid, "room", r.id, "links", len(out))
-	return out, nil
+	for _, l := range inherit {
+		l.inherited = true
+		add = append(add, l)
+	}
+	if s.st != nil {
+		rows := make([]store.ShareLink, len(add))
+		for i, l := range add {
+			rows[i] = store.ShareLink{Hash: hex.EncodeToString(l.hash[:]), Tier: l.tier.String(), ExpiresAt: l.expires, Inherited: l.inherited}
+		}
+		if err := s.st.AddShareLinks(ctx, store.ShareRoom{ID: r.id, SessionID: sid, CreatedAt: s.cfg.Now()}, rows); err != nil {
+			return nil, "", fmt.Errorf("store share links: %w", err)
+		}
+	}
+	r.add(add)
+	if fresh {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, "", ErrClosed
+		}
+		s.rooms[r.id], s.bySession[sid] = r, r
+		s.mu.Unlock()
+	}
+	s.log.Info("share started", "session", sid, "room", r.id, "links", len(out), "inherited", len(inherit))
+	return out, r.id, nil
 }
 
 // listen starts the HTTP server once.
-func (s *Server) listen() error {
+func (s *Server) listen(ctx context.Context) error {
+	s.listenMu.Lock()
+	defer s.listenMu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	started, closed := s.srv != nil, s.closed
+	s.mu.Unlock()
+	switch {
+	case closed:
 		return ErrClosed
-	}
-	if s.srv != nil {
+	case started:
 		return nil
 	}
-	ln, err := net.Listen("tcp", s.cfg.Listen)
+	ln, err := s.bind(ctx)
 	if err != nil {
 		return fmt.Errorf("share listener: %w", err)
 	}
+	if s.st != nil {
+		if err := s.st.Put(ctx, listenKey, ln.Addr().String()); err != nil {
+			s.log.Warn("cannot remember the share listener's address", "err", err)
+		}
+	}
+	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrClosed
+	}
+	s.srv = srv
 	s.base = s.cfg.BaseURL
 	if s.base == "" {
 		s.base = "http://" + ln.Addr().String()
 	}
-	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	s.unsub = s.cfg.Manager.Subscribe(s.publish)
-	go func(srv *http.Server) {
+	s.mu.Unlock()
+	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("share server stopped", "err", err)
 		}
-	}(s.srv)
+	}()
 	s.log.Info("share server listening", "addr", ln.Addr().String())
 	return nil
+}
+
+// bind listens on the configured address. When its port is 0 it first
+// tries the port the listener had last time, so that links minted before
+// a restart still point at it.
+func (s *Server) bind(ctx context.Context) (net.Listener, error) {
+	host, port, err := net.SplitHostPort(s.cfg.Listen)
+	if err == nil && port == "0" && s.st != nil {
+		if prev, ok, _ := s.st.Get(ctx, listenKey); ok {
+			if _, pport, err := net.SplitHostPort(prev); err == nil && pport != "0" {
+				if ln, err := net.Listen("tcp", net.JoinHostPort(host, pport)); err == nil {
+					return ln, nil
+				}
+				s.log.Warn("the share listener's previous port is taken; links minted before the restart will not reach it", "port", pport)
+			}
+		}
+	}
+	return net.Listen("tcp", s.cfg.Listen)
 }
 
 // publish fans a session event out to the streams of its room. It runs on
@@ -211,11 +408,12 @@ func (s *Server) publish(ev session.Event) {
 		var d struct {
 			Fork string `json:"fork"`
 		}
+		// Not on the emitting goroutine: Handoff reads the fork session
+		// and both write the store.
 		if err := json.Unmarshal(ev.Data, &d); err != nil || d.Fork == "" {
-			s.HandoffFailed(ev.Session, "the fork event names no session")
+			go s.HandoffFailed(ev.Session, "the fork event names no session")
 			return
 		}
-		// Not on the emitting goroutine: Handoff reads the fork session.
 		go func() {
 			if err := s.Handoff(context.Background(), ev.Session, d.Fork); err != nil {
 				s.log.Warn("share handoff to fork failed", "session", ev.Session, "fork", d.Fork, "err", err)
@@ -225,8 +423,10 @@ func (s *Server) publish(ev session.Event) {
 }
 
 // Links returns the live (unexpired) links of session sid, without URLs,
-// weakest tier first; nil if it is not shared.
+// weakest tier first; nil if it is not shared. Links inherited from a
+// handed-off room are not listed.
 func (s *Server) Links(sid string) []Link {
+	s.loadNow()
 	s.mu.Lock()
 	r := s.bySession[sid]
 	s.mu.Unlock()
@@ -238,29 +438,43 @@ func (s *Server) Links(sid string) []Link {
 	return out
 }
 
-// Stop ends sharing of session sid: every link dies at once and open
-// streams are closed with a notice. It reports whether the session was
-// shared.
+// loadNow loads the stored rooms for a method without a context; a
+// failure is logged and retried on next use.
+func (s *Server) loadNow() {
+	if err := s.load(context.Background()); err != nil {
+		s.log.Error("share rooms", "err", err)
+	}
+}
+
+// Stop ends sharing of session sid: every link dies at once, in the store
+// too, and open streams are closed with a notice. It reports whether the
+// session was shared.
 func (s *Server) Stop(sid string) bool {
-	return s.end(sid, ending{Reason: "stopped", Message: "The host stopped sharing this session."}, nil)
+	return s.end(sid, ending{Reason: "stopped", Message: "The host stopped sharing this session."}, nil, "", true)
 }
 
 // Handoff moves the share of oldSID to its Worktree fork newSID: the fork is
 // shared at the same tiers with the same expiry, every page connected to
 // the old room gets an "open" event carrying the link of its own tier, and
-// the old room ends with a continuation notice. If the fork cannot be
-// shared, the old room ends with a handoff-failed notice (see
-// [Server.HandoffFailed]) and the error is returned. The server calls it
-// itself when a shared session emits its "forked" event.
+// the old room ends with a continuation notice. The old room's unexpired
+// links also open the fork's room, so a page that was not connected then
+// (or after a restart) is shown its Open link when it reconnects. If the
+// fork cannot be shared, the old room ends with a handoff-failed notice
+// (see [Server.HandoffFailed]) and the error is returned. The server calls
+// it itself when a shared session emits its "forked" event.
 func (s *Server) Handoff(ctx context.Context, oldSID, newSID string) error {
+	if err := s.load(ctx); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	r := s.bySession[oldSID]
 	s.mu.Unlock()
 	if r == nil {
 		return ErrNotShared
 	}
+	now := s.cfg.Now()
 	exp := map[Tier]time.Time{}
-	for _, l := range r.live(s.cfg.Now()) {
+	for _, l := range r.live(now) {
 		if l.ExpiresAt.After(exp[l.Tier]) {
 			exp[l.Tier] = l.ExpiresAt
 		}
@@ -269,7 +483,7 @@ func (s *Server) Handoff(ctx context.Context, oldSID, newSID string) error {
 		s.HandoffFailed(oldSID, "every link of the old room has expired")
 		return fmt.Errorf("hand off share of %s: no live links", oldSID)
 	}
-	links, err := s.share(ctx, newSID, exp)
+	links, forkRoom, err := s.share(ctx, newSID, exp, r.unexpired(now))
 	if err != nil {
 		s.HandoffFailed(oldSID, err.Error())
 		return fmt.Errorf("share the fork %s: %w", newSID, err)
@@ -278,7 +492,7 @@ func (s *Server) Handoff(ctx context.Context, oldSID, newSID string) error {
 	for _, l := range links {
 		open[l.Tier] = l
 	}
-	s.end(oldSID, ending{Reason: "handoff", Message: "This session continues in a Worktree fork."}, open)
+	s.end(oldSID, ending{Reason: "handoff", Message: "This session continues in a Worktree fork."}, open, forkRoom, true)
 	return nil
 }
 
@@ -287,34 +501,65 @@ func (s *Server) Handoff(ctx context.Context, oldSID, newSID string) error {
 // It reports whether the session was shared.
 func (s *Server) HandoffFailed(sid, reason string) bool {
 	return s.end(sid, ending{Reason: "handoff_failed",
-		Message: "The Worktree fork could not be shared (" + reason + "). The implementation continues in Emacs; ask the host for a new link."}, nil)
+		Message: "The Worktree fork could not be shared (" + reason + "). The implementation continues in Emacs; ask the host for a new link."}, nil, "", true)
 }
 
-// end removes the room of sid, remembers why, and closes its streams.
-func (s *Server) end(sid string, e ending, open map[Tier]Link) bool {
+// end removes the room of sid, remembers why (in the store too when
+// persist is set) and closes its streams. cont is the room a Worktree
+// handoff continues in; the ended room then keeps its links' hashes to
+// show their holders the way there.
+func (s *Server) end(sid string, e ending, open map[Tier]Link, cont string, persist bool) bool {
+	s.loadNow()
+	s.opMu.Lock()
+	defer s.opMu.Unlock()
 	s.mu.Lock()
 	r := s.bySession[sid]
-	if r != nil {
-		delete(s.bySession, sid)
-		delete(s.rooms, r.id)
-		if len(s.ended) >= maxTombstones {
-			for k := range s.ended {
-				delete(s.ended, k)
-				break
-			}
-		}
-		s.ended[r.id] = e
-	}
 	s.mu.Unlock()
 	if r == nil {
 		return false
 	}
-	r.end(e, open)
+	if persist && s.st != nil {
+		err := s.st.EndShareRoom(context.Background(), r.id, store.ShareEnding{Reason: e.Reason, Message: e.Message,
+			ContinueRoom: cont, ContinueSession: s.sessionOf(cont), KeepLinks: cont != ""})
+		if err != nil {
+			// The room still ends now; a restart would bring it back.
+			s.log.Error("cannot store the end of a share; it ends until planbridge restarts", "session", sid, "room", r.id, "err", err)
+		}
+	}
+	old := r.end(e, open)
+	t := tomb{why: e, at: s.cfg.Now()}
+	if cont != "" {
+		t.cont, t.links = cont, old
+	}
+	s.mu.Lock()
+	if s.bySession[sid] == r {
+		delete(s.bySession, sid)
+	}
+	delete(s.rooms, r.id)
+	if len(s.ended) >= maxTombstones {
+		for k := range s.ended {
+			delete(s.ended, k)
+			break
+		}
+	}
+	s.ended[r.id] = t
+	s.mu.Unlock()
 	s.log.Info("share ended", "session", sid, "room", r.id, "reason", e.Reason)
 	return true
 }
 
-// Close ends every room and shuts the HTTP server down.
+// sessionOf returns the session of live room id ("" if none).
+func (s *Server) sessionOf(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.rooms[id]; r != nil {
+		return r.session
+	}
+	return ""
+}
+
+// Close ends every room in this process (the store keeps them live for the
+// next one: [Server.Restore]) and shuts the HTTP server down.
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
@@ -325,7 +570,7 @@ func (s *Server) Close(ctx context.Context) error {
 	srv, unsub := s.srv, s.unsub
 	s.mu.Unlock()
 	for _, sid := range sids {
-		s.end(sid, ending{Reason: "closed", Message: "planbridge stopped."}, nil)
+		s.end(sid, ending{Reason: "closed", Message: "planbridge stopped."}, nil, "", false)
 	}
 	if unsub != nil {
 		unsub()
@@ -340,14 +585,45 @@ func (s *Server) Close(ctx context.Context) error {
 }
 
 // lookup returns the live room id, or why it ended.
-func (s *Server) lookup(id string) (*room, ending, bool) {
+func (s *Server) lookup(id string) (*room, tomb, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.rooms[id]; r != nil {
-		return r, ending{}, true
+		return r, tomb{}, true
 	}
-	e, ok := s.ended[id]
-	return nil, e, ok
+	t, ok := s.ended[id]
+	return nil, t, ok
+}
+
+// continuation returns the Open link for key presented to the ended room
+// t: the live room the handoff chain ends in, with the same key (which
+// that room inherited), or nil.
+func (s *Server) continuation(t tomb, key string) *Link {
+	now := s.cfg.Now()
+	if t.cont == "" {
+		return nil
+	}
+	if _, res := match(t.links, key, now); res != authOK {
+		return nil
+	}
+	id := t.cont
+	for range maxHops {
+		r, next, ok := s.lookup(id)
+		switch {
+		case !ok:
+			return nil
+		case r != nil:
+			l, res := r.auth(key, now)
+			if res != authOK {
+				return nil
+			}
+			return &Link{Tier: l.tier, URL: s.Addr() + "/s/" + r.id + "#k=" + key, ExpiresAt: l.expires}
+		case next.cont == "":
+			return nil
+		}
+		id = next.cont
+	}
+	return nil
 }
 
 func randomHex(n int) string {

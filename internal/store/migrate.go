@@ -92,6 +92,28 @@ var migrations = []string{
 		updated_at TEXT NOT NULL
 	);
 	CREATE INDEX goals_by_session ON goals(session_id, updated_at);`,
+	// 7: browser share rooms and their links (SHA-256 hashes of the link
+	// secrets only), so a restart keeps shared sessions shared.
+	`CREATE TABLE share_rooms (
+		id TEXT PRIMARY KEY,
+		session_id TEXT NOT NULL REFERENCES sessions(id),
+		created_at TEXT NOT NULL,
+		ended INTEGER NOT NULL DEFAULT 0,
+		ended_at TEXT NOT NULL DEFAULT '',
+		reason TEXT NOT NULL DEFAULT '',
+		message TEXT NOT NULL DEFAULT '',
+		continue_room TEXT NOT NULL DEFAULT '',
+		continue_session TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX share_rooms_by_end ON share_rooms(ended, ended_at);
+	CREATE TABLE share_links (
+		room_id TEXT NOT NULL REFERENCES share_rooms(id),
+		hash TEXT NOT NULL,
+		tier TEXT NOT NULL,
+		expires_at TEXT NOT NULL,
+		inherited INTEGER NOT NULL DEFAULT 0,
+		PRIMARY KEY (room_id, hash)
+	);`,
 }
 
 func (s *Store) migrate(ctx context.Context, steps []string) error {

@@ -30,6 +30,7 @@
     let j = {};
     try { j = await r.json(); } catch (e) { /* empty body */ }
     if (!r.ok) {
+      if (j.open) showOpen(j.open);
       if (j.ended) end(j.ended);
       throw new Error(j.error || ('HTTP ' + r.status));
     }
@@ -166,7 +167,10 @@
     let j = {};
     try { j = await r.json(); } catch (e) { /* ignore */ }
     if (!r.ok) {
-      if (r.status === 401 || r.status === 404 || r.status === 410) end(j.ended || { message: j.error || 'This link is not valid.' });
+      if (r.status === 401 || r.status === 404 || r.status === 410) {
+        if (j.open) showOpen(j.open);
+        end(j.ended || { message: j.error || 'This link is not valid.' });
+      }
       return;
     }
     state = j;
@@ -308,6 +312,7 @@
         if (r.status === 401 || r.status === 404 || r.status === 410) {
           let j = {};
           try { j = await r.json(); } catch (e) { /* ignore */ }
+          if (j.open) showOpen(j.open);
           end(j.ended || { message: j.error || 'This link is not valid.' });
           return;
         }
