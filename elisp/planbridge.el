@@ -131,6 +131,15 @@ backend's reason) and returns non-nil to allow the call."
   "Seconds to wait for the backend before a request times out."
   :type 'natnum)
 
+(defcustom planbridge-share-listen nil
+  "Address the backend's browser share server listens on, or nil.
+nil keeps the backend's default, a free port on 127.0.0.1 (or
+$PLANBRIDGE_SHARE_LISTEN).  A LAN or VPN address such as
+\"192.168.1.10:8765\" lets other machines open share links; the links
+carry secrets, so choose an address only the intended people reach."
+  :type '(choice (const :tag "Backend default" nil)
+                 (string :tag "HOST:PORT")))
+
 (defcustom planbridge-models nil
   "The model catalog given to the backend at `initialize'.
 Each element is (NAME EFFORT...): a model the approval card can pick
@@ -233,6 +242,34 @@ Its keys work only while point is in the card."
   '((t :inherit (warning bold)))
   "Face of the interaction counter in the header line.")
 
+(defface planbridge-goal
+  '((t :inherit font-lock-keyword-face))
+  "Face of an active Goal in the header line and the transcript.")
+
+(defface planbridge-goal-done
+  '((t :inherit success))
+  "Face of a completed Goal.")
+
+(defface planbridge-goal-stopped
+  '((t :inherit warning))
+  "Face of a paused, blocked or budget-limited Goal.")
+
+(defface planbridge-ended
+  '((t :inherit (error bold)))
+  "Face of the header mark of a session that continued in a fork.")
+
+(defface planbridge-tracking-heading
+  '((t :inherit (bold font-lock-doc-face)))
+  "Face of the headings of the todo list and the plan steps.")
+
+(defface planbridge-tracking-active
+  '((t :inherit (warning bold)))
+  "Face of the todo item or plan step in progress.")
+
+(defface planbridge-tracking-done
+  '((t :inherit shadow))
+  "Face of finished or skipped todo items and plan steps.")
+
 
 ;;; Global state
 ;;;
@@ -281,6 +318,17 @@ first; they are rendered after the replay.")
 (defvar-local planbridge--card-memory nil
   "What a dismissed card leaves behind: (ATTEMPT . COMMENTS).
 A hidden card that is shown again gets its line comments back.")
+
+(defvar-local planbridge--goal nil
+  "The session's Goal, a plist as in the protocol's Goal object, or nil.")
+
+(defvar-local planbridge--todos nil
+  "The session's todo list, a list of plists (:id :content :status).")
+
+(defvar-local planbridge--tracked-plan nil
+  "The accepted plan being implemented, a plist, or nil.
+Keys as in the protocol's tracked plan: :title, :artifact, :status,
+:reason and :steps, each step a plist (:id :imperative :gerund :status).")
 
 (defvar planbridge--replaying nil
   "Non-nil, dynamically, while stored events are replayed.
@@ -331,7 +379,9 @@ later, asynchronously; other messages are sent as ARGS say."
   `(,planbridge-program "serve"
                         ,@(when planbridge-state-dir
                             (list "--state-dir"
-                                  (expand-file-name planbridge-state-dir)))))
+                                  (expand-file-name planbridge-state-dir)))
+                        ,@(when planbridge-share-listen
+                            (list "--share-listen" planbridge-share-listen))))
 
 (defun planbridge--api-key (base-url)
   "Return the API key for BASE-URL's host from auth-source, or nil."
@@ -700,14 +750,69 @@ send with RET.
                 " · " mode "]")
       (concat "[" mode "]"))))
 
+(defun planbridge--nonempty (value)
+  "Return VALUE if it is a non-empty string, else nil."
+  (and (stringp value) (not (string-empty-p value)) value))
+
+(defun planbridge--ended-indicator ()
+  "Return the header's mark of a session that continued in a fork, or nil."
+  (when-let ((fork (planbridge--nonempty (plist-get planbridge--info :forked_to))))
+    (propertize (format "ended → fork %s"
+                        (or (planbridge--nonempty (plist-get planbridge--info :fork_branch))
+                            fork))
+                'face 'planbridge-ended
+                'help-echo (format "This session continued in the Worktree fork %s" fork))))
+
+(defun planbridge--goal-status ()
+  "Return the status of the session's Goal, a string, or nil."
+  (or (plist-get planbridge--goal :status)
+      (let ((summary (planbridge--nonempty (plist-get planbridge--info :goal))))
+        (and summary (string-match "\\`Goal \\([a-z-]+\\)" summary)
+             (match-string 1 summary)))))
+
+(defun planbridge--goal-face (status)
+  "Return the face of a Goal whose status is STATUS."
+  (pcase status
+    ("active" 'planbridge-goal)
+    ("complete" 'planbridge-goal-done)
+    (_ 'planbridge-goal-stopped)))
+
+(defun planbridge--goal-indicator ()
+  "Return the header's Goal summary, or nil when there is no Goal.
+It reads like \"Goal active · 1,200/5,000 tokens (24%) · 2 turns\"."
+  (let ((summary (planbridge--nonempty (plist-get planbridge--info :goal))))
+    (when (and summary (not (equal summary "No goal")))
+      (propertize summary
+                  'face (planbridge--goal-face (planbridge--goal-status))
+                  'help-echo (or (plist-get planbridge--goal :objective) summary)))))
+
+(defun planbridge--steps-done (step-list)
+  "Return how many plan step plists in STEP-LIST are finished.
+A step is finished when it is completed or skipped."
+  (seq-count (lambda (step) (member (plist-get step :status) '("completed" "skipped")))
+             step-list))
+
+(defun planbridge--steps-indicator ()
+  "Return the header's plan step progress, or nil.
+It reads like \"2/5 steps\", while an accepted plan is being
+implemented or is paused."
+  (let ((plan planbridge--tracked-plan))
+    (when (and plan (member (plist-get plan :status) '("running" "paused")))
+      (let ((steps (append (plist-get plan :steps) nil)))
+        (format "%d/%d steps%s" (planbridge--steps-done steps) (length steps)
+                (if (equal (plist-get plan :status) "paused") " (paused)" ""))))))
+
 (defun planbridge--header-line ()
   "Return the header line of a session buffer."
   (string-join
    (delq nil
          (list (planbridge--posture)
+               (planbridge--ended-indicator)
                (planbridge--approval-counter)
                (and (planbridge--true-p (plist-get planbridge--info :busy))
                     "busy…")
+               (planbridge--goal-indicator)
+               (planbridge--steps-indicator)
                (and (not (planbridge--live-p)) "disconnected")
                (and planbridge--opening "opening…")
                (let ((title (plist-get planbridge--info :title)))
@@ -767,7 +872,9 @@ Events notified meanwhile are held and rendered after the replay."
                (planbridge--handle-event event))
              (dolist (event (nreverse held))
                (planbridge--handle-event event)))
-           (planbridge--refresh-approval))))
+           (planbridge--refresh-approval)
+           (planbridge--refresh-tracking)
+           (planbridge--refresh-goal))))
      :error
      (lambda (err)
        (when (buffer-live-p buf)
@@ -950,6 +1057,22 @@ The text BODY inserts is made read-only."
      (planbridge--insert-line 'planbridge-diagnostic
                               "⚠ unreadable stored event ("
                               (or (plist-get data :kind) "?") ")"))
+    ("goal" (planbridge--apply-goal data))
+    ("todo"
+     (setq planbridge--todos (append (plist-get data :items) nil))
+     (planbridge--draw-tracking))
+    ("steps" (planbridge--apply-tracked-plan data))
+    ("compacted"
+     (planbridge--insert-line 'planbridge-notice
+                              (format "ℹ Conversation compacted (%s): context segment %s%s"
+                                      (or (planbridge--nonempty (plist-get data :reason))
+                                          "requested")
+                                      (or (plist-get data :segment) "?")
+                                      (if (integerp (plist-get data :chars))
+                                          (format ", %d characters carried"
+                                                  (plist-get data :chars))
+                                        ""))))
+    ("forked" (planbridge--forked data))
     (_
      (planbridge--insert-line 'planbridge-diagnostic
                               (format "[%s] %s" kind (planbridge--json data))))))
@@ -1957,6 +2080,381 @@ Nothing is archived, summarised or sent twice."
                                      (list :session (planbridge--current-session-id)))))
     (message "planbridge: %s" (plist-get status :text))))
 
+;;; Tracking: the todo list and the accepted plan's steps
+;;;
+
+(defconst planbridge--todo-marks
+  '(("pending" "[ ]" nil)
+    ("in_progress" "[>]" planbridge-tracking-active)
+    ("completed" "[x]" planbridge-tracking-done)
+    ("blocked" "[!]" planbridge-blocked)
+    ("skipped" "[-]" planbridge-tracking-done))
+  "Mark and face of each todo or plan step status.")
+
+(defun planbridge--tracking-item (status text)
+  "Return the line of a todo item or plan step with STATUS and TEXT."
+  (pcase-let ((`(,mark ,face) (or (cdr (assoc status planbridge--todo-marks))
+                                  (list "[?]" nil))))
+    (concat "  " (propertize (concat mark " " text)
+                             'face face
+                             'planbridge-status status))))
+
+(defun planbridge--step-line (step)
+  "Return the line of plan STEP, a plist.
+The step in progress reads in the gerund (\"Adding the flag\"), the
+others in the imperative (\"Add the flag\")."
+  (let ((status (plist-get step :status)))
+    (planbridge--tracking-item
+     status
+     (or (and (equal status "in_progress")
+              (planbridge--nonempty (plist-get step :gerund)))
+         (plist-get step :imperative)
+         ""))))
+
+(defun planbridge--plan-lines (plan)
+  "Return the lines of the tracked PLAN, a heading above one per step.
+A finished plan is one line."
+  (let* ((steps (append (plist-get plan :steps) nil))
+         (status (plist-get plan :status))
+         (reason (planbridge--nonempty (plist-get plan :reason))))
+    (cons (propertize
+           (format "Plan: %s — %d/%d steps%s"
+                   (or (planbridge--nonempty (plist-get plan :title)) "accepted plan")
+                   (planbridge--steps-done steps) (length steps)
+                   (pcase status
+                     ("done" ", done")
+                     ("paused" (format ", paused%s (M-x planbridge-resume-implementation)"
+                                       (if reason (format ": %s" reason) "")))
+                     (_ "")))
+           'face 'planbridge-tracking-heading)
+          (unless (equal status "done")
+            (mapcar #'planbridge--step-line steps)))))
+
+(defun planbridge--todo-lines (todos)
+  "Return the lines of the todo list TODOS: a heading and its items."
+  (cons (propertize (format "Todo: %d/%d done"
+                            (seq-count (lambda (item)
+                                         (equal (plist-get item :status) "completed"))
+                                       todos)
+                            (length todos))
+                    'face 'planbridge-tracking-heading)
+        (mapcar (lambda (item)
+                  (planbridge--tracking-item (plist-get item :status)
+                                             (or (plist-get item :content) "")))
+                todos)))
+
+(defun planbridge--tracking-string ()
+  "Return the text of the tracking section, or nil when it is empty."
+  (let ((lines (append (and planbridge--tracked-plan
+                            (planbridge--plan-lines planbridge--tracked-plan))
+                       (and planbridge--todos
+                            (planbridge--todo-lines planbridge--todos)))))
+    (when lines
+      (concat "\n" (mapconcat #'identity lines "\n") "\n"))))
+
+(defun planbridge--draw-tracking ()
+  "Redraw the tracking section of the current session buffer.
+The section sits between the transcript and the prompt, and is
+replaced as a whole; the transcript keeps growing above it."
+  (let ((inhibit-read-only t)
+        (buffer-undo-list t)
+        (pos (marker-position planbridge--transcript-end))
+        (text (planbridge--tracking-string)))
+    (save-excursion
+      (when (get-text-property pos 'planbridge-tracking)
+        (delete-region pos (next-single-property-change pos 'planbridge-tracking
+                                                        nil (point-max))))
+      (when text
+        (goto-char pos)
+        (insert (propertize text 'planbridge-tracking t 'read-only t
+                            'front-sticky nil 'rear-nonsticky t))
+        ;; The marker advanced over the section; the transcript ends before it.
+        (set-marker planbridge--transcript-end pos)))
+    (force-mode-line-update)))
+
+(defun planbridge--apply-tracked-plan (plan)
+  "Make PLAN, a tracked plan plist or nil, the session's plan progress.
+A change of its status is noted in the transcript."
+  (let ((old (plist-get planbridge--tracked-plan :status))
+        (new (plist-get plan :status)))
+    (setq planbridge--tracked-plan plan)
+    (planbridge--draw-tracking)
+    (unless (equal old new)
+      (let ((steps (append (plist-get plan :steps) nil))
+            (reason (planbridge--nonempty (plist-get plan :reason))))
+        (pcase new
+          ("paused"
+           (planbridge--insert-line
+            'planbridge-diagnostic
+            (format "⏸ Plan implementation paused%s; resume with M-x planbridge-resume-implementation"
+                    (if reason (format " (%s)" reason) ""))))
+          ("done"
+           (planbridge--insert-line
+            'planbridge-notice
+            (format "ℹ Plan implementation done: %d/%d steps"
+                    (planbridge--steps-done steps) (length steps)))))))))
+
+(defun planbridge--refresh-tracking ()
+  "Fetch the session's todo list and plan progress with `session/tracking'."
+  (let ((buf (current-buffer)))
+    (planbridge--async
+     :session/tracking (list :session planbridge--session-id)
+     :success (lambda (result)
+                (when (buffer-live-p buf)
+                  (with-current-buffer buf
+                    (setq planbridge--todos (append (plist-get result :todos) nil))
+                    (setq planbridge--tracked-plan (plist-get result :plan))
+                    (planbridge--draw-tracking)))))))
+
+(defun planbridge--session-command (method what &optional params)
+  "Send METHOD with PARAMS for the current session, saying WHAT on success."
+  (let ((id (progn (planbridge--connection) (planbridge--current-session-id))))
+    (planbridge--async
+     method `(:session ,id ,@params)
+     :success (lambda (_) (message "planbridge: %s" what)))))
+
+(defun planbridge-compact ()
+  "Compact the conversation into a summary that becomes the context.
+An accepted plan being implemented survives it.  Also `/compact' in
+the composer."
+  (interactive)
+  (planbridge--session-command :session/compact "Compacting the conversation"))
+
+(defun planbridge-resume-implementation ()
+  "Resume a paused implementation of an accepted plan.
+Only the steps still to do are run."
+  (interactive)
+  (planbridge--session-command :implementation/resume
+                               "Resuming the plan implementation"))
+
+;;; Goal
+;;;
+
+(defun planbridge--apply-goal (data)
+  "Apply DATA of a `goal' event: the Goal, its summary.
+A new Goal and each change of its status are noted in the transcript."
+  (let* ((old planbridge--goal)
+         (goal (plist-get data :goal))
+         (status (plist-get goal :status))
+         (reason (planbridge--nonempty (plist-get goal :reason))))
+    (setq planbridge--goal goal)
+    (planbridge--update-info (list :goal (if goal (or (plist-get data :summary) "") "")))
+    (cond
+     ((and old (null goal))
+      (planbridge--insert-line 'planbridge-notice "◎ Goal cleared"))
+     ((null goal))
+     ((not (equal (plist-get old :id) (plist-get goal :id)))
+      (planbridge--insert-line (planbridge--goal-face status)
+                               "◎ Goal " (or status "?") ": "
+                               (or (plist-get goal :objective) "")))
+     ((not (equal (plist-get old :status) status))
+      (planbridge--insert-line (planbridge--goal-face status)
+                               "◎ Goal " (or status "?")
+                               (if reason (concat ": " reason) "")
+                               " · " (or (plist-get data :summary) ""))))))
+
+(defun planbridge--refresh-goal ()
+  "Fetch the session's Goal with `goal/get'."
+  (let ((buf (current-buffer)))
+    (planbridge--async
+     :goal/get (list :session planbridge--session-id)
+     :success (lambda (result)
+                (when (buffer-live-p buf)
+                  (with-current-buffer buf
+                    (let ((goal (plist-get result :goal)))
+                      (setq planbridge--goal goal)
+                      (planbridge--update-info
+                       (list :goal (if goal (or (plist-get result :summary) "") ""))))))))))
+
+(defun planbridge--goal-command (method &optional params)
+  "Send Goal METHOD with PARAMS for the current session.
+The backend's answer, such as \"Goal paused.\", becomes the message."
+  (let ((id (progn (planbridge--connection) (planbridge--current-session-id))))
+    (planbridge--async
+     method `(:session ,id ,@params)
+     :success (lambda (result)
+                (message "planbridge: %s" (or (plist-get result :message) "Done"))))))
+
+(defconst planbridge--goal-verbs '("pause" "resume" "budget" "edit" "clear")
+  "Words that start a `/goal' subcommand rather than an objective.")
+
+(defun planbridge--read-objective (prompt &optional initial)
+  "Read a Goal objective with PROMPT, starting from INITIAL.
+The objective may not be empty nor start with a `/goal' subcommand
+word: the backend would run that subcommand instead."
+  (let ((text (string-trim (read-string prompt initial))))
+    (when (string-empty-p text)
+      (user-error "planbridge: The objective is empty"))
+    (when (member (downcase (car (split-string text))) planbridge--goal-verbs)
+      (user-error "planbridge: An objective cannot start with \"%s\"; rephrase it"
+                  (car (split-string text))))
+    text))
+
+(defun planbridge--session-goal ()
+  "Return the Goal known to the current session buffer, or nil."
+  (when-let ((buf (planbridge--current-session-buffer)))
+    (buffer-local-value 'planbridge--goal buf)))
+
+(defun planbridge-goal (objective)
+  "Start a Goal: the agent works toward OBJECTIVE turn after turn.
+It continues until the agent reports it complete or blocked, it is
+paused, or its token budget runs out.  Also `/goal OBJECTIVE'."
+  (interactive (list (planbridge--read-objective "Goal objective: ")))
+  (planbridge--goal-command :goal/start (list :objective objective)))
+
+(defun planbridge-goal-pause ()
+  "Pause the session's Goal; work in flight finishes, nothing continues."
+  (interactive)
+  (planbridge--goal-command :goal/pause))
+
+(defun planbridge-goal-resume (steering)
+  "Resume the session's paused Goal.
+STEERING, when not empty, is a prompt that runs first as a Goal turn."
+  (interactive (list (string-trim (read-string "Steering for the Goal (empty for none): "))))
+  (planbridge--goal-command
+   :goal/resume (and steering (not (string-empty-p steering))
+                     (list :steering steering))))
+
+(defun planbridge-goal-budget (budget)
+  "Set the Goal's token BUDGET; 0 (empty input) means none."
+  (interactive (list (planbridge--read-budget)))
+  (planbridge--goal-command :goal/budget (list :budget budget)))
+
+(defun planbridge-goal-edit (objective)
+  "Change the Goal's OBJECTIVE."
+  (interactive (list (planbridge--read-objective
+                      "Goal objective: "
+                      (plist-get (planbridge--session-goal) :objective))))
+  (planbridge--goal-command :goal/edit (list :objective objective)))
+
+(defun planbridge-goal-clear ()
+  "Clear the session's Goal."
+  (interactive)
+  (planbridge--goal-command :goal/clear))
+
+;;; Share links
+;;;
+
+(defun planbridge--request-unlogged (method params)
+  "Send METHOD with PARAMS, wait, and keep the answer out of the wire log.
+For answers that carry secrets."
+  (let* ((conn (planbridge--connection))
+         (size (jsonrpc--events-buffer-scrollback-size conn)))
+    (planbridge--log conn "%s (answer not logged: it carries secrets)"
+                     (planbridge--method-name method))
+    (setf (jsonrpc--events-buffer-scrollback-size conn) 0)
+    (unwind-protect
+        (planbridge--request method params)
+      (setf (jsonrpc--events-buffer-scrollback-size conn) size))))
+
+(defun planbridge--share-buffer-name (session)
+  "Return the name of the buffer listing the share links of SESSION."
+  (format "*planbridge share: %s*" session))
+
+(defun planbridge--copy-link (link)
+  "Copy the URL of share LINK, a plist, to the kill ring.
+The message names the tier, never the URL."
+  (kill-new (plist-get link :url))
+  (message "planbridge: Copied the %s link (expires %s)"
+           (plist-get link :tier)
+           (planbridge--format-time (plist-get link :expires_at))))
+
+(defun planbridge--show-links (session links)
+  "Show the share LINKS of SESSION in a small buffer, one per tier."
+  (let ((buf (get-buffer-create (planbridge--share-buffer-name session))))
+    (with-current-buffer buf
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (special-mode)
+        (insert (propertize "Share links" 'face 'planbridge-card-heading)
+                " — anyone with a link sees the transcript and the plan.\n"
+                "Stop sharing with M-x planbridge-share-stop.\n\n")
+        (dolist (link links)
+          (insert " " (propertize (string-pad (or (plist-get link :tier) "?") 6)
+                                  'face 'planbridge-card-label)
+                  " ")
+          (insert-text-button "[copy]"
+                              'action (lambda (_) (planbridge--copy-link link))
+                              'help-echo "Copy this link")
+          (insert (format " expires %s  %s\n"
+                          (planbridge--format-time (plist-get link :expires_at))
+                          (plist-get link :url))))
+        (goto-char (point-min))))
+    (display-buffer buf '((display-buffer-reuse-window display-buffer-below-selected)
+                          (window-height . fit-window-to-buffer)))
+    buf))
+
+(defun planbridge-share ()
+  "Share the current session to browsers and copy a link.
+Asks first: the links show the transcript and the plan, which may
+contain secrets.  The links (view, full, owner) are listed in a small
+buffer; the chosen one is copied to the kill ring.  Links are never
+written to *Messages*."
+  (interactive)
+  (let ((id (progn (planbridge--connection) (planbridge--current-session-id))))
+    (unless (yes-or-no-p "Share this session (links show its transcript and plan, which may contain secrets)? ")
+      (user-error "planbridge: Not shared"))
+    (let* ((result (planbridge--request-unlogged :share/start (list :session id)))
+           (links (append (plist-get result :links) nil))
+           (tiers (mapcar (lambda (link) (plist-get link :tier)) links)))
+      (unless links
+        (user-error "planbridge: The backend returned no share links"))
+      (planbridge--show-links id links)
+      ;; Tier names only: the minibuffer and its history never see a URL.
+      (let ((tier (completing-read (format "Copy which link (%s)? " (string-join tiers ", "))
+                                   tiers nil t nil t (car tiers))))
+        (planbridge--copy-link
+         (seq-find (lambda (link) (equal (plist-get link :tier) tier)) links))))))
+
+(defun planbridge-share-stop ()
+  "Stop sharing the current session; every link stops working."
+  (interactive)
+  (let ((id (progn (planbridge--connection) (planbridge--current-session-id))))
+    (when-let ((buf (get-buffer (planbridge--share-buffer-name id))))
+      (dolist (win (get-buffer-window-list buf nil t))
+        (quit-window nil win))
+      (kill-buffer buf))
+    (planbridge--async
+     :share/stop (list :session id)
+     :success (lambda (result)
+                (message (if (planbridge--true-p (plist-get result :stopped))
+                             "planbridge: Sharing stopped; the links no longer work"
+                           "planbridge: The session was not shared"))))))
+
+;;; Worktree fork
+;;;
+
+(defun planbridge--forked (data)
+  "Handle DATA of a `forked' event: this session continued in a fork.
+The line says where; outside a replay the fork's session is opened
+in every window that showed this one.  This buffer stays, ended."
+  (let ((fork (plist-get data :fork))
+        (branch (plist-get data :branch))
+        (dir (plist-get data :dir)))
+    (planbridge--update-info (list :forked_to fork :fork_branch branch))
+    (planbridge--insert-line 'planbridge-notice
+                             (format "⑂ Continued in a Worktree fork: branch %s in %s "
+                                     (or branch "?") (or dir "?")))
+    (planbridge--with-transcript
+      (backward-char)
+      (insert-text-button "[open]"
+                          'action (lambda (_) (planbridge-open-session fork))
+                          'help-echo "Open the fork's session"))
+    (when (and fork (not planbridge--replaying))
+      (planbridge--open-fork fork dir))))
+
+(defun planbridge--open-fork (fork dir)
+  "Open session FORK, a fork whose workspace is DIR, in place of this buffer.
+Every window on any frame that showed the current buffer shows the
+fork's buffer instead."
+  (let* ((planning (current-buffer))
+         (buf (planbridge--session-buffer
+               `(:id ,fork ,@(and dir (file-directory-p dir) (list :workspace dir))))))
+    (dolist (win (get-buffer-window-list planning nil t))
+      (set-window-buffer win buf)
+      (set-window-point win (with-current-buffer buf (point-max))))
+    buf))
+
 ;;; Sessions list
 ;;;
 
@@ -1977,6 +2475,13 @@ Nothing is archived, summarised or sent twice."
                   (concat (or (plist-get session :proposal_status) "")
                           (if (and approval (not (equal approval "")))
                               (format " (card %s)" approval)
+                            "")
+                          (let ((goal (planbridge--nonempty (plist-get session :goal))))
+                            (if (and goal (string-match "\\`Goal [a-z-]+" goal))
+                                (concat " · " (match-string 0 goal))
+                              ""))
+                          (if (planbridge--nonempty (plist-get session :forked_to))
+                              " · forked"
                             ""))
                   (planbridge--format-time (plist-get session :updated_at))))))
 
@@ -1998,7 +2503,7 @@ Nothing is archived, summarised or sent twice."
 \\{planbridge-sessions-mode-map}"
   (setq tabulated-list-format
         [("Workspace" 28 t) ("Title" 30 t) ("Plan" 5 t) ("Mode" 10 t)
-         ("Proposal" 20 t) ("Last activity" 16 t)])
+         ("Proposal / Goal" 28 t) ("Last activity" 16 t)])
   (setq tabulated-list-sort-key '("Last activity" . t))
   (add-hook 'tabulated-list-revert-hook #'planbridge--sessions-refresh nil t)
   (tabulated-list-init-header))
@@ -2037,11 +2542,23 @@ Nothing is archived, summarised or sent twice."
    ["Plan"
     ("a" "Show approval card" planbridge-show-approval)
     ("r" "Retry implementation" planbridge-retry-plan-implementation)
+    ("i" "Resume implementation" planbridge-resume-implementation)
     ("s" "Save plan to project" planbridge-save-plan)]
-   ["Session"
+   ["Goal"
+    ("g" "Start a Goal" planbridge-goal)
+    ("p" "Pause" planbridge-goal-pause)
+    ("u" "Resume" planbridge-goal-resume)
+    ("b" "Budget" planbridge-goal-budget)
+    ("E" "Edit objective" planbridge-goal-edit)
+    ("x" "Clear" planbridge-goal-clear)]]
+  [["Session"
     ("k" "Interrupt" planbridge-interrupt)
+    ("c" "Compact conversation" planbridge-compact)
     ("l" "Sessions" planbridge-sessions)
-    ("e" "Events log" planbridge-events-buffer)]])
+    ("e" "Events log" planbridge-events-buffer)]
+   ["Share"
+    ("S" "Share links" planbridge-share)
+    ("X" "Stop sharing" planbridge-share-stop)]])
 
 (provide 'planbridge)
 ;;; planbridge.el ends here

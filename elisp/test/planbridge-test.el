@@ -1128,6 +1128,460 @@ Replayed approval events draw no card: `approval/get' does that."
         (should (eq (key-binding (kbd "RET")) #'planbridge-sessions-open))
         (should (eq (call-interactively (key-binding (kbd "RET"))) session))))))
 
+;;; Goal, tracking, share and the Worktree fork
+;;;
+
+(defun planbridge-test--sent-recorder ()
+  "Start recording the requests Emacs sends; return a function listing them.
+The returned function, called with a method name, returns the params
+of each request of that method sent so far, oldest first; called with
+`stop', it stops recording."
+  (let* ((sent nil)
+         (record (lambda (_conn &rest args) (push args sent))))
+    (advice-add 'jsonrpc-connection-send :before record)
+    (lambda (method)
+      (if (eq method 'stop)
+          (advice-remove 'jsonrpc-connection-send record)
+        (cl-loop for m in (reverse sent)
+                 when (equal (planbridge--method-name (plist-get m :method)) method)
+                 collect (plist-get m :params))))))
+
+(defun planbridge-test--file (relative)
+  "Return the contents of RELATIVE in the test repository, or nil."
+  (let ((file (expand-file-name relative planbridge-test--repo)))
+    (and (file-exists-p file)
+         (with-temp-buffer
+           (insert-file-contents-literally file)
+           (buffer-string)))))
+
+(defun planbridge-test--tracking-text ()
+  "Return the tracking section of the current buffer, or nil."
+  (let ((pos (text-property-any (point-min) (point-max) 'planbridge-tracking t)))
+    (when pos
+      (buffer-substring-no-properties
+       pos (next-single-property-change pos 'planbridge-tracking nil (point-max))))))
+
+(defconst planbridge-test--steps-plan-text
+  "Looked around.\n\n<proposed_plan>\n# Rename the greeting\n\n## Key Changes\n- Change hello to hi in hello.txt\n- Add a README\n\n## Validation\n- cat hello.txt\n</proposed_plan>\n"
+  "A response proposing a plan with two steps.")
+
+(ert-deftest planbridge-test-goal-accept ()
+  "Accepting a plan with Execution Goal and a budget runs the Goal to complete."
+  (planbridge-test-with-session
+      (planbridge-test--script
+       (list :text planbridge-test--plan-text)
+       (list :text "Working toward the Goal.\n"
+             :tool_calls (vector (list :name "edit_file"
+                                       :arguments (list :path "hello.txt"
+                                                        :old "hello" :new "hi"))
+                                 (list :name "update_goal"
+                                       :arguments (list :status "complete"
+                                                        :summary "hello.txt says hi")))
+             :usage (list :input_tokens 100 :output_tokens 20))
+       (list :text "Goal done.\n" :usage (list :input_tokens 50 :output_tokens 10)))
+    (let ((card (planbridge-test--propose)))
+      (planbridge-test--press card "e")
+      (planbridge-test--wait
+       (lambda () (string-match-p "Execution +Goal" (planbridge-test--row card 'execution)))
+       "Execution Goal")
+      (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "5000")))
+        (planbridge-test--press card "b"))
+      (planbridge-test--wait
+       (lambda () (string-match-p "Budget +5000 tokens" (planbridge-test--row card 'budget)))
+       "the budget row")
+      (planbridge-test--press card "RET")
+      (planbridge-test--wait
+       (lambda () (string-match-p "Goal complete" (planbridge-test--header)))
+       "the Goal to complete" 20)
+      (planbridge-test--wait-turn-end 2)
+      (should (equal (planbridge-test--file "hello.txt") "hi\n"))
+      (let ((header (planbridge-test--header)))
+        (should (string-match-p
+                 "Goal complete · 180/5,000 tokens (3%) · 1 turn" header))
+        (should (eq (get-text-property (string-match "Goal complete" (planbridge--header-line))
+                                       'face (planbridge--header-line))
+                    'planbridge-goal-done)))
+      (let ((text (planbridge-test--buffer-text)))
+        (should (string-match-p "^▶ Implement accepted plan as Goal$" text))
+        (should (string-match-p "^◎ Goal active: " text))
+        (should (string-match-p "^◎ Goal complete: hello.txt says hi · Goal complete" text))
+        (should-not (string-match-p "^\\[goal\\]" text)))
+      (should (equal (plist-get planbridge--goal :status) "complete"))
+      (should (= 1 (plist-get planbridge--goal :turns)))
+      ;; A buffer opened again gets the Goal from `goal/get'.
+      (let ((id planbridge--session-id))
+        (kill-buffer (current-buffer))
+        (with-current-buffer (planbridge-open-session id)
+          (planbridge-test--wait (lambda () (equal (plist-get planbridge--goal :status) "complete"))
+                                 "goal/get")
+          (should (string-match-p "Goal complete · 180/5,000 tokens" (planbridge-test--header))))))))
+
+(ert-deftest planbridge-test-goal-commands ()
+  "The Goal commands go through goal/*: start, pause, budget, edit, resume, clear."
+  (planbridge-test-with-session
+      (planbridge-test--script
+       (list :text (make-string 60 ?.) :delay_ms 30
+             :usage (list :input_tokens 10 :output_tokens 5))
+       (list :tool_calls (vector (list :name "update_goal"
+                                       :arguments (list :status "complete"
+                                                        :summary "greeted")))
+             :usage (list :input_tokens 10 :output_tokens 5))
+       (list :text "All done.\n"))
+    (let ((sent (planbridge-test--sent-recorder)))
+      (unwind-protect
+          (progn
+            ;; An objective that reads as a subcommand is refused here.
+            (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "clear the cache")))
+              (should-error (call-interactively #'planbridge-goal) :type 'user-error))
+            (should-not (funcall sent "goal/start"))
+            (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "Greet the world")))
+              (call-interactively #'planbridge-goal))
+            (planbridge-test--wait
+             (lambda () (string-match-p "Goal active" (planbridge-test--header)))
+             "the Goal to start")
+            (planbridge-test--wait (lambda () (planbridge-test--events "text")) "the Goal turn")
+            (planbridge-goal-pause)
+            (planbridge-test--wait
+             (lambda () (string-match-p "Goal paused" (planbridge-test--header)))
+             "the Goal to pause")
+            (planbridge-test--wait-turn-end 1)
+            ;; Paused: no continuation was dispatched.
+            (accept-process-output nil 0.3)
+            (should (= 1 (length (planbridge-test--events "turn_start"))))
+            (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "1000")))
+              (call-interactively #'planbridge-goal-budget))
+            (planbridge-test--wait
+             (lambda () (string-match-p "Goal paused · 15/1,000 tokens" (planbridge-test--header)))
+             "the budget in the header")
+            (cl-letf (((symbol-function 'read-string)
+                       (lambda (_prompt initial &rest _)
+                         (should (equal initial "Greet the world"))
+                         "Greet the whole world")))
+              (call-interactively #'planbridge-goal-edit))
+            (planbridge-test--wait
+             (lambda () (equal (plist-get planbridge--goal :objective) "Greet the whole world"))
+             "the edited objective")
+            (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "wrap it up")))
+              (call-interactively #'planbridge-goal-resume))
+            (planbridge-test--wait
+             (lambda () (string-match-p "Goal complete" (planbridge-test--header)))
+             "the resumed Goal to complete" 20)
+            (planbridge-test--wait-turn-end 2)
+            (should (string-match-p "^▶ wrap it up$" (planbridge-test--buffer-text)))
+            (planbridge-goal-clear)
+            (planbridge-test--wait
+             (lambda () (not (string-match-p "Goal" (planbridge-test--header))))
+             "the Goal to be cleared")
+            (should (string-match-p "^◎ Goal cleared$" (planbridge-test--buffer-text)))
+            (should (equal (funcall sent "goal/start")
+                           (list (list :session planbridge--session-id
+                                       :objective "Greet the world"))))
+            (should (= 1 (length (funcall sent "goal/pause"))))
+            (should (equal (plist-get (car (funcall sent "goal/budget")) :budget) 1000))
+            (should (equal (plist-get (car (funcall sent "goal/edit")) :objective)
+                           "Greet the whole world"))
+            (should (equal (plist-get (car (funcall sent "goal/resume")) :steering)
+                           "wrap it up"))
+            (should (= 1 (length (funcall sent "goal/clear")))))
+        (funcall sent 'stop)))))
+
+(ert-deftest planbridge-test-plan-steps ()
+  "An implementation calling update_plan_step shows live step progress."
+  (planbridge-test-with-session
+      (planbridge-test--script
+       (list :text planbridge-test--steps-plan-text)
+       (list :text "Starting.\n"
+             :tool_calls (vector (list :name "update_plan_step"
+                                       :arguments (list :step "s1" :status "in_progress"))))
+       (list :tool_calls (vector (list :name "edit_file"
+                                       :arguments (list :path "hello.txt"
+                                                        :old "hello" :new "hi"))
+                                 (list :name "update_plan_step"
+                                       :arguments (list :step "s1" :status "completed"))
+                                 (list :name "update_plan_step"
+                                       :arguments (list :step "s2" :status "in_progress")))
+             :delay_ms 50)
+       (list :text "Paused before the README.\n" :delay_ms 50))
+    (let ((card (planbridge-test--propose))
+          (seen nil)
+          (record (lambda (&rest _)
+                    (push (list (planbridge-test--tracking-text)
+                                (planbridge-test--header))
+                          seen))))
+      (advice-add 'planbridge--draw-tracking :after record)
+      (unwind-protect
+          (progn
+            (planbridge-test--press card "RET")
+            (planbridge-test--wait-turn-end 2))
+        (advice-remove 'planbridge--draw-tracking record))
+      (setq seen (nreverse seen))
+      ;; The in-progress step reads in the gerund, the others imperative.
+      (should (seq-find (lambda (s)
+                          (and (car s)
+                               (string-match-p "^Plan: Rename the greeting — 0/2 steps$" (car s))
+                               (string-match-p "^  \\[>\\] Changing hello to hi in hello.txt$" (car s))
+                               (string-match-p "^  \\[ \\] Add a README$" (car s))))
+                        seen))
+      (should (seq-find (lambda (s) (string-match-p "0/2 steps" (cadr s))) seen))
+      (let ((final (planbridge-test--tracking-text)))
+        (should (string-match-p "^Plan: Rename the greeting — 1/2 steps" final))
+        (should (string-match-p "^  \\[x\\] Change hello to hi in hello.txt$" final))
+        (should (string-match-p "^  \\[>\\] Adding a README$" final)))
+      (should (string-match-p "1/2 steps" (planbridge-test--header)))
+      ;; The step in progress is highlighted.
+      (goto-char (point-min))
+      (search-forward "[>] Adding a README")
+      (should (eq (get-text-property (point) 'face) 'planbridge-tracking-active))
+      ;; The section sits between the transcript and the prompt.
+      (let ((text (planbridge-test--buffer-text)))
+        (should (string-match-p "Paused before the README\\.\n─ turn 2 done\n\nPlan: Rename the greeting"
+                                text))
+        (should (string-match-p "\\[>\\] Adding a README\n\n> \\'" text)))
+      (should (equal (planbridge-test--file "hello.txt") "hi\n"))
+      ;; The composer still works below it.
+      (goto-char (point-max))
+      (insert "next")
+      (should (equal (planbridge--composer-text) "next")))))
+
+(ert-deftest planbridge-test-todo-list ()
+  "todo_write during a Plan turn shows the todo list above the prompt."
+  (planbridge-test-with-session
+      (planbridge-test--script
+       (list :tool_calls
+             (vector (list :name "todo_write"
+                           :arguments
+                           (list :items
+                                 (vector (list :content "Read hello.txt" :status "completed")
+                                         (list :content "Draft the plan" :status "in_progress")
+                                         (list :content "Ask for approval" :status "pending"))))))
+       (list :text "Planned.\n"))
+    (planbridge-toggle-plan)
+    (planbridge-test--wait-header "[Plan · ask]")
+    (planbridge-test--type "plan the greeting")
+    (planbridge-test--wait-turn-end 1)
+    (planbridge-test--wait (lambda () (planbridge-test--tracking-text)) "the todo list")
+    (should (equal (planbridge-test--tracking-text)
+                   (concat "\nTodo: 1/3 done\n"
+                           "  [x] Read hello.txt\n"
+                           "  [>] Draft the plan\n"
+                           "  [ ] Ask for approval\n")))
+    (goto-char (point-min))
+    (search-forward "[>] Draft")
+    (should (eq (get-text-property (point) 'face) 'planbridge-tracking-active))
+    (search-forward "[ ] Ask")
+    (should-not (get-text-property (point) 'face))
+    (let ((text (planbridge-test--buffer-text)))
+      (should (string-match-p "Planned\\.\n─ turn 1 done\n\nTodo: 1/3 done" text))
+      (should-not (string-match-p "^\\[todo\\]" text)))
+    ;; A reopened buffer shows the same list (replay and session/tracking).
+    (let ((id planbridge--session-id))
+      (kill-buffer (current-buffer))
+      (with-current-buffer (planbridge-open-session id)
+        (planbridge-test--wait (lambda () (not planbridge--opening)) "session/open")
+        (planbridge-test--wait (lambda () (planbridge-test--tracking-text)) "the todo list")
+        (should (= 1 (planbridge-test--count "^Todo: 1/3 done$" (planbridge-test--buffer-text))))))))
+
+(ert-deftest planbridge-test-compact ()
+  "`planbridge-compact' asks the backend; the compacted event is a notice."
+  (planbridge-test-with-session
+      (planbridge-test--script (list :text "Hello there.\n")
+                               (list :text "Summary: the person said hi."))
+    (planbridge-test--type "hi")
+    (planbridge-test--wait-turn-end 1)
+    (let ((sent (planbridge-test--sent-recorder)))
+      (unwind-protect
+          (call-interactively #'planbridge-compact)
+        (funcall sent 'stop))
+      (should (equal (funcall sent "session/compact")
+                     (list (list :session planbridge--session-id)))))
+    (planbridge-test--wait
+     (lambda () (string-match-p "^ℹ Conversation compacted (requested): context segment [0-9]+, [0-9]+ characters carried$"
+                                (planbridge-test--buffer-text)))
+     "the compacted notice")
+    (should-not (string-match-p "^\\[compacted\\]" (planbridge-test--buffer-text)))))
+
+(ert-deftest planbridge-test-resume-implementation ()
+  "`planbridge-resume-implementation' sends implementation/resume."
+  (planbridge-test-with-session "[]"
+    (let ((sent (planbridge-test--sent-recorder))
+          (messages (planbridge-test--messages-mark)))
+      (unwind-protect
+          (call-interactively #'planbridge-resume-implementation)
+        (funcall sent 'stop))
+      (should (equal (funcall sent "implementation/resume")
+                     (list (list :session planbridge--session-id))))
+      ;; Nothing is paused: the backend says so, as a message.
+      (planbridge-test--wait
+       (lambda () (string-match-p "^planbridge: \\(implementation/resume failed\\|Resuming\\)"
+                                  (planbridge-test--messages-since messages)))
+       "the answer"))))
+
+(ert-deftest planbridge-test-share ()
+  "Sharing confirms, lists the links, copies one, and never logs a link."
+  (planbridge-test-with-session "[]"
+    (let ((messages (planbridge-test--messages-mark))
+          (asked nil)
+          (kill-ring nil)
+          (sent (planbridge-test--sent-recorder)))
+      (unwind-protect
+          (progn
+            ;; Declining shares nothing.
+            (cl-letf (((symbol-function 'yes-or-no-p) (lambda (&rest _) nil)))
+              (should-error (call-interactively #'planbridge-share) :type 'user-error))
+            (should-not (funcall sent "share/start"))
+            (cl-letf (((symbol-function 'yes-or-no-p)
+                       (lambda (prompt) (push prompt asked) t))
+                      ((symbol-function 'completing-read)
+                       (lambda (_prompt table &rest _)
+                         (should (equal table '("view" "full" "owner")))
+                         "full")))
+              (call-interactively #'planbridge-share)))
+        (funcall sent 'stop))
+      (should (string-match-p "secrets" (car asked)))
+      (let* ((url (car kill-ring))
+             (secret (and url (cadr (split-string url "#k=")))))
+        (should (string-match-p "\\`http://127\\.0\\.0\\.1:[0-9]+/.*#k=." url))
+        (should (> (length secret) 16))
+        (let ((logged (planbridge-test--messages-since messages)))
+          (should (string-match-p "^planbridge: Copied the full link (expires " logged))
+          (should-not (string-match-p (regexp-quote secret) logged))
+          (should-not (string-match-p "http" logged)))
+        (with-current-buffer (jsonrpc-events-buffer planbridge--connection)
+          (should-not (string-match-p (regexp-quote secret) (buffer-string))))
+        (let ((list (get-buffer (format "*planbridge share: %s*" planbridge--session-id))))
+          (should list)
+          (with-current-buffer list
+            (should (string-match-p "^ full +\\[copy\\] expires .*#k=" (buffer-string)))
+            (should (= 3 (planbridge-test--count "\\[copy\\]" (buffer-string))))
+            (should (string-match-p (regexp-quote url) (buffer-string)))))
+        (should (= 3 (length (plist-get (jsonrpc-request planbridge--connection :share/links
+                                                         (list :session planbridge--session-id))
+                                        :links))))
+        (call-interactively #'planbridge-share-stop)
+        (planbridge-test--wait
+         (lambda () (string-match-p "^planbridge: Sharing stopped"
+                                    (planbridge-test--messages-since messages)))
+         "share/stop")
+        (should-not (get-buffer (format "*planbridge share: %s*" planbridge--session-id)))
+        (should (seq-empty-p (plist-get (jsonrpc-request planbridge--connection :share/links
+                                                         (list :session planbridge--session-id))
+                                        :links)))
+        (should-not (string-match-p (regexp-quote secret)
+                                    (planbridge-test--messages-since messages)))))))
+
+(ert-deftest planbridge-test-worktree-fork ()
+  "A Worktree acceptance opens the fork's buffer in the planning buffer's windows."
+  (planbridge-test-with-session planbridge-test--propose-and-implement
+    (let ((planning (current-buffer))
+          (id planbridge--session-id))
+      (should (get-buffer-window planning t))
+      (let ((card (planbridge-test--propose)))
+        (planbridge-test--press card "l")
+        (planbridge-test--wait
+         (lambda () (string-match-p "Location +Worktree" (planbridge-test--row card 'location)))
+         "Worktree")
+        (planbridge-test--wait
+         (lambda () (string-empty-p (planbridge-test--row card 'notice)))
+         "no fork blocker")
+        (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "plan/rename")))
+          (planbridge-test--press card "RET")))
+      (planbridge-test--wait (lambda () (null (get-buffer-window-list planning nil t)))
+                             "the planning buffer to leave its windows" 20)
+      (let* ((fork-id (plist-get planbridge--info :forked_to))
+             (fork (gethash fork-id planbridge--buffers))
+             (dir (expand-file-name ".worktrees/rename/" planbridge-test--repo)))
+        (should (string-prefix-p "s-" fork-id))
+        (should-not (equal fork-id id))
+        (should (buffer-live-p fork))
+        (should (get-buffer-window fork t))
+        (planbridge-test--wait
+         (lambda () (equal (planbridge-test--file ".worktrees/rename/hello.txt") "hi\n"))
+         "the fork to edit hello.txt" 20)
+        ;; The source checkout is untouched.
+        (should (equal (planbridge-test--file "hello.txt") "hello\n"))
+        ;; The planning buffer stays, marked ended.
+        (should (buffer-live-p planning))
+        (should (string-match-p "ended → fork plan/rename" (planbridge-test--header)))
+        (should (string-match-p "^⑂ Continued in a Worktree fork: branch plan/rename in .*\\.worktrees/rename \\[open\\]$"
+                                (planbridge-test--buffer-text)))
+        (with-current-buffer fork
+          (planbridge-test--wait
+           (lambda () (string-match-p "Done: hello.txt says hi"
+                                      (planbridge-test--buffer-text)))
+           "the fork's implementation turn" 20)
+          (should (equal (file-name-as-directory
+                          (file-truename (plist-get planbridge--info :workspace)))
+                         (file-truename dir)))
+          (should-not (string-match-p "ended" (planbridge-test--header))))))))
+
+(ert-deftest planbridge-test-render-tracking-events ()
+  "Goal, todo, steps, compacted, forked and status events render as lines."
+  (with-temp-buffer
+    (planbridge-session-mode)
+    (let ((planbridge--replaying t))
+      (planbridge--handle-event
+       '(:seq 1 :kind "goal"
+              :data (:goal (:id "g-1" :objective "Ship it" :status "active" :budget 0
+                                :tokens_used 0 :turns 0)
+                           :summary "Goal active · 0 tokens (no budget) · 0 turns"
+                           :kickoff_pending t)))
+      (planbridge--handle-event
+       '(:seq 2 :kind "goal"
+              :data (:goal (:id "g-1" :objective "Ship it" :status "active" :budget 0
+                                :tokens_used 120 :turns 1)
+                           :summary "Goal active · 120 tokens (no budget) · 1 turn")))
+      (should (equal (planbridge-test--header)
+                     "[ask] Goal active · 120 tokens (no budget) · 1 turn disconnected"))
+      (planbridge--handle-event
+       '(:seq 3 :kind "goal"
+              :data (:goal (:id "g-1" :objective "Ship it" :status "blocked" :reason "no access"
+                                :budget 0 :tokens_used 150 :turns 2)
+                           :summary "Goal blocked · 150 tokens (no budget) · 2 turns")))
+      (planbridge--handle-event
+       '(:seq 4 :kind "steps"
+              :data (:title "Ship it" :artifact "work://plans/accepted-1.md" :status "paused"
+                            :reason "paused by restart"
+                            :steps [(:id "s1" :imperative "Add a flag" :gerund "Adding a flag"
+                                         :status "completed")
+                                    (:id "s2" :imperative "Test it" :gerund "Testing it"
+                                         :status "blocked")
+                                    (:id "s3" :imperative "Document it" :gerund "Documenting it"
+                                         :status "skipped")
+                                    (:id "s4" :imperative "Ship it" :gerund "Shipping it"
+                                         :status "pending")])))
+      (planbridge--handle-event '(:seq 5 :kind "todo" :data (:items [])))
+      (planbridge--handle-event
+       '(:seq 6 :kind "compacted" :data (:segment 2 :reason "auto" :chars 900)))
+      (planbridge--handle-event
+       '(:seq 7 :kind "forked" :data (:fork "s-fork" :branch "plan/x" :dir "/tmp/r/.worktrees/x")))
+      (planbridge--handle-event
+       '(:seq 8 :kind "status" :data (:plan :json-false :mode "ask" :busy :json-false
+                                            :goal "Goal blocked · 150 tokens (no budget) · 2 turns"
+                                            :forked_to "s-fork"))))
+    (let ((text (planbridge-test--buffer-text)))
+      (should (= 1 (planbridge-test--count "^◎ Goal" text)))
+      (should (string-match-p "^◎ Goal active: Ship it$" text))
+      (should (string-match-p "^⏸ Plan implementation paused (paused by restart); resume with M-x planbridge-resume-implementation$" text))
+      (should (string-match-p "^ℹ Conversation compacted (auto): context segment 2, 900 characters carried$" text))
+      (should (string-match-p "^⑂ Continued in a Worktree fork: branch plan/x in /tmp/r/\\.worktrees/x \\[open\\]$" text))
+      (should-not (string-match-p "^\\[[a-z]+\\] " text))
+      (should (equal (planbridge-test--tracking-text)
+                     (concat "\nPlan: Ship it — 2/4 steps, paused: paused by restart (M-x planbridge-resume-implementation)\n"
+                             "  [x] Add a flag\n"
+                             "  [!] Test it\n"
+                             "  [-] Document it\n"
+                             "  [ ] Ship it\n"))))
+    ;; A live status change of the Goal is a line too.
+    (planbridge--handle-event
+     '(:seq 9 :kind "goal"
+            :data (:goal (:id "g-1" :objective "Ship it" :status "paused" :reason "paused by you"
+                              :budget 0 :tokens_used 150 :turns 2)
+                         :summary "Goal paused · 150 tokens (no budget) · 2 turns")))
+    (should (string-match-p "^◎ Goal paused: paused by you · Goal paused · 150 tokens"
+                            (planbridge-test--buffer-text)))
+    (should (equal (planbridge-test--header)
+                   "[ask] ended → fork plan/x Goal paused · 150 tokens (no budget) · 2 turns 2/4 steps (paused) disconnected"))))
+
 (ert-deftest planbridge-test-dispatch ()
   "The transient cockpit is defined with the session commands."
   (should (commandp 'planbridge-dispatch))
@@ -1136,7 +1590,13 @@ Replayed approval events draw no card: `approval/get' does that."
                                           planbridge-show-approval
                                           planbridge-retry-plan-implementation
                                           planbridge-save-plan planbridge-sessions
-                                          planbridge-interrupt planbridge-plan-status))
+                                          planbridge-interrupt planbridge-plan-status
+                                          planbridge-goal planbridge-goal-pause
+                                          planbridge-goal-resume planbridge-goal-budget
+                                          planbridge-goal-edit planbridge-goal-clear
+                                          planbridge-compact
+                                          planbridge-resume-implementation
+                                          planbridge-share planbridge-share-stop))
       (should (commandp cmd))
       (should (string-match-p (regexp-quote (symbol-name cmd)) layout))))
   (with-temp-buffer
