@@ -14,7 +14,7 @@ import (
 // ratio compares two benchmarks of one run against a budget.
 type ratio struct {
 	what        string
-	num, den    string
+	num, den    string  // "Benchmark" or "Benchmark:metric" (default metric ns/op)
 	budget      float64 // num/den must be ≤ budget (0: report only)
 	strictBelow bool    // budget is "< budget" rather than "≤"
 }
@@ -24,7 +24,7 @@ var ratios = []ratio{
 	{"proposal: streamed extraction (1 KiB chunks) vs one goldmark parse", "BenchmarkScannerStream1MiB", "BenchmarkGoldmarkParse1MiB", 3, false},
 	{"status: ours vs git status --porcelain (20k files)", "BenchmarkStatus", "BenchmarkGitStatusCLI", 1, true},
 	{"status: stock go-git Worktree.Status vs git (reference)", "BenchmarkGoGitStatus", "BenchmarkGitStatusCLI", 0, false},
-	{"fork: our linked worktree vs git worktree add (20k files)", "BenchmarkAddWorktree", "BenchmarkGitWorktreeAdd", 1, false},
+	{"fork: our linked worktree vs git worktree add (20k files)", "BenchmarkAddWorktreeVsGit:ours-ns/op", "BenchmarkAddWorktreeVsGit:git-ns/op", 1, false},
 }
 
 // absolute budgets on single metrics.
@@ -59,8 +59,8 @@ func main() {
 	fmt.Println("\n== budgets (ratios measured in this run) ==")
 	fail := false
 	for _, r := range ratios {
-		n, okn := metrics[r.num]["ns/op"]
-		d, okd := metrics[r.den]["ns/op"]
+		n, okn := metric(metrics, r.num)
+		d, okd := metric(metrics, r.den)
 		if !okn || !okd {
 			fmt.Printf("MISSING %-62s (%s / %s not in this run)\n", r.what, r.num, r.den)
 			continue
@@ -94,4 +94,14 @@ func main() {
 	if fail {
 		os.Exit(1)
 	}
+}
+
+// metric looks up "Bench" (ns/op) or "Bench:unit".
+func metric(m map[string]map[string]float64, name string) (float64, bool) {
+	bench, unit, ok := strings.Cut(name, ":")
+	if !ok {
+		unit = "ns/op"
+	}
+	v, found := m[bench][unit]
+	return v, found
 }
