@@ -77,6 +77,10 @@ func main() {
 				verdict, fail = "OVER", true
 			}
 		}
+		if r.budget == 0 {
+			fmt.Printf("%-7s %-62s %6.2f× (reference only)\n", verdict, r.what, q)
+			continue
+		}
 		fmt.Printf("%-7s %-62s %6.2f× (budget %s%.0f×)\n", verdict, r.what, q, map[bool]string{true: "<", false: "≤"}[r.strictBelow], r.budget)
 	}
 	for _, a := range absolutes {
@@ -90,6 +94,13 @@ func main() {
 			verdict, fail = "OVER", true
 		}
 		fmt.Printf("%-7s %-62s %8.3f ms (budget %.0f ms; %.2f× of budget)\n", verdict, a.what, v/1e6, a.max/1e6, v/a.max)
+	}
+	for _, info := range []struct{ what, bench, unit string }{
+		{"Bash classification throughput on one core", "BenchmarkClassify", "cmds/s"},
+	} {
+		if v, ok := metrics[info.bench][info.unit]; ok {
+			fmt.Printf("%-7s %-62s %8.0f %s\n", "info", info.what, v, info.unit)
+		}
 	}
 	if fail {
 		os.Exit(1)
