@@ -32,17 +32,18 @@
 //   - Secrets are never logged.
 //
 //   - Restarts: rooms and links are written to the store when links are
-//     minted and when a room ends (stopped, handoff, handoff failed) —
-//     SHA-256 hashes of the secrets only, with tier, expiry, room and
-//     session, and a handed-off room's continuation. [Server.Close] ends
-//     rooms in this process only. [Server.Restore] at startup loads them
-//     and listens at once if a link may still come back; with a port-0
-//     listen address the listener first tries its previous port, so old
-//     URLs reach it. Unexpired links then work again at their tiers;
-//     stopped and expired ones get 410 as before, and the ended room of a
-//     handoff answers with its notice. Because a handoff lets the old
-//     room's unexpired links open the fork's room too (inherited links,
-//     not listed by [Server.Links]), that answer carries an Open link —
-//     the fork's room with the presented key — for a page that missed the
-//     live "open" frame.
+//     minted and when a room ends (stopped, handoff, handoff failed): the
+//     SHA-256 of each secret only, with tier, expiry, room and session,
+//     and a handed-off room's continuation. [Server.Close] ends rooms in
+//     this process only. [Server.Restore] at startup loads them and listens
+//     at once if a link may still come back; with a port-0 listen address
+//     the listener first tries its previous port, so old URLs reach it.
+//     Unexpired links then work again at their tiers; stopped and expired
+//     ones get 410 as before, and the ended room of a handoff answers with
+//     its notice. A handoff lets the old room's unexpired links open the
+//     fork's room too (inherited links, not listed by [Server.Links]), so
+//     that answer also carries an Open link (the fork's room with the
+//     presented key) for a page that missed the live "open" frame.
+//
+// Without a store, rooms live in memory and a restart forgets them.
 package share
