@@ -30,7 +30,6 @@
 //     "open" frame with the link of its own tier, and the old room ends
 //     with a continuation notice ([Server.Handoff], [Server.HandoffFailed]).
 //   - Secrets are never logged.
-//
 //   - Restarts: rooms and links are written to the store when links are
 //     minted and when a room ends (stopped, handoff, handoff failed): the
 //     SHA-256 of each secret only, with tier, expiry, room and session,
