@@ -3,6 +3,8 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+
+	"planbridge/internal/session"
 )
 
 type sessionRef struct {
@@ -24,22 +26,16 @@ func sessionCreate(ctx context.Context, s *Server, raw json.RawMessage) (any, er
 }
 
 func sessionOpen(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
-	p, err := decode[struct {
-		Session string `json:"session"`
-		Since   int64  `json:"since"`
-	}](raw)
-	if err != nil {
-		return nil, err
+	type params struct {
+		Since int64 `json:"since"`
 	}
-	sess, err := s.opt.Manager.Get(ctx, p.Session)
-	if err != nil {
-		return nil, err
-	}
-	evs, err := sess.Events(ctx, p.Since)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"session": sess.Info(), "events": evs}, nil
+	return withSession(ctx, s, raw, func(sess *session.Session, p params) (any, error) {
+		evs, err := sess.Events(ctx, p.Since)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"session": sess.Info(), "events": evs}, nil
+	})
 }
 
 func sessionList(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
@@ -47,47 +43,29 @@ func sessionList(ctx context.Context, s *Server, raw json.RawMessage) (any, erro
 }
 
 func sessionSubmit(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
-	p, err := decode[struct {
-		Session string `json:"session"`
-		Text    string `json:"text"`
-	}](raw)
-	if err != nil {
-		return nil, err
+	type params struct {
+		Text string `json:"text"`
 	}
-	sess, err := s.opt.Manager.Get(ctx, p.Session)
-	if err != nil {
-		return nil, err
-	}
-	return sess.Submit(ctx, p.Text)
+	return withSession(ctx, s, raw, func(sess *session.Session, p params) (any, error) {
+		return sess.Submit(ctx, p.Text)
+	})
 }
 
 func sessionInterrupt(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
-	p, err := decode[sessionRef](raw)
-	if err != nil {
-		return nil, err
-	}
-	sess, err := s.opt.Manager.Get(ctx, p.Session)
-	if err != nil {
-		return nil, err
-	}
-	sess.Interrupt()
-	return nil, nil
+	return withSession(ctx, s, raw, func(sess *session.Session, _ sessionRef) (any, error) {
+		sess.Interrupt()
+		return nil, nil
+	})
 }
 
 func sessionSetMode(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
-	p, err := decode[struct {
-		Session string `json:"session"`
-		Mode    string `json:"mode"`
-	}](raw)
-	if err != nil {
-		return nil, err
+	type params struct {
+		Mode string `json:"mode"`
 	}
-	sess, err := s.opt.Manager.Get(ctx, p.Session)
-	if err != nil {
-		return nil, err
-	}
-	if err := sess.SetMode(ctx, p.Mode); err != nil {
-		return nil, err
-	}
-	return sess.Info(), nil
+	return withSession(ctx, s, raw, func(sess *session.Session, p params) (any, error) {
+		if err := sess.SetMode(ctx, p.Mode); err != nil {
+			return nil, err
+		}
+		return sess.Info(), nil
+	})
 }
