@@ -518,16 +518,17 @@ func (s *Server) end(sid string, e ending, open map[Tier]Link, cont string, pers
 	if r == nil {
 		return false
 	}
+	at := s.cfg.Now()
 	if persist && s.st != nil {
 		err := s.st.EndShareRoom(context.Background(), r.id, store.ShareEnding{Reason: e.Reason, Message: e.Message,
-			ContinueRoom: cont, ContinueSession: s.sessionOf(cont), KeepLinks: cont != ""})
+			ContinueRoom: cont, ContinueSession: s.sessionOf(cont), KeepLinks: cont != "", At: at})
 		if err != nil {
 			// The room still ends now; a restart would bring it back.
 			s.log.Error("cannot store the end of a share; it ends until planbridge restarts", "session", sid, "room", r.id, "err", err)
 		}
 	}
 	old := r.end(e, open)
-	t := tomb{why: e, at: s.cfg.Now()}
+	t := tomb{why: e, at: at}
 	if cont != "" {
 		t.cont, t.links = cont, old
 	}

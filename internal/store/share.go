@@ -44,6 +44,8 @@ type ShareEnding struct {
 	ContinueSession string
 	// KeepLinks keeps the room's link hashes; otherwise they are deleted.
 	KeepLinks bool
+	// At is when the room ended (default now).
+	At time.Time
 }
 
 // AddShareLinks records links of room r, creating the room row first if it
@@ -75,10 +77,14 @@ func (s *Store) AddShareLinks(ctx context.Context, r ShareRoom, links []ShareLin
 // EndShareRoom marks room id ended with e, deleting its links unless
 // e.KeepLinks. Ending a room that does not exist is [ErrNotFound].
 func (s *Store) EndShareRoom(ctx context.Context, id string, e ShareEnding) error {
+	at := e.At
+	if at.IsZero() {
+		at = time.Now()
+	}
 	return s.Tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE share_rooms SET ended = 1, ended_at = ?, reason = ?, message = ?,
 			continue_room = ?, continue_session = ? WHERE id = ?`,
-			stamp(time.Now()), e.Reason, e.Message, e.ContinueRoom, e.ContinueSession, id)
+			stamp(at), e.Reason, e.Message, e.ContinueRoom, e.ContinueSession, id)
 		if err != nil {
 			return err
 		}
