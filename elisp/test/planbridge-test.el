@@ -1189,6 +1189,10 @@ of each request of that method sent so far, oldest first; called with
       (planbridge-test--wait
        (lambda () (string-match-p "Budget +5000 tokens" (planbridge-test--row card 'budget)))
        "the budget row")
+      (planbridge-test--press card "m")
+      (planbridge-test--wait
+       (lambda () (string-match-p "Mode +edits" (planbridge-test--row card 'mode)))
+       "mode edits")
       (planbridge-test--press card "RET")
       (planbridge-test--wait
        (lambda () (string-match-p "Goal complete" (planbridge-test--header)))
@@ -1270,7 +1274,7 @@ of each request of that method sent so far, oldest first; called with
             (should (string-match-p "^▶ wrap it up$" (planbridge-test--buffer-text)))
             (planbridge-goal-clear)
             (planbridge-test--wait
-             (lambda () (not (string-match-p "Goal" (planbridge-test--header))))
+             (lambda () (not (string-match-p "Goal complete" (planbridge-test--header))))
              "the Goal to be cleared")
             (should (string-match-p "^◎ Goal cleared$" (planbridge-test--buffer-text)))
             (should (equal (funcall sent "goal/start")
@@ -1531,7 +1535,7 @@ of each request of that method sent so far, oldest first; called with
                                 :tokens_used 120 :turns 1)
                            :summary "Goal active · 120 tokens (no budget) · 1 turn")))
       (should (equal (planbridge-test--header)
-                     "[ask] Goal active · 120 tokens (no budget) · 1 turn disconnected"))
+                     "[?] Goal active · 120 tokens (no budget) · 1 turn disconnected"))
       (planbridge--handle-event
        '(:seq 3 :kind "goal"
               :data (:goal (:id "g-1" :objective "Ship it" :status "blocked" :reason "no access"
@@ -1559,8 +1563,10 @@ of each request of that method sent so far, oldest first; called with
                                             :goal "Goal blocked · 150 tokens (no budget) · 2 turns"
                                             :forked_to "s-fork"))))
     (let ((text (planbridge-test--buffer-text)))
-      (should (= 1 (planbridge-test--count "^◎ Goal" text)))
+      ;; One line when the Goal starts, one per change of its status.
+      (should (= 2 (planbridge-test--count "^◎ Goal" text)))
       (should (string-match-p "^◎ Goal active: Ship it$" text))
+      (should (string-match-p "^◎ Goal blocked: no access · Goal blocked · 150 tokens" text))
       (should (string-match-p "^⏸ Plan implementation paused (paused by restart); resume with M-x planbridge-resume-implementation$" text))
       (should (string-match-p "^ℹ Conversation compacted (auto): context segment 2, 900 characters carried$" text))
       (should (string-match-p "^⑂ Continued in a Worktree fork: branch plan/x in /tmp/r/\\.worktrees/x \\[open\\]$" text))
