@@ -420,16 +420,17 @@ func (s *Session) readArtifact(rel, hash string) (string, error) {
 
 // startHandoff runs the pipeline as the session's owning workflow.
 func (s *Session) startHandoff(rec *handoff.Record) error {
-	return s.own(func(ctx context.Context) {
+	return s.own(func(ctx context.Context) func() {
 		s.emit("handoff", map[string]any{"state": "started", "step": rec.Step})
 		err := handoff.Run(ctx, &handoffEnv{s: s}, rec)
 		if err != nil {
 			msg := fmt.Sprintf("Implementation handoff stopped at step %s: %v. The accepted plan is kept; retry with M-x planbridge-retry-plan-implementation.", rec.Step, err)
-			s.emit("handoff", map[string]any{"state": "failed", "step": rec.Step, "reason": rec.Reason})
-			s.emit("error", map[string]any{"message": msg})
-			return
+			return func() {
+				s.emit("handoff", map[string]any{"state": "failed", "step": rec.Step, "reason": rec.Reason})
+				s.emit("error", map[string]any{"message": msg})
+			}
 		}
-		s.emit("handoff", map[string]any{"state": "done"})
+		return func() { s.emit("handoff", map[string]any{"state": "done"}) }
 	})
 }
 

@@ -22,10 +22,11 @@ const autoCompactRatio = 0.8
 // Compact summarises the transcript into a new context segment, as the
 // session's owning workflow.
 func (s *Session) Compact() error {
-	return s.own(func(ctx context.Context) {
+	return s.own(func(ctx context.Context) func() {
 		if err := s.compactNow(ctx, "requested"); err != nil {
-			s.emit("error", map[string]any{"message": "compaction failed: " + err.Error()})
+			return func() { s.emit("error", map[string]any{"message": "compaction failed: " + err.Error()}) }
 		}
+		return nil
 	})
 }
 

@@ -496,9 +496,11 @@ func (s *Session) runQueue(ctx context.Context, cancel context.CancelFunc, req t
 	}
 }
 
-// own runs fn as the session's root workflow (handoff, retry): queued input
-// waits until it returns. It fails with busy if something else owns it.
-func (s *Session) own(fn func(ctx context.Context)) error {
+// own runs fn as the session's root workflow (handoff, retry, compaction):
+// queued input waits until it returns. It fails with busy if something else
+// owns it. The function fn returns, if any, runs once the session is free
+// again, so what it reports (a failure, say) is never answered with "busy".
+func (s *Session) own(fn func(ctx context.Context) (after func())) error {
 	s.mu.Lock()
 	if s.busy {
 		s.mu.Unlock()
@@ -517,12 +519,15 @@ func (s *Session) own(fn func(ctx context.Context)) error {
 	s.emit("status", s.statusData())
 	go func() {
 		defer s.m.turns.Done()
-		fn(ctx)
+		after := fn(ctx)
 		cancel()
 		s.mu.Lock()
 		s.busy, s.cancel = false, nil
 		s.mu.Unlock()
 		s.emit("status", s.statusData())
+		if after != nil {
+			after()
+		}
 		s.kick()
 	}()
 	return nil
