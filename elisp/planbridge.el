@@ -634,7 +634,9 @@ defaults to reporting it as a message."
     (when (buffer-live-p buf)
       (with-current-buffer buf
         (if planbridge--opening
-            (push event planbridge--opening)
+            ;; The value is t until the first held event arrives.
+            (setq planbridge--opening
+                  (cons event (and (consp planbridge--opening) planbridge--opening)))
           (planbridge--handle-event event))))))
 
 (defvar planbridge--asking nil
@@ -2206,19 +2208,20 @@ A change of its status is noted in the transcript."
                     (setq planbridge--tracked-plan (plist-get result :plan))
                     (planbridge--draw-tracking)))))))
 
-(defun planbridge--session-command (method what &optional params)
-  "Send METHOD with PARAMS for the current session, saying WHAT on success."
+(defun planbridge--session-command (method &optional what)
+  "Send METHOD for the current session, saying WHAT on success, if given."
   (let ((id (progn (planbridge--connection) (planbridge--current-session-id))))
     (planbridge--async
-     method `(:session ,id ,@params)
-     :success (lambda (_) (message "planbridge: %s" what)))))
+     method (list :session id)
+     :success (lambda (_) (when what (message "planbridge: %s" what))))))
 
 (defun planbridge-compact ()
   "Compact the conversation into a summary that becomes the context.
 An accepted plan being implemented survives it.  Also `/compact' in
 the composer."
   (interactive)
-  (planbridge--session-command :session/compact "Compacting the conversation"))
+  ;; The backend's notice says that it is compacting.
+  (planbridge--session-command :session/compact))
 
 (defun planbridge-resume-implementation ()
   "Resume a paused implementation of an accepted plan.

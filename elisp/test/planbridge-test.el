@@ -1306,15 +1306,19 @@ of each request of that method sent so far, oldest first; called with
                                        :arguments (list :step "s2" :status "in_progress")))
              :delay_ms 50)
        (list :text "Paused before the README.\n" :delay_ms 50))
-    (let ((card (planbridge-test--propose))
-          (seen nil)
-          (record (lambda (&rest _)
-                    (push (list (planbridge-test--tracking-text)
-                                (planbridge-test--header))
-                          seen))))
+    (let* ((card (planbridge-test--propose))
+           (seen nil)
+           (record (lambda (&rest _)
+                     (push (list (planbridge-test--tracking-text)
+                                 (planbridge-test--header))
+                           seen))))
       (advice-add 'planbridge--draw-tracking :after record)
       (unwind-protect
           (progn
+            (planbridge-test--press card "m")
+            (planbridge-test--wait
+             (lambda () (string-match-p "Mode +edits" (planbridge-test--row card 'mode)))
+             "mode edits")
             (planbridge-test--press card "RET")
             (planbridge-test--wait-turn-end 2))
         (advice-remove 'planbridge--draw-tracking record))
@@ -1334,11 +1338,11 @@ of each request of that method sent so far, oldest first; called with
       (should (string-match-p "1/2 steps" (planbridge-test--header)))
       ;; The step in progress is highlighted.
       (goto-char (point-min))
-      (search-forward "[>] Adding a README")
+      (search-forward "[>] Adding a")
       (should (eq (get-text-property (point) 'face) 'planbridge-tracking-active))
       ;; The section sits between the transcript and the prompt.
       (let ((text (planbridge-test--buffer-text)))
-        (should (string-match-p "Paused before the README\\.\n─ turn 2 done\n\nPlan: Rename the greeting"
+        (should (string-match-p "Paused before the README\\.\n─ turn 2 done\nℹ Implementation handoff done\n\nPlan: Rename the greeting"
                                 text))
         (should (string-match-p "\\[>\\] Adding a README\n\n> \\'" text)))
       (should (equal (planbridge-test--file "hello.txt") "hi\n"))
@@ -1485,8 +1489,13 @@ of each request of that method sent so far, oldest first; called with
          (lambda () (string-match-p "Location +Worktree" (planbridge-test--row card 'location)))
          "Worktree")
         (planbridge-test--wait
-         (lambda () (string-empty-p (planbridge-test--row card 'notice)))
-         "no fork blocker")
+         (lambda () (string-match-p "\\`the fork starts from HEAD; no uncommitted changes stay behind"
+                                    (planbridge-test--row card 'notice)))
+         "the fork notice")
+        (planbridge-test--press card "m")
+        (planbridge-test--wait
+         (lambda () (string-match-p "Mode +edits" (planbridge-test--row card 'mode)))
+         "mode edits")
         (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "plan/rename")))
           (planbridge-test--press card "RET")))
       (planbridge-test--wait (lambda () (null (get-buffer-window-list planning nil t)))
@@ -1517,6 +1526,21 @@ of each request of that method sent so far, oldest first; called with
                           (file-truename (plist-get planbridge--info :workspace)))
                          (file-truename dir)))
           (should-not (string-match-p "ended" (planbridge-test--header))))))))
+
+(ert-deftest planbridge-test-events-held-while-opening ()
+  "Events notified while `session/open' is in flight are held in order."
+  (let ((planbridge--buffers (make-hash-table :test #'equal)))
+    (with-temp-buffer
+      (planbridge-session-mode)
+      (setq planbridge--session-id "s-held")
+      (puthash "s-held" (current-buffer) planbridge--buffers)
+      (setq planbridge--opening t)
+      (dolist (seq '(1 2))
+        (planbridge-handle-notification
+         nil 'session/event :session "s-held" :seq seq :kind "notice"
+         :data (list :message (format "n%d" seq))))
+      (should (equal (mapcar (lambda (e) (plist-get e :seq)) planbridge--opening) '(2 1)))
+      (should (= 0 planbridge--last-seq)))))
 
 (ert-deftest planbridge-test-render-tracking-events ()
   "Goal, todo, steps, compacted, forked and status events render as lines."
