@@ -57,6 +57,23 @@
 ;;   M-x planbridge-retry-plan-implementation
 ;;                               resume an accepted plan's handoff
 ;;
+;; A Goal (Execution = Goal on the card, M-x planbridge-goal, or
+;; `/goal OBJECTIVE') keeps the agent working turn after turn until it
+;; is complete, blocked, paused or out of budget; the header shows its
+;; status, token use and turns.  planbridge-goal-pause, -resume,
+;; -budget, -edit and -clear act on it.  Above the prompt, the todo
+;; list the agent keeps and the steps of an accepted plan being
+;; implemented are shown live ([ ] pending, [>] in progress, [x] done);
+;; M-x planbridge-resume-implementation continues a paused one and
+;; M-x planbridge-compact summarises the conversation.  A Worktree
+;; acceptance continues in a fork session whose buffer takes the place
+;; of the planning buffer, which stays, marked ended.
+;;
+;;   M-x planbridge-share        share links for browsers (asks first;
+;;                               the chosen link is copied, never shown
+;;                               in *Messages*)
+;;   M-x planbridge-share-stop   every link stops working
+;;
 ;; The wire log lives in the `*planbridge events*' buffer (bounded by
 ;; `planbridge-events-buffer-size'), as eglot does it.
 
@@ -767,10 +784,10 @@ send with RET.
 
 (defun planbridge--goal-status ()
   "Return the status of the session's Goal, a string, or nil."
-  (or (plist-get planbridge--goal :status)
-      (let ((summary (planbridge--nonempty (plist-get planbridge--info :goal))))
-        (and summary (string-match "\\`Goal \\([a-z-]+\\)" summary)
-             (match-string 1 summary)))))
+  (let ((summary (planbridge--nonempty (plist-get planbridge--info :goal))))
+    (if (and summary (string-match "\\`Goal \\([a-z-]+\\)" summary))
+        (match-string 1 summary)
+      (plist-get planbridge--goal :status))))
 
 (defun planbridge--goal-face (status)
   "Return the face of a Goal whose status is STATUS."
@@ -2288,9 +2305,10 @@ word: the backend would run that subcommand instead."
   (let ((text (string-trim (read-string prompt initial))))
     (when (string-empty-p text)
       (user-error "planbridge: The objective is empty"))
-    (when (member (downcase (car (split-string text))) planbridge--goal-verbs)
+    ;; The backend matches the first word exactly, as `/goal' does.
+    (when (member (car (split-string text " ")) planbridge--goal-verbs)
       (user-error "planbridge: An objective cannot start with \"%s\"; rephrase it"
-                  (car (split-string text))))
+                  (car (split-string text " "))))
     text))
 
 (defun planbridge--session-goal ()
@@ -2387,6 +2405,7 @@ The message names the tier, never the URL."
                           (window-height . fit-window-to-buffer)))
     buf))
 
+;;;###autoload
 (defun planbridge-share ()
   "Share the current session to browsers and copy a link.
 Asks first: the links show the transcript and the plan, which may
@@ -2409,6 +2428,7 @@ written to *Messages*."
         (planbridge--copy-link
          (seq-find (lambda (link) (equal (plist-get link :tier) tier)) links))))))
 
+;;;###autoload
 (defun planbridge-share-stop ()
   "Stop sharing the current session; every link stops working."
   (interactive)
@@ -2435,6 +2455,10 @@ in every window that showed this one.  This buffer stays, ended."
         (branch (plist-get data :branch))
         (dir (plist-get data :dir)))
     (planbridge--update-info (list :forked_to fork :fork_branch branch))
+    ;; The plan's progress moved to the fork with the implementation.
+    (when planbridge--tracked-plan
+      (setq planbridge--tracked-plan nil)
+      (planbridge--draw-tracking))
     (planbridge--insert-line 'planbridge-notice
                              (format "⑂ Continued in a Worktree fork: branch %s in %s "
                                      (or branch "?") (or dir "?")))

@@ -1525,7 +1525,13 @@ of each request of that method sent so far, oldest first; called with
           (should (equal (file-name-as-directory
                           (file-truename (plist-get planbridge--info :workspace)))
                          (file-truename dir)))
-          (should-not (string-match-p "ended" (planbridge-test--header))))))))
+          (should-not (string-match-p "ended" (planbridge-test--header)))
+          ;; The plan's progress came along with the implementation.
+          (planbridge-test--wait
+           (lambda () (string-match-p "\\`\nPlan: Rename the greeting — 0/1 steps"
+                                      (or (planbridge-test--tracking-text) "")))
+           "the fork's plan steps"))
+        (should-not (planbridge-test--tracking-text))))))
 
 (ert-deftest planbridge-test-events-held-while-opening ()
   "Events notified while `session/open' is in flight are held in order."
@@ -1578,6 +1584,13 @@ of each request of that method sent so far, oldest first; called with
                                     (:id "s4" :imperative "Ship it" :gerund "Shipping it"
                                          :status "pending")])))
       (planbridge--handle-event '(:seq 5 :kind "todo" :data (:items [])))
+      (should (equal (planbridge-test--tracking-text)
+                     (concat "\nPlan: Ship it — 2/4 steps, paused: paused by restart (M-x planbridge-resume-implementation)\n"
+                             "  [x] Add a flag\n"
+                             "  [!] Test it\n"
+                             "  [-] Document it\n"
+                             "  [ ] Ship it\n")))
+      (should (string-match-p " 2/4 steps (paused) " (planbridge-test--header)))
       (planbridge--handle-event
        '(:seq 6 :kind "compacted" :data (:segment 2 :reason "auto" :chars 900)))
       (planbridge--handle-event
@@ -1595,12 +1608,8 @@ of each request of that method sent so far, oldest first; called with
       (should (string-match-p "^ℹ Conversation compacted (auto): context segment 2, 900 characters carried$" text))
       (should (string-match-p "^⑂ Continued in a Worktree fork: branch plan/x in /tmp/r/\\.worktrees/x \\[open\\]$" text))
       (should-not (string-match-p "^\\[[a-z]+\\] " text))
-      (should (equal (planbridge-test--tracking-text)
-                     (concat "\nPlan: Ship it — 2/4 steps, paused: paused by restart (M-x planbridge-resume-implementation)\n"
-                             "  [x] Add a flag\n"
-                             "  [!] Test it\n"
-                             "  [-] Document it\n"
-                             "  [ ] Ship it\n"))))
+      ;; The plan's progress went to the fork.
+      (should-not (planbridge-test--tracking-text)))
     ;; A live status change of the Goal is a line too.
     (planbridge--handle-event
      '(:seq 9 :kind "goal"
@@ -1610,7 +1619,7 @@ of each request of that method sent so far, oldest first; called with
     (should (string-match-p "^◎ Goal paused: paused by you · Goal paused · 150 tokens"
                             (planbridge-test--buffer-text)))
     (should (equal (planbridge-test--header)
-                   "[ask] ended → fork plan/x Goal paused · 150 tokens (no budget) · 2 turns 2/4 steps (paused) disconnected"))))
+                   "[ask] ended → fork plan/x Goal paused · 150 tokens (no budget) · 2 turns disconnected"))))
 
 (ert-deftest planbridge-test-dispatch ()
   "The transient cockpit is defined with the session commands."
