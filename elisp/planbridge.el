@@ -2480,6 +2480,8 @@ fork's buffer instead."
     (dolist (win (get-buffer-window-list planning nil t))
       (set-window-buffer win buf)
       (set-window-point win (with-current-buffer buf (point-max))))
+    (message "planbridge: The implementation continues in the Worktree fork, buffer %s"
+             (buffer-name buf))
     buf))
 
 ;;; Sessions list

@@ -1351,6 +1351,46 @@ of each request of that method sent so far, oldest first; called with
       (insert "next")
       (should (equal (planbridge--composer-text) "next")))))
 
+(ert-deftest planbridge-test-resume-after-restart ()
+  "After a backend restart the implementation is paused; resuming finishes it."
+  (planbridge-test-with-session
+      (planbridge-test--script
+       (list :text planbridge-test--steps-plan-text)
+       (list :tool_calls (vector (list :name "update_plan_step"
+                                       :arguments (list :step "s1" :status "completed"))))
+       (list :text "The README comes later.\n")
+       (list :tool_calls (vector (list :name "update_plan_step"
+                                       :arguments (list :step "s2" :status "completed"))))
+       (list :text "All steps done.\n"))
+    (let ((card (planbridge-test--propose)))
+      (planbridge-test--press card "RET")
+      (planbridge-test--wait-turn-end 2)
+      (planbridge-test--wait
+       (lambda () (string-match-p "1/2 steps" (planbridge-test--header)))
+       "one step done")
+      (let ((proc (jsonrpc--process planbridge--connection)))
+        (signal-process (process-id proc) 'KILL)
+        (planbridge-test--wait (lambda () (null planbridge--connection)) "the death to be noticed"))
+      (let ((default-directory planbridge-test--repo))
+        (should (eq (planbridge) (current-buffer))))
+      (planbridge-test--wait
+       (lambda () (string-match-p "1/2 steps (paused)" (planbridge-test--header)))
+       "the paused implementation")
+      (should (string-match-p "\\`\nPlan: Rename the greeting — 1/2 steps, paused: paused by restart (M-x planbridge-resume-implementation)\n  \\[x\\] Change hello to hi in hello.txt\n  \\[ \\] Add a README\n\\'"
+                              (planbridge-test--tracking-text)))
+      (call-interactively #'planbridge-resume-implementation)
+      (planbridge-test--wait
+       (lambda () (string-match-p "^ℹ Plan implementation done: 2/2 steps$"
+                                  (planbridge-test--buffer-text)))
+       "the implementation to finish")
+      (planbridge-test--wait
+       (lambda () (string-match-p "All steps done" (planbridge-test--buffer-text)))
+       "the resumed turn")
+      (should (string-match-p "^▶ Resume implementation$" (planbridge-test--buffer-text)))
+      (should (equal (planbridge-test--tracking-text)
+                     "\nPlan: Rename the greeting — 2/2 steps, done\n"))
+      (should-not (string-match-p "steps" (planbridge-test--header))))))
+
 (ert-deftest planbridge-test-todo-list ()
   "todo_write during a Plan turn shows the todo list above the prompt."
   (planbridge-test-with-session
