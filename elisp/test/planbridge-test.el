@@ -1224,7 +1224,7 @@ of each request of that method sent so far, oldest first; called with
   "The Goal commands go through goal/*: start, pause, budget, edit, resume, clear."
   (planbridge-test-with-session
       (planbridge-test--script
-       (list :text (make-string 60 ?.) :delay_ms 30
+       (list :text (make-string 200 ?.) :delay_ms 30
              :usage (list :input_tokens 10 :output_tokens 5))
        (list :tool_calls (vector (list :name "update_goal"
                                        :arguments (list :status "complete"
