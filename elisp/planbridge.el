@@ -785,9 +785,11 @@ send with RET.
 (defun planbridge--goal-status ()
   "Return the status of the session's Goal, a string, or nil."
   (let ((summary (planbridge--nonempty (plist-get planbridge--info :goal))))
-    (if (and summary (string-match "\\`Goal \\([a-z-]+\\)" summary))
-        (match-string 1 summary)
-      (plist-get planbridge--goal :status))))
+    ;; Called from the header line, in redisplay.
+    (save-match-data
+      (if (and summary (string-match "\\`Goal \\([a-z-]+\\)" summary))
+          (match-string 1 summary)
+        (plist-get planbridge--goal :status)))))
 
 (defun planbridge--goal-face (status)
   "Return the face of a Goal whose status is STATUS."
@@ -2111,10 +2113,11 @@ Nothing is archived, summarised or sent twice."
   "Mark and face of each todo or plan step status.")
 
 (defun planbridge--tracking-item (status text)
-  "Return the line of a todo item or plan step with STATUS and TEXT."
+  "Return the line of a todo item or plan step with STATUS and TEXT.
+TEXT, written by the model, is cut to its first line."
   (pcase-let ((`(,mark ,face) (or (cdr (assoc status planbridge--todo-marks))
                                   (list "[?]" nil))))
-    (concat "  " (propertize (concat mark " " text)
+    (concat "  " (propertize (concat mark " " (planbridge--clip text 200))
                              'face face
                              'planbridge-status status))))
 
@@ -2138,7 +2141,8 @@ A finished plan is one line."
          (reason (planbridge--nonempty (plist-get plan :reason))))
     (cons (propertize
            (format "Plan: %s — %d/%d steps%s"
-                   (or (planbridge--nonempty (plist-get plan :title)) "accepted plan")
+                   (planbridge--clip (or (planbridge--nonempty (plist-get plan :title))
+                                         "accepted plan"))
                    (planbridge--steps-done steps) (length steps)
                    (pcase status
                      ("done" ", done")
