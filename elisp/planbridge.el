@@ -2271,11 +2271,12 @@ A new Goal and each change of its status are noted in the transcript."
       (planbridge--insert-line (planbridge--goal-face status)
                                "◎ Goal " (or status "?") ": "
                                (or (plist-get goal :objective) "")))
+     ;; Accounting is settled after the status changes: the header
+     ;; shows it, the line does not.
      ((not (equal (plist-get old :status) status))
       (planbridge--insert-line (planbridge--goal-face status)
                                "◎ Goal " (or status "?")
-                               (if reason (concat ": " reason) "")
-                               " · " (or (plist-get data :summary) ""))))))
+                               (if reason (concat ": " reason) ""))))))
 
 (defun planbridge--refresh-goal ()
   "Fetch the session's Goal with `goal/get'."

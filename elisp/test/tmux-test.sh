@@ -58,7 +58,8 @@ wait_for() {
 }
 
 # A workspace and the model's script: a proposal, then an
-# implementation turn that edits hello.txt.
+# implementation turn that starts the plan's step and edits hello.txt,
+# then a Goal that completes at once.
 repo=$tmp/repo
 mkdir -p "$repo"
 git -C "$repo" init -q
@@ -68,8 +69,10 @@ git -C "$repo" -c user.name=t -c user.email=t@example.invalid commit -q -m init
 
 cat >"$tmp/script.json" <<'JSON'
 [{"text": "Looked around.\n\n<proposed_plan>\n# Rename the greeting\n\n## Key Changes\n- Change hello to hi in hello.txt\n\n## Validation\n- cat hello.txt\n</proposed_plan>\n"},
- {"text": "Implementing.\n", "tool_calls": [{"name": "edit_file", "arguments": {"path": "hello.txt", "old": "hello", "new": "hi"}}]},
- {"text": "Done: hello.txt says hi.\n"}]
+ {"text": "Implementing.\n", "tool_calls": [{"name": "update_plan_step", "arguments": {"step": "s1", "status": "in_progress"}}, {"name": "edit_file", "arguments": {"path": "hello.txt", "old": "hello", "new": "hi"}}]},
+ {"text": "Done: hello.txt says hi.\n"},
+ {"tool_calls": [{"name": "update_goal", "arguments": {"status": "complete", "summary": "greeted"}}], "usage": {"input_tokens": 30, "output_tokens": 12}},
+ {"text": "Goal met.\n", "usage": {"input_tokens": 5, "output_tokens": 3}}]
 JSON
 
 cat >"$tmp/init.el" <<EOF
@@ -156,5 +159,22 @@ wait_for 'Implementation handoff done'
 [[ $(cat "$repo/hello.txt") == hi ]] || fail "hello.txt was not edited: $(cat "$repo/hello.txt")"
 screen | grep -q 'Location +Here' && fail "the card is still shown after acceptance"
 screen | grep -q '^\[ask\]' || fail "the header does not show [ask] after acceptance"
+
+# The plan's step in progress, in the gerund, above the prompt; the
+# header counts the steps.
+wait_for '^  \[>\] Changing hello to hi in hello\.txt$'
+wait_for '^Plan: Rename the greeting — 0/1 steps$'
+wait_for '^\[ask\] 0/1 steps'
+
+# M-x planbridge-goal starts a Goal; the header shows its status,
+# token use and turns.
+tm send-keys -t "$name" M-x
+tm send-keys -t "$name" -l planbridge-goal
+tm send-keys -t "$name" Enter
+wait_for 'Goal objective:'
+tm send-keys -t "$name" -l 'Greet the world'
+tm send-keys -t "$name" Enter
+wait_for 'Goal met\.'
+wait_for '^\[ask\] Goal complete · 50 tokens \(no budget\) · 1 turn 0/1 steps'
 
 echo "tmux-test: ok"
