@@ -1212,6 +1212,12 @@ of each request of that method sent so far, oldest first; called with
         (should-not (string-match-p "^\\[goal\\]" text)))
       (should (equal (plist-get planbridge--goal :status) "complete"))
       (should (= 1 (plist-get planbridge--goal :turns)))
+      ;; The sessions list shows the Goal's state.
+      (with-current-buffer (save-window-excursion (planbridge-sessions))
+        (goto-char (point-min))
+        (should (string-match-p "accepted · Goal complete"
+                                (buffer-substring-no-properties (line-beginning-position)
+                                                                (line-end-position)))))
       ;; A buffer opened again gets the Goal from `goal/get'.
       (let ((id planbridge--session-id))
         (kill-buffer (current-buffer))
@@ -1587,6 +1593,15 @@ of each request of that method sent so far, oldest first; called with
          :data (list :message (format "n%d" seq))))
       (should (equal (mapcar (lambda (e) (plist-get e :seq)) planbridge--opening) '(2 1)))
       (should (= 0 planbridge--last-seq)))))
+
+(ert-deftest planbridge-test-share-listen ()
+  "`planbridge-share-listen' reaches the backend's command line."
+  (let ((planbridge-state-dir nil))
+    (let ((planbridge-share-listen nil))
+      (should-not (member "--share-listen" (planbridge--command))))
+    (let ((planbridge-share-listen "127.0.0.1:8765"))
+      (should (equal (last (planbridge--command) 2)
+                     '("--share-listen" "127.0.0.1:8765"))))))
 
 (ert-deftest planbridge-test-render-tracking-events ()
   "Goal, todo, steps, compacted, forked and status events render as lines."
