@@ -8,15 +8,12 @@ import (
 	"planbridge/internal/session"
 )
 
-// goalMethod adapts a goal/* method to the session's /goal command.
+// goalMethod adapts a goal/* method to one explicit Goal action (never the
+// typed-command parser, so an objective starting with "clear" starts a Goal).
 func goalMethod(verb string, arg func(p goalParams) string) handlerFunc {
 	return func(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
 		return withSession(ctx, s, raw, func(sess *session.Session, p goalParams) (any, error) {
-			text := verb
-			if a := arg(p); a != "" {
-				text += " " + a
-			}
-			msg, err := sess.GoalCommand(ctx, text)
+			msg, err := sess.GoalAction(ctx, verb, arg(p))
 			if err != nil {
 				return nil, err
 			}
@@ -34,12 +31,12 @@ type goalParams struct {
 func none(goalParams) string { return "" }
 
 var (
-	goalStart  = goalMethod("", func(p goalParams) string { return p.Objective })
-	goalPause  = goalMethod("pause", none)
-	goalResume = goalMethod("resume", func(p goalParams) string { return p.Steering })
-	goalEdit   = goalMethod("edit", func(p goalParams) string { return p.Objective })
-	goalClear  = goalMethod("clear", none)
-	goalBudget = goalMethod("budget", func(p goalParams) string {
+	goalStart  = goalMethod(session.GoalStart, func(p goalParams) string { return p.Objective })
+	goalPause  = goalMethod(session.GoalPause, none)
+	goalResume = goalMethod(session.GoalResume, func(p goalParams) string { return p.Steering })
+	goalEdit   = goalMethod(session.GoalEdit, func(p goalParams) string { return p.Objective })
+	goalClear  = goalMethod(session.GoalClear, none)
+	goalBudget = goalMethod(session.GoalBudget, func(p goalParams) string {
 		if p.Budget == nil || *p.Budget == 0 {
 			return "none"
 		}

@@ -179,3 +179,29 @@ func TestGoalRestartPausesAndResumes(t *testing.T) {
 // The scripts above are re-read per process; a restarted process continues
 // the replay where the previous one stopped because the cursor is stored.
 var _ = json.Valid
+
+// TestGoalStartObjectiveIsNotACommand: goal/start takes the objective
+// verbatim, even when it begins with a command word; the view labels a
+// plan-less Goal's first turn with its objective.
+func TestGoalStartObjectiveIsNotACommand(t *testing.T) {
+	ctx := ctxT(t)
+	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, `[
+	 {"expect_contains": ["clear the build cache"], "text": "Clearing.\n", "tool_calls": [{"name": "update_goal", "arguments": {"status": "complete", "summary": "cache cleared"}}]},
+	 {"text": "Done.\n"}]`))
+	s := createSession(t, ctx, p.c, t.TempDir())
+	if err := p.c.Call(ctx, "goal/start", map[string]string{"session": s.ID, "objective": ""}, nil); err == nil {
+		t.Fatal("an empty objective started a Goal")
+	}
+	if err := p.c.Call(ctx, "goal/start", map[string]string{"session": s.ID, "objective": "clear the build cache"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	g := waitGoal(t, ctx, p.c, s.ID, "complete")
+	if g.Goal.Reason != "cache cleared" {
+		t.Fatalf("goal %+v", g.Goal)
+	}
+	if _, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool {
+		return e.Kind == "user" && strings.Contains(string(e.Data), "Work toward Goal: clear the build cache")
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -22,7 +22,7 @@ const CodeRetryConflict = "retry_conflict"
 // goalState is the session's Goal (guarded by s.mu).
 type goalState struct {
 	g       *goal.Goal
-	kickoff string   // pending kickoff prompt of a plan handoff
+	kickoff string   // pending kickoff prompt (a plan handoff's, or a /goal start's)
 	notes   []string // budget notes not yet delivered to the model
 	retry   bool     // the next kickoff/continuation is the one transient retry
 }
@@ -127,7 +127,11 @@ func (s *Session) nextGoalTurnLocked() (turnReq, bool, bool) {
 		retried := s.gl.retry
 		s.gl.retry = false
 		if s.gl.kickoff != "" {
-			return turnReq{text: s.gl.kickoff, display: handoff.KickoffDisplay(true), policy: goalPolicy(g),
+			display := handoff.KickoffDisplay(true)
+			if g.PlanRef == "" {
+				display = "Work toward Goal: " + g.Objective
+			}
+			return turnReq{text: s.gl.kickoff, display: display, policy: goalPolicy(g),
 				goalID: g.ID, goalObjective: g.Objective, kickoff: true, retried: retried}, true, false
 		}
 		return turnReq{text: goal.ContinuePrompt, display: "Continue Goal", policy: goalPolicy(g),
@@ -197,12 +201,35 @@ func (s *Session) settleGoalTurn(ctx context.Context, req turnReq, usage agent.U
 	return retry
 }
 
-// GoalCommand runs a `/goal` command: "" (status), "pause", "resume
-// [steering]", "budget N|none", "edit OBJECTIVE", "clear", or an objective
-// to start a new Goal.
+// Goal actions, as [Session.GoalAction] takes them.
+const (
+	GoalStatus = "status"
+	GoalStart  = "start"
+	GoalPause  = "pause"
+	GoalResume = "resume"
+	GoalBudget = "budget"
+	GoalEdit   = "edit"
+	GoalClear  = "clear"
+)
+
+// GoalCommand parses a typed `/goal` command: "" (status), "pause",
+// "resume [steering]", "budget N|none", "edit OBJECTIVE", "clear", or an
+// objective to start a new Goal.
 func (s *Session) GoalCommand(ctx context.Context, arg string) (string, error) {
 	verb, rest, _ := strings.Cut(strings.TrimSpace(arg), " ")
-	rest = strings.TrimSpace(rest)
+	switch verb {
+	case "":
+		return s.GoalAction(ctx, GoalStatus, "")
+	case GoalPause, GoalResume, GoalBudget, GoalEdit, GoalClear:
+		return s.GoalAction(ctx, verb, strings.TrimSpace(rest))
+	}
+	return s.GoalAction(ctx, GoalStart, strings.TrimSpace(arg))
+}
+
+// GoalAction performs one explicit Goal action; arg is the objective
+// (start, edit), the steering (resume) or the budget ("N" or "none").
+func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, error) {
+	rest := strings.TrimSpace(arg)
 	s.mu.Lock()
 	g := s.gl.g
 	plan := s.row.Plan
@@ -217,7 +244,7 @@ func (s *Session) GoalCommand(ctx context.Context, arg string) (string, error) {
 	var err error
 	kick := false
 	switch verb {
-	case "":
+	case GoalStatus:
 		return goalSummary(g), nil
 	case "pause":
 		if err = need(); err == nil {
@@ -276,7 +303,10 @@ func (s *Session) GoalCommand(ctx context.Context, arg string) (string, error) {
 				return "Goal cleared.", nil
 			}
 		}
-	default:
+	case GoalStart:
+		if rest == "" {
+			return "", errorf(CodeInvalidParams, "a Goal needs an objective")
+		}
 		if plan {
 			return "", errorf(CodeInvalidParams, "leave Plan before starting a Goal (or accept the plan with Execution = Goal)")
 		}
@@ -292,13 +322,16 @@ func (s *Session) GoalCommand(ctx context.Context, arg string) (string, error) {
 		s.mu.Unlock()
 		cfg := s.m.modelConfig()
 		var ng *goal.Goal
-		ng, err = goal.New(goal.NewID(), strings.TrimSpace(arg), cfg.GoalBudget, "", goal.Policy{Model: model, Effort: effort, Mode: mode}, time.Now())
+		ng, err = goal.New(goal.NewID(), rest, cfg.GoalBudget, "", goal.Policy{Model: model, Effort: effort, Mode: mode}, time.Now())
 		if err == nil {
 			s.mu.Lock()
-			s.gl = goalState{g: ng, kickoff: "Work toward this Goal until it is done: " + ng.Objective + "\nWhen it is complete call update_goal with status complete (or blocked with a summary if you cannot continue)."}
+			s.gl = goalState{g: ng,
+				kickoff: "Work toward this Goal until it is done: " + ng.Objective + "\nWhen it is complete call update_goal with status complete (or blocked with a summary if you cannot continue)."}
 			s.mu.Unlock()
 			msg, kick = "Goal started.", true
 		}
+	default:
+		return "", errorf(CodeInvalidParams, "unknown Goal action %q", verb)
 	}
 	if err != nil {
 		var ae *Error
