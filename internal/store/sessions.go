@@ -77,7 +77,11 @@ func (s *Store) GetSession(ctx context.Context, id string) (Session, error) {
 
 // ListSessions returns every session, most recently updated first.
 func (s *Store) ListSessions(ctx context.Context) ([]Session, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions ORDER BY updated_at DESC`)
+	return s.querySessions(ctx, `SELECT `+sessionCols+` FROM sessions ORDER BY updated_at DESC`)
+}
+
+func (s *Store) querySessions(ctx context.Context, q string, args ...any) ([]Session, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -254,18 +258,5 @@ func (s *Store) EditedFiles(ctx context.Context, sessionID string) ([]string, er
 
 // ForksOf lists the sessions whose parent is id.
 func (s *Store) ForksOf(ctx context.Context, id string) ([]Session, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionCols+` FROM sessions WHERE parent_id = ?`, id)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Session
-	for rows.Next() {
-		r, err := scanSession(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return s.querySessions(ctx, `SELECT `+sessionCols+` FROM sessions WHERE parent_id = ?`, id)
 }
