@@ -90,7 +90,7 @@
       }
       case 'blocked':
         assistant = null;
-        add('blocked', '⛔ blocked ' + d.name + ': ' + (d.reason || d.code || ''));
+        add('blocked', '✕ blocked ' + d.name + ': ' + (d.reason || d.code || ''));
         break;
       case 'proposal':
         assistant = null;
