@@ -16,6 +16,7 @@ const reminderFull = `Plan mode is on. In this mode you study the task and agree
 - Inspect and discuss only. Do not change the repository or anything outside it.
 - Bash runs only commands classified as read-only (reading files, searching, listing, git inspection); anything else is refused.
 - ApplyPatch is accepted only for paths under work:// (your scratch area, e.g. work://plans/notes.md).
+- You may delegate independent investigations, or a critique of a draft plan you include in the task, to child agents with the agent tool; they keep these same limits.
 - If the person asks you to implement, fix or change something, take that as a request to write or revise the plan, not to do the work.
 - Explore first: read the relevant code, tests and history before you propose anything, and ask when a decision is really the person's to make.
 - End your response with exactly one plan block. The opening tag <proposed_plan> must end its line, and the closing tag </proposed_plan> must be alone on its own line. Never put the block in a code fence.

@@ -88,7 +88,7 @@ func (g Gate) Decide(t *Tool, call ToolCall) Decision {
 	if g.Plan {
 		return g.decidePlan(t, call)
 	}
-	if t.Meta.ReadOnly || t.Meta.SessionOnly || g.Mode == ModeFullAuto {
+	if t.Meta.ReadOnly || t.Meta.SessionOnly || t.Meta.Delegates || g.Mode == ModeFullAuto {
 		return Decision{Verdict: Run}
 	}
 	if t.Spec.Name == "bash" && g.Shell != nil {
@@ -114,7 +114,8 @@ func (g Gate) decidePlan(t *Tool, call ToolCall) Decision {
 		return Decision{Verdict: Refuse, Code: CodePlanBlocked, Reason: why + planAdvice}
 	}
 	switch {
-	case t.Meta.ReadOnly, t.Meta.SessionOnly:
+	case t.Meta.ReadOnly, t.Meta.SessionOnly, t.Meta.Delegates:
+		// A child agent inherits this turn's Plan stamp: its calls pass this gate.
 		return Decision{Verdict: Run}
 	case t.Spec.Name == "apply_patch":
 		targets, err := PatchTargets(call.Arguments)

@@ -28,6 +28,9 @@ type Meta struct {
 	// SessionOnly tools change only the session's own tracking state (the
 	// todo list, plan steps, the Goal): allowed in Plan, never asked.
 	SessionOnly bool
+	// Delegates tools start a child agent whose every call passes the same
+	// gate under the parent turn's stamp; the turn runs them itself.
+	Delegates bool
 }
 
 // Tool is one callable tool.
@@ -123,7 +126,7 @@ func decode[T any](args json.RawMessage) (T, error) {
 
 // DefaultTools returns the built-in tools with their fixed names.
 func DefaultTools() []*Tool {
-	return []*Tool{readFileTool, listDirTool, globTool, grepTool, writeFileTool, editFileTool, applyPatchTool, bashTool}
+	return []*Tool{readFileTool, listDirTool, globTool, grepTool, writeFileTool, editFileTool, applyPatchTool, bashTool, agentTool}
 }
 
 var readFileTool = &Tool{
@@ -498,3 +501,12 @@ var bashTool = &Tool{
 type RefusedError struct{ Reason string }
 
 func (e *RefusedError) Error() string { return e.Reason }
+
+var agentTool = &Tool{
+	Spec: ToolSpec{Name: "agent", Description: "Delegate an independent investigation (or a critique of a draft plan you include) to a child agent; returns its report. In Plan the child keeps Plan's limits.",
+		Parameters: schema(`"task":{"type":"string"}`, "task")},
+	Meta: Meta{Delegates: true},
+	Run: func(ctx context.Context, env *Env, args json.RawMessage) (string, error) {
+		return "", fmt.Errorf("agent runs only inside a turn")
+	},
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sink receives everything a turn does, in order. Implementations must not
@@ -36,6 +37,11 @@ type Turn struct {
 	Ask      Asker // nil denies every Ask verdict
 	Sink     Sink
 	MaxSteps int // model requests per turn; default 64
+	// Depth is 0 for a root turn and 1 for a child agent's turn; children
+	// cannot delegate further.
+	Depth int
+
+	childUsage Usage // tokens spent by child agents of this turn
 }
 
 // TurnResult is what a turn adds to the conversation.
@@ -59,8 +65,16 @@ func (t *Turn) Run(ctx context.Context) (TurnResult, error) {
 	convo := append([]Message(nil), t.Messages...)
 	offered := t.Tools.Specs(func(tool *Tool) bool {
 		// Exposure filter: advisory only, the gate is what is trusted.
-		return !t.Gate.Plan || tool.Meta.ReadOnly || tool.Meta.SessionOnly || tool.Spec.Name == "apply_patch" || tool.Spec.Name == "bash"
+		if tool.Meta.Delegates && t.Depth > 0 {
+			return false
+		}
+		return !t.Gate.Plan || tool.Meta.ReadOnly || tool.Meta.SessionOnly || tool.Meta.Delegates ||
+			tool.Spec.Name == "apply_patch" || tool.Spec.Name == "bash"
 	})
+	defer func() {
+		res.Usage.InputTokens += t.childUsage.InputTokens
+		res.Usage.OutputTokens += t.childUsage.OutputTokens
+	}()
 	for step := 0; ; step++ {
 		if step >= max {
 			return res, ErrTooManySteps
@@ -120,6 +134,14 @@ func (t *Turn) dispatch(ctx context.Context, call ToolCall) string {
 		t.Sink.Blocked(call, d.Code, d.Reason)
 		return RefusalJSON(d.Code, call.Name, d.Reason)
 	}
+	if tool.Meta.Delegates {
+		if t.Depth > 0 {
+			msg := "error: a child agent cannot delegate further"
+			t.Sink.ToolResult(call, false, msg)
+			return msg
+		}
+		return t.delegate(ctx, call)
+	}
 	env := t.Env
 	env.ReadOnlyShell = d.ReadOnlyShell || t.Gate.Plan
 	out, err := tool.Run(ctx, &env, call.Arguments)
@@ -141,3 +163,61 @@ func (t *Turn) dispatch(ctx context.Context, call ToolCall) string {
 	t.Sink.ToolResult(call, true, out)
 	return out
 }
+
+// childPrompt is the system prompt of a child agent.
+const childPrompt = `You are a child agent helping a coding agent. Do the task you are given with the tools
+you have and answer with a concise report of what you found or did. Your answer goes back to the
+agent that delegated the task, not to the person.`
+
+// delegate runs a child agent for call. The child's turn carries this
+// turn's Gate, so a turn started under Plan keeps Plan's limits for its
+// children, their tools and their Bash until it ends. Child output is
+// information for the parent: it never becomes a proposal.
+func (t *Turn) delegate(ctx context.Context, call ToolCall) string {
+	var a struct {
+		Task string `json:"task"`
+	}
+	if err := json.Unmarshal(call.Arguments, &a); err != nil || strings.TrimSpace(a.Task) == "" {
+		msg := "error: agent needs a non-empty task"
+		t.Sink.ToolResult(call, false, msg)
+		return msg
+	}
+	child := &Turn{
+		Engine: t.Engine, Model: t.Model, Effort: t.Effort,
+		Messages: []Message{{Role: RoleSystem, Content: childPrompt}, {Role: RoleUser, Content: a.Task}},
+		Tools:    t.Tools, Gate: t.Gate, Env: t.Env, Ask: t.Ask,
+		Sink: childSink{t.Sink}, MaxSteps: 32, Depth: t.Depth + 1,
+	}
+	res, err := child.Run(ctx)
+	t.childUsage.InputTokens += res.Usage.InputTokens
+	t.childUsage.OutputTokens += res.Usage.OutputTokens
+	answer := ""
+	for i := len(res.Messages) - 1; i >= 0; i-- {
+		if m := res.Messages[i]; m.Role == RoleAssistant && strings.TrimSpace(m.Content) != "" {
+			answer = m.Content
+			break
+		}
+	}
+	if err != nil {
+		msg := "error: the child agent stopped: " + err.Error()
+		if answer != "" {
+			msg += "\nIts last report:\n" + answer
+		}
+		t.Sink.ToolResult(call, false, clip(msg))
+		return clip(msg)
+	}
+	t.Sink.ToolResult(call, true, clip(answer))
+	return clip(answer)
+}
+
+// childSink forwards a child's tool activity to the parent's sink (it is
+// visible and counted) but not its prose: that is no root-assistant text.
+type childSink struct{ parent Sink }
+
+func (c childSink) Text(string)            {}
+func (c childSink) ResponseDone(string)    {}
+func (c childSink) ToolCall(call ToolCall) { c.parent.ToolCall(call) }
+func (c childSink) ToolResult(call ToolCall, ok bool, out string) {
+	c.parent.ToolResult(call, ok, out)
+}
+func (c childSink) Blocked(call ToolCall, code, reason string) { c.parent.Blocked(call, code, reason) }
