@@ -450,3 +450,15 @@ func TestCancelRequest(t *testing.T) {
 }
 
 func (p *proc) stateDirOf(t *testing.T) string { return p.state }
+
+// TestDemoScriptMatchesTestdata keeps the demo's embedded script and the
+// copy offered in testdata/scripts identical.
+func TestDemoScriptMatchesTestdata(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/scripts/greeter.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, demoScript) {
+		t.Fatal("testdata/scripts/greeter.json differs from cmd/planbridge/demo_script.json")
+	}
+}

@@ -147,3 +147,20 @@ func TestScriptExhausted(t *testing.T) {
 		t.Fatal("bad script accepted")
 	}
 }
+
+func TestScriptsInTestdataLoad(t *testing.T) {
+	files, _ := filepath.Glob("../../testdata/scripts/*.json")
+	if len(files) == 0 {
+		t.Fatal("no scripts in testdata/scripts")
+	}
+	for _, f := range files {
+		s, err := LoadScript(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if len(s.steps) == 0 {
+			t.Errorf("%s: empty script", f)
+		}
+	}
+}
