@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -195,8 +196,14 @@ func (s *Server) toWireError(ctx context.Context, method string, err error) *jso
 	return &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: err.Error()}
 }
 
+// AskTimeout bounds how long a permission/ask waits for the person; no
+// answer is a denial (the turn goes on and the model is told).
+const AskTimeout = 15 * time.Minute
+
 // askPermission asks the client with a server→client permission/ask request.
 func (s *Server) askPermission(ctx context.Context, sess string, call agent.ToolCall, reason string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, AskTimeout)
+	defer cancel()
 	var res struct {
 		Allow bool `json:"allow"`
 	}
