@@ -81,11 +81,6 @@ func Run(ctx context.Context, env Env, rec *Record) (err error) {
 					return err
 				}
 			}
-		case StepGoalReady:
-			rec.Step = StepKickoff
-			if err := env.Save(ctx, rec); err != nil {
-				return err
-			}
 		case StepKickoff:
 			return kickoff(ctx, env, rec)
 		case StepForked:

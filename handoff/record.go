@@ -17,7 +17,6 @@ const (
 	StepRecorded     Step = "recorded"      // context not prepared yet
 	StepContextReady Step = "context_ready" // Current kept / Fresh or Summary segment installed
 	StepForked       Step = "forked"        // Worktree: the fork holds its own record
-	StepGoalReady    Step = "goal_ready"    // Goal: constructed and persisted
 	StepKickoff      Step = "kickoff"       // kickoff being sent; cleared when it settles
 )
 
@@ -86,7 +85,7 @@ func UnmarshalRecord(s string) (*Record, error) {
 		return nil, fmt.Errorf("retry record is corrupt: %w", err)
 	}
 	switch r.Step {
-	case StepRecorded, StepContextReady, StepForked, StepGoalReady, StepKickoff:
+	case StepRecorded, StepContextReady, StepForked, StepKickoff:
 	default:
 		return nil, fmt.Errorf("retry record is corrupt: unknown step %q", r.Step)
 	}

@@ -93,8 +93,6 @@ func (s *Session) Goal() *goal.Goal {
 	return &c
 }
 
-func goalSummary(g *goal.Goal) string { return g.Summary() }
-
 // planRefMatches checks the Goal's accepted plan still has its hash.
 func (s *Session) planRefMatches(ref string) bool {
 	if ref == "" {
@@ -245,7 +243,7 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 	kick := false
 	switch verb {
 	case GoalStatus:
-		return goalSummary(g), nil
+		return g.Summary(), nil
 	case "pause":
 		if err = need(); err == nil {
 			s.mu.Lock()
@@ -314,7 +312,7 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 		unfinished := s.goalUnfinishedLocked()
 		s.mu.Unlock()
 		if unfinished {
-			return "", errorf(CodeGoalUnfinished, "an unfinished Goal exists (%s); pause, finish or /goal clear it first", goalSummary(g))
+			return "", errorf(CodeGoalUnfinished, "an unfinished Goal exists (%s); pause, finish or /goal clear it first", g.Summary())
 		}
 		model, effort := s.m.sessionModel()
 		s.mu.Lock()
