@@ -158,3 +158,29 @@ func TestKillMidImplementationPausesAndResumes(t *testing.T) {
 	_ = json.Valid
 	_ = time.Second
 }
+
+// TestPromptSurvivesCrashMidTurn: a prompt is durable before it is sent, so
+// after a crash mid-turn the model still sees it in the conversation.
+func TestPromptSurvivesCrashMidTurn(t *testing.T) {
+	ctx := ctxT(t)
+	state := t.TempDir()
+	script := writeScript(t, fmt.Sprintf(`[
+	 {"text": "%s", "delay_ms": 40},
+	 {"expect_contains": ["remember the word zebra"], "text": "It was zebra.\n"}]`, strings.Repeat("thinking ", 300)))
+	p := startServe(t, state, "--engine", "script", "--script", script)
+	s := createSession(t, ctx, p.c, t.TempDir())
+	p.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "remember the word zebra"}, nil)
+	if _, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool { return e.Kind == "text" }); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+	p2 := startServe(t, state, "--engine", "script", "--script", script)
+	p2.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "which word?"}, nil)
+	waitTurnEnd(t, ctx, p2.c, 1)
+	for _, e := range p2.c.Events() {
+		if e.Kind == "error" {
+			t.Fatalf("the prompt was lost: %s", e.Data)
+		}
+	}
+}

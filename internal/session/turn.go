@@ -145,7 +145,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	s.emit("turn_start", map[string]any{"turn": turnNo, "plan": plan})
 	if eng == nil {
 		err := errors.New("no model engine is configured")
-		s.finishTurn(ctx, turnNo, []agent.Message{user}, err, false, nil)
+		s.finishTurn(ctx, turnNo, nil, err, false, nil)
 		return err
 	}
 	if err := s.m.checkModel(model); err != nil {
@@ -164,6 +164,12 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		Ask:      s.askFunc(),
 		Sink:     sink,
 	}
+	// The prompt is durable before it is sent: a crash mid-turn never loses
+	// it from the conversation.
+	if perr := s.appendTranscript(ctx, []agent.Message{user}, nil); perr != nil {
+		s.finishTurn(ctx, turnNo, nil, perr, false, nil)
+		return perr
+	}
 	res, err := t.Run(ctx)
 	if req.goalID != "" {
 		if s.settleGoalTurn(ctx, req, res.Usage, time.Since(started), err) {
@@ -177,7 +183,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	// The full template counts as delivered only once a model response
 	// actually arrived: a cancelled dispatch leaves it armed.
 	delivered := fullReminder && len(res.Messages) > 0
-	s.finishTurn(ctx, turnNo, append([]agent.Message{user}, res.Messages...), err, delivered, req.settle)
+	s.finishTurn(ctx, turnNo, res.Messages, err, delivered, req.settle)
 	return err
 }
 
