@@ -36,6 +36,7 @@ const KeyHeader = "X-Planbridge-Key"
 // Errors callers branch on.
 var (
 	ErrBadTier   = errors.New("invalid tier")
+	ErrBadTTL    = errors.New("invalid link lifetime")
 	ErrNotShared = errors.New("the session is not shared")
 	ErrClosed    = errors.New("the share server is closed")
 )
@@ -248,11 +249,11 @@ func (s *Server) Start(ctx context.Context, sid string, want []Tier, ttl time.Du
 	if len(want) == 0 {
 		want = tiers[:]
 	}
-	if ttl <= 0 {
-		ttl = s.cfg.TTL
+	if ttl < 0 || ttl > MaxTTL {
+		return nil, fmt.Errorf("%w: %s (want up to %s, or 0 for the default)", ErrBadTTL, ttl, MaxTTL)
 	}
-	if ttl > MaxTTL {
-		return nil, fmt.Errorf("link lifetime %s is longer than %s", ttl, MaxTTL)
+	if ttl == 0 {
+		ttl = s.cfg.TTL
 	}
 	exp := map[Tier]time.Time{}
 	for _, t := range want {
