@@ -69,12 +69,13 @@ func Extract(text string) Result {
 }
 
 func newProposal(body string) *Proposal {
+	return &Proposal{Title: Parse(body).Title, Body: body, Hash: HashBody(body)}
+}
+
+// HashBody is the proposal hash of a body: the lowercase hex sha256.
+func HashBody(body string) string {
 	sum := sha256.Sum256([]byte(body))
-	return &Proposal{
-		Title: Parse(body).Title,
-		Body:  body,
-		Hash:  hex.EncodeToString(sum[:]),
-	}
+	return hex.EncodeToString(sum[:])
 }
 
 // reason is the cause named by a warning.

@@ -2,9 +2,7 @@ package session
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,7 +116,7 @@ func (s *Session) Approval() ApprovalView {
 	v.Selection = s.selectionLocked()
 	v.Notice = s.wtNotice
 	v.Title, v.Hash, v.Path, v.Edited = s.prop.Title, s.prop.Hash, agent.WorkScheme+s.prop.Path, s.prop.PersonEdited
-	if b, err := os.ReadFile(filepath.Join(s.workDir, filepath.FromSlash(s.prop.Path))); err == nil {
+	if b, err := os.ReadFile(s.workPath(s.prop.Path)); err == nil {
 		v.Body = strings.TrimSuffix(string(b), "\n")
 		v.Text = proposal.RenderText(v.Body)
 	}
@@ -231,7 +229,7 @@ func (s *Session) Feedback(ctx context.Context, attempt, text string, comments [
 	}
 	if len(comments) > 0 {
 		lines := []string{}
-		if body, err := os.ReadFile(filepath.Join(s.workDir, filepath.FromSlash(s.prop.Path))); err == nil {
+		if body, err := os.ReadFile(s.workPath(s.prop.Path)); err == nil {
 			lines = strings.Split(string(body), "\n")
 		}
 		for _, c := range comments {
@@ -347,7 +345,7 @@ func (s *Session) AcceptExpecting(ctx context.Context, attempt, branch string, e
 	}
 	// 2. Publish and archive immutably, before any metadata moves.
 	art := handoff.Artifact{Path: artifactName(p.Hash), Hash: p.Hash}
-	if _, err := store.WriteFileOnce(filepath.Join(s.workDir, filepath.FromSlash(art.Path)), []byte(body+"\n"), 0o444); err != nil {
+	if _, err := store.WriteFileOnce(s.workPath(art.Path), artifactData(body), 0o444); err != nil {
 		return AcceptResult{}, fmt.Errorf("archive the accepted plan: %w", err)
 	}
 	handoff.Failpoint("handoff.archived")
@@ -402,20 +400,6 @@ func (s *Session) AcceptExpecting(ctx context.Context, attempt, branch string, e
 		return AcceptResult{}, err
 	}
 	return AcceptResult{Accepted: true, Artifact: agent.WorkScheme + art.Path, Message: "Preparing implementation..."}, nil
-}
-
-// readArtifact reads work://rel and checks it against hash.
-func (s *Session) readArtifact(rel, hash string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(s.workDir, filepath.FromSlash(rel)))
-	if err != nil {
-		return "", fmt.Errorf("read %s%s: %w", agent.WorkScheme, rel, err)
-	}
-	body := strings.TrimSuffix(string(b), "\n")
-	sum := sha256.Sum256([]byte(body))
-	if hex.EncodeToString(sum[:]) != hash {
-		return "", fmt.Errorf("%s%s does not match its recorded hash: it was changed outside planbridge", agent.WorkScheme, rel)
-	}
-	return body, nil
 }
 
 // startHandoff runs the pipeline as the session's owning workflow.
@@ -486,7 +470,7 @@ func (s *Session) SavePlanToProject(ctx context.Context, date string) (string, e
 		return "", err
 	}
 	rel := filepath.Join("docs", "plans", date+"-"+slug(p.Title)+".md")
-	if _, err := store.WriteFileOnce(filepath.Join(ws, rel), []byte(body+"\n"), 0o644); err != nil {
+	if _, err := store.WriteFileOnce(filepath.Join(ws, rel), artifactData(body), 0o644); err != nil {
 		return "", err
 	}
 	return rel, nil

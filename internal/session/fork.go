@@ -275,9 +275,9 @@ func copyFile(src, dst string) error {
 // links it to the fork.
 func (e *handoffEnv) handOver(ctx context.Context, rec *handoff.Record) error {
 	s := e.s
-	forkWork := filepath.Join(s.m.st.Dir(), "sessions", rec.Fork.Session, "work")
+	forkWork := s.m.workDir(rec.Fork.Session)
 	for _, rel := range []string{rec.Artifact.Path, CurrentPlanPath} {
-		b, err := os.ReadFile(filepath.Join(s.workDir, filepath.FromSlash(rel)))
+		b, err := os.ReadFile(s.workPath(rel))
 		if err != nil {
 			if rel == CurrentPlanPath {
 				continue

@@ -2,12 +2,12 @@ package session
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
@@ -87,10 +87,8 @@ func (s *Session) onResponse(plan bool, v viewFilter, text string) {
 // artifact is written atomically first, then the metadata row points at it.
 // The selection of an earlier proposal survives.
 func (s *Session) publishProposal(ctx context.Context, title, body string, edited bool) error {
-	data := []byte(body + "\n")
-	sum := sha256.Sum256([]byte(body))
-	hash := hex.EncodeToString(sum[:])
-	if err := store.WriteFileAtomic(filepath.Join(s.workDir, filepath.FromSlash(CurrentPlanPath)), data, 0o644); err != nil {
+	hash := proposal.HashBody(body)
+	if err := store.WriteFileAtomic(s.workPath(CurrentPlanPath), artifactData(body), 0o644); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -170,7 +168,7 @@ func (s *Session) loadProposal(ctx context.Context) error {
 	if p.Status != ProposalProposed {
 		return nil
 	}
-	if s.row.Plan && s.artifactMatches(p.Path, p.Hash) {
+	if _, err := s.readArtifact(p.Path, p.Hash); s.row.Plan && err == nil {
 		// Resume re-presents it (hidden state is not persisted).
 		s.approval = handoff.Approval{Attempt: handoff.NewAttemptID()}
 		return nil
@@ -180,15 +178,26 @@ func (s *Session) loadProposal(ctx context.Context) error {
 	return s.m.st.PutProposal(ctx, p)
 }
 
-// artifactMatches reports whether work://path holds the body with hash.
-func (s *Session) artifactMatches(rel, hash string) bool {
-	b, err := os.ReadFile(filepath.Join(s.workDir, filepath.FromSlash(rel)))
-	if err != nil || len(b) == 0 {
-		return false
+// artifactData is how a plan body is stored as a work:// artifact: with
+// one trailing newline. [Session.readArtifact] undoes it.
+func artifactData(body string) []byte { return []byte(body + "\n") }
+
+// workPath maps a session-relative artifact path to its file.
+func (s *Session) workPath(rel string) string {
+	return filepath.Join(s.workDir, filepath.FromSlash(rel))
+}
+
+// readArtifact reads work://rel and checks it against hash.
+func (s *Session) readArtifact(rel, hash string) (string, error) {
+	b, err := os.ReadFile(s.workPath(rel))
+	if err != nil {
+		return "", fmt.Errorf("read %s%s: %w", agent.WorkScheme, rel, err)
 	}
-	body := string(b[:len(b)-1]) // artifacts end with one added newline
-	sum := sha256.Sum256([]byte(body))
-	return hex.EncodeToString(sum[:]) == hash
+	body := strings.TrimSuffix(string(b), "\n")
+	if proposal.HashBody(body) != hash {
+		return "", fmt.Errorf("%s%s does not match its recorded hash: it was changed outside planbridge", agent.WorkScheme, rel)
+	}
+	return body, nil
 }
 
 // reminder returns the Plan reminder appended to a Plan turn's prompt: the

@@ -43,7 +43,7 @@ type Session struct {
 
 func loadSession(ctx context.Context, m *Manager, row store.Session) (*Session, error) {
 	s := &Session{m: m, id: row.ID, row: row,
-		workDir: filepath.Join(m.st.Dir(), "sessions", row.ID, "work")}
+		workDir: m.workDir(row.ID)}
 	msgs, err := m.st.Messages(ctx, row.ID)
 	if err != nil {
 		return nil, err
@@ -74,6 +74,11 @@ func loadSession(ctx context.Context, m *Manager, row store.Session) (*Session, 
 		return nil, err
 	}
 	return s, nil
+}
+
+// workDir is the work:// root of session id: <state>/sessions/<id>/work.
+func (m *Manager) workDir(id string) string {
+	return filepath.Join(m.st.Dir(), "sessions", id, "work")
 }
 
 // ID is the session id.
