@@ -81,6 +81,7 @@ func (s *Session) presentApproval(ctx context.Context) {
 	s.mu.Unlock()
 	s.refreshWorktreeNotice(ctx)
 	s.emitApproval()
+	s.emit("status", s.statusData()) // the session now has a shown card
 }
 
 // refreshWorktreeNotice reruns the status walk for the card when Worktree
@@ -98,29 +99,34 @@ func (s *Session) refreshWorktreeNotice(ctx context.Context) {
 	s.mu.Unlock()
 }
 
-func (s *Session) emitApproval() {
+// emitApproval publishes the current card and returns it.
+func (s *Session) emitApproval() ApprovalView {
 	v := s.Approval()
 	s.emit("approval", v)
-	s.emit("status", s.statusData())
+	return v
 }
 
 // Approval returns the current card (Pending false when there is none).
+// The files it reads (the plan, the skill folders) are read outside the
+// session lock.
 func (s *Session) Approval() ApprovalView {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	v := ApprovalView{Pending: s.approval.Pending(), Attempt: s.approval.Attempt, Hidden: s.approval.Hidden,
-		Models: s.m.modelConfig().Models, Blockers: s.blockersLocked()}
+		Models: s.m.modelConfig().Models, Blockers: s.forkBlockersLocked()}
 	if s.prop == nil {
+		s.mu.Unlock()
 		return v
 	}
 	v.Selection = s.selectionLocked()
 	v.Notice = s.wtNotice
 	v.Title, v.Hash, v.Path, v.Edited = s.prop.Title, s.prop.Hash, agent.WorkScheme+s.prop.Path, s.prop.PersonEdited
-	if b, err := os.ReadFile(s.workPath(s.prop.Path)); err == nil {
+	planFile, workspace := s.workPath(s.prop.Path), s.row.Workspace
+	s.mu.Unlock()
+	if b, err := os.ReadFile(planFile); err == nil {
 		v.Body = strings.TrimSuffix(string(b), "\n")
 		v.Text = proposal.RenderText(v.Body)
 	}
-	v.Skills = handoff.FindSkills(handoff.SkillDirs(s.row.Workspace, userConfigDir()))
+	v.Skills = handoff.FindSkills(handoff.SkillDirs(workspace, userConfigDir()))
 	return v
 }
 
@@ -128,10 +134,6 @@ func userConfigDir() string {
 	d, _ := os.UserConfigDir()
 	return d
 }
-
-// blockersLocked names what would refuse a Worktree fork right now, in the
-// words of the refusal.
-func (s *Session) blockersLocked() []string { return s.forkBlockersLocked() }
 
 // checkAttempt fails closed on a stale or missing attempt id.
 func (s *Session) checkAttemptLocked(attempt string) error {
@@ -164,8 +166,7 @@ func (s *Session) UpdateSelection(ctx context.Context, attempt string, c handoff
 	s.prop = &p
 	s.mu.Unlock()
 	s.refreshWorktreeNotice(ctx)
-	s.emitApproval()
-	return s.Approval(), nil
+	return s.emitApproval(), nil
 }
 
 // SetHidden hides or re-shows the card; it stays pending either way.
@@ -177,8 +178,9 @@ func (s *Session) SetHidden(attempt string, hidden bool) (ApprovalView, error) {
 	}
 	s.approval.Hidden = hidden
 	s.mu.Unlock()
-	s.emitApproval()
-	return s.Approval(), nil
+	v := s.emitApproval()
+	s.emit("status", s.statusData()) // approval: shown or hidden
+	return v, nil
 }
 
 // closeApproval ends the presentation (under s.mu).

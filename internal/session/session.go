@@ -415,6 +415,7 @@ func (s *Session) enqueue(req turnReq) (queued bool) {
 		s.emit("queued", map[string]any{"text": req.display, "queued": n})
 		if s.Info().Approval != "" {
 			s.emitApproval() // pending input now blocks a Worktree fork
+			s.emit("status", s.statusData())
 		}
 		return true
 	}
