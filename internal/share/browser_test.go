@@ -105,17 +105,19 @@ func (b *browser) text(t *testing.T, sel string) string {
 	return b.eval(t, `(document.querySelector(`+jsString(sel)+`)||{}).textContent||""`)
 }
 
-// waitText polls the text of sel until it contains want.
+// waitText polls the text of sel until it contains want. A page that is
+// navigating meanwhile (a clicked link) cannot be evaluated: that is
+// retried, not a failure.
 func (b *browser) waitText(t *testing.T, sel, want string) {
 	t.Helper()
 	for {
-		got := b.text(t, sel)
-		if strings.Contains(got, want) {
+		text, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`(document.querySelector(`+jsString(sel)+`)||{}).textContent||""`))
+		if err == nil && strings.Contains(text, want) {
 			return
 		}
 		select {
 		case <-b.ctx.Done():
-			t.Fatalf("timed out waiting for %q in %s; it has %q", want, sel, got)
+			t.Fatalf("timed out waiting for %q in %s; it has %q (%v)", want, sel, text, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
