@@ -73,12 +73,9 @@ func (s *Session) presentApproval(ctx context.Context) {
 	p.Selection = string(b)
 	s.approval = handoff.Approval{Attempt: handoff.NewAttemptID()}
 	s.mu.Unlock()
-	if err := s.m.st.PutProposal(ctx, p); err != nil {
+	if err := s.putProposal(ctx, p); err != nil {
 		s.m.log.Error("persist selection", "session", s.id, "err", err)
 	}
-	s.mu.Lock()
-	s.prop = &p
-	s.mu.Unlock()
 	s.refreshWorktreeNotice(ctx)
 	s.emitApproval()
 	s.emit("status", s.statusData()) // the session now has a shown card
@@ -159,12 +156,9 @@ func (s *Session) UpdateSelection(ctx context.Context, attempt string, c handoff
 	p := *s.prop
 	p.Selection = string(b)
 	s.mu.Unlock()
-	if err := s.m.st.PutProposal(ctx, p); err != nil {
+	if err := s.putProposal(ctx, p); err != nil {
 		return ApprovalView{}, err
 	}
-	s.mu.Lock()
-	s.prop = &p
-	s.mu.Unlock()
 	s.refreshWorktreeNotice(ctx)
 	return s.emitApproval(), nil
 }
@@ -201,12 +195,9 @@ func (s *Session) CancelApproval(ctx context.Context, attempt string) error {
 	p := *s.prop
 	p.Status, p.Selection = ProposalDraft, ""
 	s.mu.Unlock()
-	if err := s.m.st.PutProposal(ctx, p); err != nil {
+	if err := s.putProposal(ctx, p); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.prop = &p
-	s.mu.Unlock()
 	s.emit("approval_closed", map[string]any{"attempt": a, "reason": "cancelled"})
 	s.emit("status", s.statusData())
 	s.kick()
@@ -252,12 +243,9 @@ func (s *Session) Feedback(ctx context.Context, attempt, text string, comments [
 	p.Rejections++
 	title := p.Title
 	s.mu.Unlock()
-	if err := s.m.st.PutProposal(ctx, p); err != nil {
+	if err := s.putProposal(ctx, p); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.prop = &p
-	s.mu.Unlock()
 	s.emit("approval_closed", map[string]any{"attempt": a, "reason": "feedback"})
 	s.enqueue(turnReq{text: handoff.FeedbackEnvelope(title, b.String(), p.Rejections), display: "Feedback: " + strings.TrimSpace(b.String())})
 	return nil

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -98,35 +97,19 @@ func (s *Session) publishProposal(ctx context.Context, title, body string, edite
 	}
 	p.Status, p.Title, p.Path, p.Hash, p.PersonEdited = ProposalProposed, title, CurrentPlanPath, hash, edited
 	s.mu.Unlock()
-	if err := s.m.st.PutProposal(ctx, p); err != nil {
+	if err := s.putProposal(ctx, p); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.prop = &p
-	s.mu.Unlock()
 	s.emit("proposal", map[string]any{"title": title, "body": body, "hash": hash,
 		"path": agent.WorkScheme + CurrentPlanPath, "text": proposal.RenderText(body), "edited": edited})
 	s.presentApproval(ctx)
 	return nil
 }
 
-// setProposalStatus moves the proposal to status (no-op without one).
-func (s *Session) setProposalStatus(ctx context.Context, tx *sql.Tx, status string) error {
-	s.mu.Lock()
-	if s.prop == nil || s.prop.Status == status {
-		s.mu.Unlock()
-		return nil
-	}
-	p := *s.prop
-	p.Status = status
-	s.mu.Unlock()
-	var err error
-	if tx != nil {
-		err = store.PutProposalTx(ctx, tx, p)
-	} else {
-		err = s.m.st.PutProposal(ctx, p)
-	}
-	if err != nil {
+// putProposal persists p and makes it the session's proposal. On error
+// the session keeps the proposal it had.
+func (s *Session) putProposal(ctx context.Context, p store.Proposal) error {
+	if err := s.m.st.PutProposal(ctx, p); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -140,6 +123,11 @@ func (s *Session) setProposalStatus(ctx context.Context, tx *sql.Tx, status stri
 func (s *Session) demoteProposal(ctx context.Context) {
 	s.mu.Lock()
 	actionable := s.prop != nil && s.prop.Status == ProposalProposed
+	var p store.Proposal
+	if actionable {
+		p = *s.prop
+		p.Status = ProposalDraft
+	}
 	a := s.closeApprovalLocked()
 	s.mu.Unlock()
 	if a != "" {
@@ -148,7 +136,7 @@ func (s *Session) demoteProposal(ctx context.Context) {
 	if !actionable {
 		return
 	}
-	if err := s.setProposalStatus(ctx, nil, ProposalDraft); err != nil {
+	if err := s.putProposal(ctx, p); err != nil {
 		s.m.log.Error("demote proposal", "session", s.id, "err", err)
 	}
 }
