@@ -18,8 +18,9 @@
 //     every link of a session and closes its open streams at once.
 //   - Tiers are enforced here, not by the page: view may only read; full may
 //     send feedback, queue a prompt and accept when the host's selection is
-//     Here; owner may also accept a Worktree selection with a branch checked
-//     by [worktree.ValidBranchName]. Settings are never changed from a browser.
+//     Here; owner may also accept a Worktree selection with a branch, which
+//     the session checks exactly as for Emacs. Settings are never changed
+//     from a browser.
 //   - Live updates: GET /s/ROOM/events?since=SEQ is a text/event-stream that
 //     replays the persisted events after SEQ and then the live ones, each
 //     with "id: SEQ", so a reconnecting page resumes where it stopped. The

@@ -15,7 +15,6 @@ import (
 	"planbridge/handoff"
 	"planbridge/internal/session"
 	"planbridge/proposal"
-	"planbridge/worktree"
 )
 
 //go:embed assets/page.html assets/app.js assets/app.css
@@ -364,17 +363,14 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, g guest) {
 	case a.OverBudget:
 		writeError(w, http.StatusConflict, "frame_budget", "the proposal and settings are too large to review here: accept in Emacs")
 		return
-	case worktreeSel:
-		if err := worktree.ValidBranchName(req.Branch); err != nil {
-			writeError(w, http.StatusUnprocessableEntity, "invalid_branch", err.Error())
-			return
-		}
-	case req.Branch != "":
+	case !worktreeSel && req.Branch != "":
 		writeError(w, http.StatusBadRequest, "invalid_params", "a branch applies only to Worktree acceptance; the host chose Here")
 		return
 	}
 	// The session re-checks the Location under its lock, with the attempt:
 	// the host switching to Worktree meanwhile cannot slip past the tier.
+	// It also validates the branch, with the checker Emacs's acceptance
+	// meets (invalid_branch → 422).
 	res, err := g.sess.AcceptExpecting(r.Context(), req.Attempt, req.Branch, a.Selection.Location)
 	if err != nil {
 		s.fail(w, err)
@@ -401,7 +397,7 @@ func statusFor(code string) int {
 		return http.StatusBadRequest
 	case session.CodeNotFound:
 		return http.StatusNotFound
-	case session.CodeInvalidSelect, "invalid_branch":
+	case session.CodeInvalidSelect, session.CodeInvalidBranch:
 		return http.StatusUnprocessableEntity
 	case session.CodeUnavailable:
 		return http.StatusNotImplemented
