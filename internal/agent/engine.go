@@ -21,6 +21,21 @@ type Message struct {
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	Name       string     `json:"name,omitempty"`
+	// Thinking is the reasoning an assistant message came with, kept only
+	// so an engine that must send it back (anthropic, within a tool loop)
+	// can; it is never shown as assistant text, and engines that do not
+	// need it ignore it.
+	Thinking []ThinkingBlock `json:"thinking,omitempty"`
+}
+
+// ThinkingBlock is one reasoning block of a model response, opaque outside
+// its engine: the provider requires it back unmodified, signature and all.
+type ThinkingBlock struct {
+	Text      string `json:"text,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	// Redacted is the encrypted data of a block the provider redacted
+	// (Text and Signature are then empty).
+	Redacted string `json:"redacted,omitempty"`
 }
 
 // ToolCall is a model's request to run a tool. Arguments is the JSON object
@@ -47,9 +62,22 @@ type Request struct {
 }
 
 // Usage is the provider-reported token accounting of one request.
+// InputTokens counts every prompt token, cached or not; the cache fields say
+// how many of them were written to or read from the provider's prompt cache
+// (0 for providers that do not report it).
 type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens,omitempty"`
+}
+
+// Add adds o's counts to u.
+func (u *Usage) Add(o Usage) {
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CacheCreationInputTokens += o.CacheCreationInputTokens
+	u.CacheReadInputTokens += o.CacheReadInputTokens
 }
 
 // Response is the completed result of one model request.
@@ -57,6 +85,8 @@ type Response struct {
 	Text      string
 	ToolCalls []ToolCall
 	Usage     Usage
+	// Thinking is the response's reasoning, for [Message.Thinking].
+	Thinking []ThinkingBlock
 }
 
 // Engine streams one model request. Implementations call onText for every

@@ -5,15 +5,16 @@ import "fmt"
 // EngineConfig names and configures a model engine, as given on the command
 // line or in initialize params.
 type EngineConfig struct {
-	Kind    string `json:"kind"`   // "script" or "openai"
+	Kind    string `json:"kind"`   // "script", "openai" or "anthropic"
 	Script  string `json:"script"` // script file (kind script)
 	BaseURL string `json:"base_url,omitempty"`
 	Model   string `json:"model,omitempty"`
 	APIKey  string `json:"api_key,omitempty"` // never persisted
 }
 
-// NewEngine builds the engine cfg describes. For openai, fields left empty
-// come from env (see [OpenAIConfigFromEnv]).
+// NewEngine builds the engine cfg describes. For openai and anthropic,
+// fields left empty come from env (see [OpenAIConfigFromEnv] and
+// [AnthropicConfigFromEnv]).
 func NewEngine(cfg EngineConfig, getenv func(string) string) (Engine, error) {
 	switch cfg.Kind {
 	case "script":
@@ -33,6 +34,18 @@ func NewEngine(cfg EngineConfig, getenv func(string) string) (Engine, error) {
 			oc.APIKey = cfg.APIKey
 		}
 		return NewOpenAI(oc)
+	case "anthropic":
+		ac := AnthropicConfigFromEnv(getenv)
+		if cfg.BaseURL != "" {
+			ac.BaseURL = cfg.BaseURL
+		}
+		if cfg.Model != "" {
+			ac.Model = cfg.Model
+		}
+		if cfg.APIKey != "" {
+			ac.APIKey = cfg.APIKey
+		}
+		return NewAnthropic(ac)
 	}
-	return nil, fmt.Errorf("unknown engine %q (want script or openai)", cfg.Kind)
+	return nil, fmt.Errorf("unknown engine %q (want script, openai or anthropic)", cfg.Kind)
 }

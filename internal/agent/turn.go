@@ -72,8 +72,7 @@ func (t *Turn) Run(ctx context.Context) (TurnResult, error) {
 			tool.Spec.Name == "apply_patch" || tool.Spec.Name == "bash"
 	})
 	defer func() {
-		res.Usage.InputTokens += t.childUsage.InputTokens
-		res.Usage.OutputTokens += t.childUsage.OutputTokens
+		res.Usage.Add(t.childUsage)
 	}()
 	for step := 0; ; step++ {
 		if step >= max {
@@ -84,9 +83,8 @@ func (t *Turn) Run(ctx context.Context) (TurnResult, error) {
 		if err != nil {
 			return res, err
 		}
-		res.Usage.InputTokens += resp.Usage.InputTokens
-		res.Usage.OutputTokens += resp.Usage.OutputTokens
-		msg := Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}
+		res.Usage.Add(resp.Usage)
+		msg := Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Thinking: resp.Thinking}
 		convo = append(convo, msg)
 		res.Messages = append(res.Messages, msg)
 		t.Sink.ResponseDone(resp.Text)
@@ -189,8 +187,7 @@ func (t *Turn) delegate(ctx context.Context, call ToolCall) string {
 		Sink: childSink{t.Sink}, MaxSteps: 32, Depth: t.Depth + 1,
 	}
 	res, err := child.Run(ctx)
-	t.childUsage.InputTokens += res.Usage.InputTokens
-	t.childUsage.OutputTokens += res.Usage.OutputTokens
+	t.childUsage.Add(res.Usage)
 	answer := ""
 	for i := len(res.Messages) - 1; i >= 0; i-- {
 		if m := res.Messages[i]; m.Role == RoleAssistant && strings.TrimSpace(m.Content) != "" {

@@ -1,0 +1,990 @@
+// The anthropic engine is a small client of the Messages API, not the
+// official Go SDK (github.com/anthropics/anthropic-sdk-go). The part of the
+// API planbridge uses is one streamed POST and seven event types; the SDK
+// would bring a generated client of the whole API, its own dependencies
+// (gjson, sjson) and its own retry loop and error types into a binary whose
+// every request should be explained by this file. A small client keeps the
+// engine honest to the [Engine] contract the openai engine already keeps:
+// the same event-stream reader, the same transient/fatal split
+// ([ErrTransient]), cancellation through the request context alone, and a
+// retry policy (429/529 only, honouring retry-after, never after output has
+// streamed) that tests can observe without waiting on the clock.
+
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultAnthropicBaseURL is the base URL used when [AnthropicConfig.BaseURL]
+// is empty.
+const DefaultAnthropicBaseURL = "https://api.anthropic.com"
+
+// AnthropicVersion is the anthropic-version header every request carries.
+const AnthropicVersion = "2023-06-01"
+
+// DefaultAnthropicMaxTokens is the output a request allows beyond its
+// thinking budget when [AnthropicConfig.MaxTokens] is 0. It fits every
+// current model's output limit.
+const DefaultAnthropicMaxTokens = 8192
+
+// Retry policy for rate limits (429) and overload (529).
+const (
+	anthropicMaxRetries  = 4
+	anthropicBackoffBase = 500 * time.Millisecond
+	anthropicBackoffMax  = 8 * time.Second
+	// A retry-after longer than this is not waited for: the error goes
+	// back to the caller (still transient) instead of stalling the turn.
+	anthropicMaxRetryAfter = 60 * time.Second
+)
+
+// Thinking budgets (tokens) per effort. The API's minimum is 1024.
+var thinkingBudgets = map[string]int{"low": 2048, "medium": 8192, "high": 16384}
+
+// AnthropicConfig configures an [Anthropic] engine.
+type AnthropicConfig struct {
+	// BaseURL of the API, without "/v1/messages" (as ANTHROPIC_BASE_URL is
+	// given to Anthropic's own tools). A base ending in "/v1" is accepted
+	// too. Empty means [DefaultAnthropicBaseURL].
+	BaseURL string
+	// APIKey is sent as x-api-key. Empty sends none (a local proxy may need
+	// none; the API itself answers 401, which is reported as is).
+	APIKey string
+	// Model used when [Request.Model] is empty. Required.
+	Model string
+	// MaxTokens is the output allowed beyond any thinking budget; 0 means
+	// [DefaultAnthropicMaxTokens].
+	MaxTokens int
+	// HTTPClient performs the requests. Nil means a client without a
+	// timeout: the request's context is what bounds a turn.
+	HTTPClient *http.Client
+}
+
+// AnthropicConfigFromEnv builds a config from the environment, looked up
+// through getenv. The planbridge-specific variables win:
+//
+//	base URL:   PLANBRIDGE_ANTHROPIC_BASE_URL, then ANTHROPIC_BASE_URL
+//	API key:    PLANBRIDGE_ANTHROPIC_API_KEY, then ANTHROPIC_API_KEY
+//	model:      PLANBRIDGE_ANTHROPIC_MODEL, then ANTHROPIC_MODEL
+//	max tokens: PLANBRIDGE_ANTHROPIC_MAX_TOKENS (ignored unless a positive integer)
+func AnthropicConfigFromEnv(getenv func(string) string) AnthropicConfig {
+	first := func(names ...string) string {
+		for _, n := range names {
+			if v := strings.TrimSpace(getenv(n)); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	maxTokens, _ := strconv.Atoi(first("PLANBRIDGE_ANTHROPIC_MAX_TOKENS"))
+	return AnthropicConfig{
+		BaseURL:   first("PLANBRIDGE_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL"),
+		APIKey:    first("PLANBRIDGE_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"),
+		Model:     first("PLANBRIDGE_ANTHROPIC_MODEL", "ANTHROPIC_MODEL"),
+		MaxTokens: max(maxTokens, 0),
+	}
+}
+
+// Anthropic is an [Engine] for Anthropic's Messages API with streaming,
+// tool use, extended thinking and prompt caching. Safe for concurrent use:
+// it holds only immutable configuration.
+type Anthropic struct {
+	endpoint  string // {BaseURL}/v1/messages
+	apiKey    string
+	model     string
+	maxTokens int
+	client    *http.Client
+	// sleep waits before a retry; tests replace it to observe the waits.
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// NewAnthropic validates cfg and returns an engine. It fails if cfg.Model is
+// empty or the base URL is not an absolute http(s) URL; it does not contact
+// the server.
+func NewAnthropic(cfg AnthropicConfig) (*Anthropic, error) {
+	if strings.TrimSpace(cfg.Model) == "" {
+		return nil, errors.New("anthropic: no model configured (set PLANBRIDGE_ANTHROPIC_MODEL)")
+	}
+	base := strings.TrimSpace(cfg.BaseURL)
+	if base == "" {
+		base = DefaultAnthropicBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: base URL %q: %w", base, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("anthropic: base URL %q is not an absolute http(s) URL", base)
+	}
+	if cfg.MaxTokens < 0 {
+		return nil, fmt.Errorf("anthropic: max tokens %d is negative", cfg.MaxTokens)
+	}
+	base = strings.TrimRight(base, "/")
+	endpoint := base + "/v1/messages"
+	if strings.HasSuffix(base, "/v1") {
+		endpoint = base + "/messages"
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	maxTokens := cfg.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = DefaultAnthropicMaxTokens
+	}
+	return &Anthropic{
+		endpoint:  endpoint,
+		apiKey:    cfg.APIKey,
+		model:     strings.TrimSpace(cfg.Model),
+		maxTokens: maxTokens,
+		client:    client,
+		sleep:     sleepCtx,
+	}, nil
+}
+
+// Name reports "anthropic".
+func (a *Anthropic) Name() string { return "anthropic" }
+
+// AnthropicError is a non-2xx answer from the Messages API, or an error
+// event inside the stream. It wraps [ErrTransient] for rate limits, overload
+// and server errors (429, 5xx, 529).
+type AnthropicError struct {
+	StatusCode int    // HTTP status, or the status the error type stands for (in-stream errors)
+	Type       string // the API's error type, e.g. "overloaded_error"; "" if the body had none
+	Message    string // the API's message (never containing the API key)
+	RequestID  string // request-id, when the API sent one
+	// RetryAfter is the wait the server asked for (retry-after-ms or
+	// retry-after); 0 if it asked for none.
+	RetryAfter time.Duration
+	// Attempts is how many requests were made before giving up (1 when
+	// the error was not retried).
+	Attempts int
+}
+
+func (e *AnthropicError) Error() string {
+	var b strings.Builder
+	b.WriteString("anthropic: ")
+	if e.StatusCode != 0 {
+		fmt.Fprintf(&b, "HTTP %d: ", e.StatusCode)
+	}
+	if e.Type != "" {
+		b.WriteString(e.Type + ": ")
+	}
+	b.WriteString(e.Message)
+	if e.RequestID != "" {
+		b.WriteString(" (request " + e.RequestID + ")")
+	}
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
+	}
+	return b.String()
+}
+
+// Unwrap returns [ErrTransient] for 429 and 5xx, nil otherwise.
+func (e *AnthropicError) Unwrap() error {
+	if e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500 {
+		return ErrTransient
+	}
+	return nil
+}
+
+// retryable reports whether the engine itself retries e: rate limits and
+// overload only; other server errors go back to the caller as transient.
+func (e *AnthropicError) retryable() bool {
+	return e.StatusCode == http.StatusTooManyRequests || e.StatusCode == 529
+}
+
+// errorTypeStatus maps the API's error types to the HTTP status each stands
+// for, so an in-stream error is classified as its HTTP twin would be.
+var errorTypeStatus = map[string]int{
+	"invalid_request_error": 400,
+	"authentication_error":  401,
+	"billing_error":         402,
+	"permission_error":      403,
+	"not_found_error":       404,
+	"request_too_large":     413,
+	"rate_limit_error":      429,
+	"api_error":             500,
+	"timeout_error":         504,
+	"overloaded_error":      529,
+}
+
+// Stream sends req as one streamed Messages request. onText (which may be
+// nil) is called for every text delta, in order, on the calling goroutine;
+// thinking is not text: it is returned in [Response.Thinking], with its
+// signature, so the next request of the turn can send it back. Tool input
+// streamed in pieces is reassembled per block and returned in block order,
+// with the same rules for empty and invalid input as the openai engine.
+//
+// Effort "low", "medium" or "high" enables extended thinking with a budget
+// of 2048, 8192 or 16384 tokens; a decimal number is taken as the budget
+// itself (at least 1024); "", "none" and "off" leave thinking off; anything
+// else fails before a request is sent.
+//
+// Rate limits (429) and overload (529, or an overloaded/rate-limit error
+// event before any output streamed) are retried up to 4 times, waiting as
+// retry-after-ms or retry-after asks (up to 60s; a longer wait is not taken
+// and the error is returned) or with exponential backoff, unless the server
+// says x-should-retry: false.
+//
+// Errors: a non-2xx response or an error event is an [*AnthropicError];
+// 429, 5xx, a connection lost mid-stream and a stream that ends before
+// message_stop wrap [ErrTransient]. A cancelled ctx aborts the request (or
+// the wait before a retry) promptly and the error wraps ctx.Err(). No error
+// carries the API key.
+func (a *Anthropic) Stream(ctx context.Context, req Request, onText func(delta string)) (Response, error) {
+	wire, err := a.buildRequest(req)
+	if err != nil {
+		return Response{}, err
+	}
+	body, err := json.Marshal(wire)
+	if err != nil {
+		return Response{}, fmt.Errorf("anthropic: encoding request: %w", err)
+	}
+	for attempt := 1; ; attempt++ {
+		emitted := false
+		resp, err := a.once(ctx, body, func(d string) {
+			emitted = true
+			if onText != nil {
+				onText(d)
+			}
+		})
+		var ae *AnthropicError
+		if err == nil || !errors.As(err, &ae) {
+			return resp, err
+		}
+		ae.Attempts = attempt
+		retry := ae.retryable() && !emitted && attempt <= anthropicMaxRetries &&
+			ae.RetryAfter >= 0 && ae.RetryAfter <= anthropicMaxRetryAfter
+		if ae.RetryAfter < 0 { // x-should-retry: false
+			ae.RetryAfter = 0
+		}
+		if !retry {
+			return Response{}, err
+		}
+		wait := ae.RetryAfter
+		if wait == 0 {
+			wait = backoff(attempt)
+		}
+		if err := a.sleep(ctx, wait); err != nil {
+			return Response{}, fmt.Errorf("anthropic: cancelled while waiting to retry (%v): %w", ae, err)
+		}
+	}
+}
+
+// once makes one request.
+func (a *Anthropic) once(ctx context.Context, body []byte, onText func(string)) (Response, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, a.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return Response{}, fmt.Errorf("anthropic: %w", err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	hreq.Header.Set("anthropic-version", AnthropicVersion)
+	if a.apiKey != "" {
+		hreq.Header.Set("x-api-key", a.apiKey)
+	}
+	resp, err := a.client.Do(hreq)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return Response{}, fmt.Errorf("anthropic: request cancelled: %w", ctxErr)
+		}
+		// Not reached, or dropped before answering: worth a retry.
+		return Response{}, a.redactErr(fmt.Errorf("anthropic: %w: %w", ErrTransient, err))
+	}
+	defer resp.Body.Close()
+	stop := context.AfterFunc(ctx, func() { resp.Body.Close() })
+	defer stop()
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return Response{}, fmt.Errorf("anthropic: request cancelled: %w", ctxErr)
+		}
+		ae := a.httpError(resp, raw)
+		return Response{}, ae
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 500))
+		return Response{}, fmt.Errorf("anthropic: expected an event stream, got Content-Type %q: %s",
+			resp.Header.Get("Content-Type"), a.redact(truncate(strings.TrimSpace(string(raw)), 200)))
+	}
+	out, err := decodeAnthropicStream(resp.Body, onText)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return Response{}, fmt.Errorf("anthropic: request cancelled: %w", ctxErr)
+		}
+		var ae *AnthropicError
+		if errors.As(err, &ae) {
+			ae.Message = a.redact(ae.Message)
+			return Response{}, ae
+		}
+		return Response{}, a.redactErr(err)
+	}
+	return out, nil
+}
+
+// redactedErr is an error whose text went through [Anthropic.redact]. It
+// unwraps to [ErrTransient] only, so the unredacted original cannot be
+// reached through it.
+type redactedErr struct {
+	msg       string
+	transient bool
+}
+
+func (r *redactedErr) Error() string { return r.msg }
+func (r *redactedErr) Unwrap() error {
+	if r.transient {
+		return ErrTransient
+	}
+	return nil
+}
+
+func (a *Anthropic) redactErr(err error) error {
+	return &redactedErr{msg: a.redact(err.Error()), transient: errors.Is(err, ErrTransient)}
+}
+
+// redact removes the API key from text the server (or a proxy) sent back.
+func (a *Anthropic) redact(s string) string {
+	if a.apiKey == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, a.apiKey, "[redacted]")
+}
+
+// httpError builds the error of a non-2xx response.
+func (a *Anthropic) httpError(resp *http.Response, raw []byte) *AnthropicError {
+	ae := &AnthropicError{StatusCode: resp.StatusCode, RequestID: resp.Header.Get("request-id")}
+	var env struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+		RequestID string `json:"request_id"`
+	}
+	if json.Unmarshal(raw, &env) == nil && env.Error.Message != "" {
+		ae.Type, ae.Message = env.Error.Type, env.Error.Message
+		if ae.RequestID == "" {
+			ae.RequestID = env.RequestID
+		}
+	} else if t := strings.TrimSpace(string(raw)); t != "" {
+		ae.Message = truncate(t, 500)
+	} else {
+		ae.Message = resp.Status
+	}
+	ae.Message = a.redact(ae.Message)
+	ae.RequestID = truncate(ae.RequestID, 100)
+	ae.RetryAfter = retryAfter(resp.Header, time.Now())
+	return ae
+}
+
+// retryAfter reads the wait a response asks for: retry-after-ms, then
+// retry-after (seconds or an HTTP date). It returns -1 when the server says
+// x-should-retry: false and 0 when it asks nothing.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if strings.EqualFold(strings.TrimSpace(h.Get("x-should-retry")), "false") {
+		return -1
+	}
+	if v := strings.TrimSpace(h.Get("retry-after-ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < 1e12 {
+			return max(time.Duration(ms*float64(time.Millisecond)), time.Nanosecond)
+		}
+	}
+	if v := strings.TrimSpace(h.Get("retry-after")); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 && s < 1e9 {
+			return max(time.Duration(s*float64(time.Second)), time.Nanosecond)
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			return max(t.Sub(now), time.Nanosecond)
+		}
+	}
+	return 0
+}
+
+// backoff is the wait before retry number attempt (1-based) when the server
+// asked for none: 0.5s doubling to 8s, minus up to a quarter of jitter.
+func backoff(attempt int) time.Duration {
+	d := anthropicBackoffBase << min(attempt-1, 10)
+	d = min(d, anthropicBackoffMax)
+	return d - time.Duration(rand.Int64N(int64(d/4)+1))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Wire types of the Messages API (only the fields we use).
+
+type anthRequest struct {
+	Model     string        `json:"model"`
+	MaxTokens int           `json:"max_tokens"`
+	System    []anthBlock   `json:"system,omitempty"`
+	Messages  []anthMessage `json:"messages"`
+	Tools     []anthTool    `json:"tools,omitempty"`
+	Thinking  *anthThinking `json:"thinking,omitempty"`
+	Stream    bool          `json:"stream"`
+}
+
+type anthThinking struct {
+	Type         string `json:"type"` // "enabled"
+	BudgetTokens int    `json:"budget_tokens"`
+}
+
+type anthMessage struct {
+	Role    string      `json:"role"`
+	Content []anthBlock `json:"content"`
+}
+
+type cacheControl struct {
+	Type string `json:"type"` // "ephemeral"
+}
+
+var ephemeral = &cacheControl{Type: "ephemeral"}
+
+// anthBlock is one content block; Type says which fields apply.
+type anthBlock struct {
+	Type string `json:"type"`
+	// text
+	Text string `json:"text,omitempty"`
+	// thinking / redacted_thinking
+	Thinking  *string `json:"thinking,omitempty"`
+	Signature *string `json:"signature,omitempty"`
+	Data      string  `json:"data,omitempty"`
+	// tool_use
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// tool_result
+	ToolUseID string `json:"tool_use_id,omitempty"`
+	Content   string `json:"content,omitempty"`
+	IsError   bool   `json:"is_error,omitempty"`
+
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
+}
+
+type anthTool struct {
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl *cacheControl   `json:"cache_control,omitempty"`
+}
+
+// thinkingBudget maps an effort to a thinking budget (0: thinking off).
+func thinkingBudget(effort string) (int, error) {
+	e := strings.ToLower(strings.TrimSpace(effort))
+	switch e {
+	case "", "none", "off":
+		return 0, nil
+	}
+	if b, ok := thinkingBudgets[e]; ok {
+		return b, nil
+	}
+	if n, err := strconv.Atoi(e); err == nil {
+		if n < 1024 || n > 1<<20 {
+			return 0, fmt.Errorf("anthropic: thinking budget %d is outside 1024..%d tokens", n, 1<<20)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("anthropic: unknown effort %q (want low, medium, high, none, or a thinking budget in tokens); nothing was sent", effort)
+}
+
+// buildRequest maps the provider-neutral conversation onto the Messages
+// API's stricter shape: system prompts go to the system parameter; tool
+// messages become tool_result blocks in the user message that follows the
+// assistant's tool_use (merged with any user text after them, results
+// first); a tool_use without a recorded result gets an error result, and a
+// result whose call is not in the preceding assistant message becomes text,
+// since the API rejects both; empty messages are dropped and the first
+// message is a user message. Cache breakpoints go on the last tool, the
+// system prompt, the last message and the user message before it.
+func (a *Anthropic) buildRequest(req Request) (anthRequest, error) {
+	budget, err := thinkingBudget(req.Effort)
+	if err != nil {
+		return anthRequest{}, err
+	}
+	model := req.Model
+	if model == "" {
+		model = a.model
+	}
+	// During a tool loop the API requires the assistant message before the
+	// results to start with its thinking block. A conversation that lost it
+	// (another engine's, or one restored without thinking) cannot satisfy
+	// that, so this request goes without thinking rather than failing.
+	if budget > 0 && !loopKeepsThinking(req.Messages) {
+		budget = 0
+	}
+	ar := anthRequest{Model: model, MaxTokens: a.maxTokens + budget, Stream: true, Messages: []anthMessage{}}
+	if budget > 0 {
+		ar.Thinking = &anthThinking{Type: "enabled", BudgetTokens: budget}
+	}
+
+	// pending are the tool_use blocks of the last assistant message still
+	// without a result: the call's own id, and the id sent (ids the API
+	// would reject, and duplicates, are replaced).
+	type use struct{ id, wire string }
+	var pending []use
+	// closePending gives every call still waiting for a result an error
+	// result, in the user message after the assistant's.
+	closePending := func() {
+		for _, c := range pending {
+			ar.Messages = addUserBlock(ar.Messages, anthBlock{Type: "tool_result", ToolUseID: c.wire,
+				Content: "error: no result was recorded for this call (the turn was interrupted)", IsError: true})
+		}
+		pending = nil
+	}
+	leading := true
+	for _, m := range req.Messages {
+		switch m.Role {
+		case RoleSystem:
+			if strings.TrimSpace(m.Content) == "" {
+				continue
+			}
+			if leading {
+				ar.System = append(ar.System, anthBlock{Type: "text", Text: m.Content})
+			} else {
+				ar.Messages = addUserBlock(ar.Messages, anthBlock{Type: "text", Text: m.Content})
+			}
+			continue
+		case RoleAssistant:
+			leading = false
+			closePending()
+			var blocks []anthBlock
+			if budget > 0 {
+				for _, t := range m.Thinking {
+					blocks = append(blocks, t.block())
+				}
+			}
+			if strings.TrimSpace(m.Content) != "" {
+				blocks = append(blocks, anthBlock{Type: "text", Text: m.Content})
+			}
+			seen := map[string]bool{}
+			for i, c := range m.ToolCalls {
+				wire := c.ID
+				if !validToolUseID(wire) || seen[wire] {
+					wire = "toolu_pb_" + strconv.Itoa(len(ar.Messages)) + "_" + strconv.Itoa(i)
+				}
+				seen[wire] = true
+				blocks = append(blocks, anthBlock{Type: "tool_use", ID: wire, Name: c.Name, Input: toolInput(c.Arguments)})
+				pending = append(pending, use{id: c.ID, wire: wire})
+			}
+			if len(blocks) == 0 {
+				continue
+			}
+			if n := len(ar.Messages); n > 0 && ar.Messages[n-1].Role == RoleAssistant {
+				ar.Messages[n-1].Content = append(ar.Messages[n-1].Content, blocks...)
+			} else {
+				ar.Messages = append(ar.Messages, anthMessage{Role: RoleAssistant, Content: blocks})
+			}
+		case RoleTool:
+			leading = false
+			idx := -1
+			for i, c := range pending {
+				if c.id == m.ToolCallID {
+					idx = i
+					break
+				}
+			}
+			if idx < 0 {
+				name := m.Name
+				if name == "" {
+					name = "a tool"
+				}
+				ar.Messages = addUserBlock(ar.Messages, anthBlock{Type: "text",
+					Text: "Result of " + name + " (call " + m.ToolCallID + "):\n" + nonEmpty(m.Content)})
+				continue
+			}
+			wire := pending[idx].wire
+			pending = append(pending[:idx], pending[idx+1:]...)
+			ar.Messages = addUserBlock(ar.Messages, anthBlock{Type: "tool_result", ToolUseID: wire, Content: nonEmpty(m.Content)})
+		default: // user, and any role the API does not know
+			leading = false
+			if strings.TrimSpace(m.Content) == "" {
+				continue
+			}
+			ar.Messages = addUserBlock(ar.Messages, anthBlock{Type: "text", Text: m.Content})
+		}
+	}
+	closePending()
+	if len(ar.Messages) == 0 || ar.Messages[0].Role != RoleUser {
+		ar.Messages = append([]anthMessage{{Role: RoleUser, Content: []anthBlock{{Type: "text", Text: "(The conversation continues.)"}}}}, ar.Messages...)
+	}
+
+	for _, t := range req.Tools {
+		schema := t.Parameters
+		if len(bytes.TrimSpace(schema)) == 0 || !isJSONObject(schema) {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		ar.Tools = append(ar.Tools, anthTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+
+	// Cache breakpoints (the API allows four). The prefix order is tools,
+	// system, messages: each breakpoint caches everything before it.
+	if n := len(ar.Tools); n > 0 {
+		ar.Tools[n-1].CacheControl = ephemeral
+	}
+	if n := len(ar.System); n > 0 {
+		ar.System[n-1].CacheControl = ephemeral
+	}
+	marked := 0
+	for i := len(ar.Messages) - 1; i >= 0 && marked < 2; i-- {
+		if ar.Messages[i].Role != RoleUser && i != len(ar.Messages)-1 {
+			continue
+		}
+		if markLastCacheable(ar.Messages[i].Content) {
+			marked++
+		}
+	}
+	return ar, nil
+}
+
+// loopKeepsThinking reports whether a request may enable thinking: true
+// unless the conversation ends inside a tool loop (tool results after the
+// last assistant message, no user text since) whose assistant message
+// carries no thinking block.
+func loopKeepsThinking(msgs []Message) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		switch msgs[i].Role {
+		case RoleTool:
+			continue
+		case RoleAssistant:
+			if len(msgs[i].ToolCalls) == 0 {
+				return true
+			}
+			return len(msgs[i].Thinking) > 0
+		default:
+			return true
+		}
+	}
+	return true
+}
+
+// addUserBlock appends b to the trailing user message, or starts one.
+// tool_result blocks go before any text of that message, as the API wants.
+func addUserBlock(msgs []anthMessage, b anthBlock) []anthMessage {
+	n := len(msgs)
+	if n == 0 || msgs[n-1].Role != RoleUser {
+		return append(msgs, anthMessage{Role: RoleUser, Content: []anthBlock{b}})
+	}
+	c := msgs[n-1].Content
+	if b.Type != "tool_result" {
+		msgs[n-1].Content = append(c, b)
+		return msgs
+	}
+	i := 0
+	for i < len(c) && c[i].Type == "tool_result" {
+		i++
+	}
+	c = append(c, anthBlock{})
+	copy(c[i+1:], c[i:])
+	c[i] = b
+	msgs[n-1].Content = c
+	return msgs
+}
+
+// markLastCacheable puts a cache breakpoint on the last block of content
+// that may carry one (thinking blocks may not).
+func markLastCacheable(content []anthBlock) bool {
+	for i := len(content) - 1; i >= 0; i-- {
+		switch content[i].Type {
+		case "thinking", "redacted_thinking":
+			continue
+		}
+		content[i].CacheControl = ephemeral
+		return true
+	}
+	return false
+}
+
+// toolInput is the input of a tool_use block sent back to the API, which
+// takes only a JSON object; anything else (arguments the model got wrong,
+// kept as a string) is sent as {} and the tool result says what was wrong.
+func toolInput(args json.RawMessage) json.RawMessage {
+	if isJSONObject(args) {
+		return args
+	}
+	return json.RawMessage("{}")
+}
+
+// validToolUseID reports whether the API accepts id for a tool_use block
+// (^[a-zA-Z0-9_-]+$, bounded here to 256 bytes).
+func validToolUseID(id string) bool {
+	if id == "" || len(id) > 256 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func isJSONObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{' && json.Valid(t)
+}
+
+func nonEmpty(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "(no output)"
+	}
+	return s
+}
+
+// block is the wire form of a thinking block being sent back.
+func (t ThinkingBlock) block() anthBlock {
+	if t.Redacted != "" {
+		return anthBlock{Type: "redacted_thinking", Data: t.Redacted}
+	}
+	text, sig := t.Text, t.Signature
+	return anthBlock{Type: "thinking", Thinking: &text, Signature: &sig}
+}
+
+// anthEvent is one streamed event; Type says which fields apply.
+type anthEvent struct {
+	Type    string `json:"type"`
+	Message *struct {
+		Usage anthUsage `json:"usage"`
+	} `json:"message"`
+	Index        *int `json:"index"`
+	ContentBlock *struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		Thinking  string          `json:"thinking"`
+		Signature string          `json:"signature"`
+		Data      string          `json:"data"`
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+	} `json:"content_block"`
+	Delta *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *anthUsage `json:"usage"`
+	Error *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+type anthUsage struct {
+	InputTokens              *int `json:"input_tokens"`
+	OutputTokens             *int `json:"output_tokens"`
+	CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int `json:"cache_read_input_tokens"`
+}
+
+// merge overwrites the fields u reports: message_delta's counts are
+// cumulative and supersede message_start's.
+func (u *anthUsage) merge(o anthUsage) {
+	for _, f := range []struct{ dst, src **int }{
+		{&u.InputTokens, &o.InputTokens}, {&u.OutputTokens, &o.OutputTokens},
+		{&u.CacheCreationInputTokens, &o.CacheCreationInputTokens}, {&u.CacheReadInputTokens, &o.CacheReadInputTokens},
+	} {
+		if *f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+}
+
+func (u anthUsage) usage() Usage {
+	v := func(p *int) int {
+		if p == nil || *p < 0 {
+			return 0
+		}
+		return *p
+	}
+	in, cw, cr := v(u.InputTokens), v(u.CacheCreationInputTokens), v(u.CacheReadInputTokens)
+	return Usage{InputTokens: in + cw + cr, OutputTokens: v(u.OutputTokens), CacheCreationInputTokens: cw, CacheReadInputTokens: cr}
+}
+
+// partialBlock accumulates one content block.
+type partialBlock struct {
+	kind    string
+	text    strings.Builder // text, or thinking
+	sig     strings.Builder
+	data    string
+	id      string
+	name    string
+	input   strings.Builder
+	started json.RawMessage // tool_use input given at start
+}
+
+// decodeAnthropicStream reads a Messages event stream to message_stop. It
+// never panics on malformed input; see [Anthropic.Stream] for the errors.
+func decodeAnthropicStream(r io.Reader, onText func(string)) (Response, error) {
+	var (
+		usage  anthUsage
+		blocks = map[int]*partialBlock{}
+		done   bool
+	)
+	handle := func(event, data string) error {
+		var ev anthEvent
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			return fmt.Errorf("anthropic: malformed stream event %q: %w", truncate(data, 200), err)
+		}
+		if ev.Type == "" {
+			ev.Type = event
+		}
+		switch ev.Type {
+		case "message_start":
+			if ev.Message != nil {
+				usage.merge(ev.Message.Usage)
+			}
+		case "content_block_start":
+			if ev.Index == nil || ev.ContentBlock == nil {
+				return fmt.Errorf("anthropic: content_block_start without index or block: %s", truncate(data, 200))
+			}
+			cb := ev.ContentBlock
+			p := &partialBlock{kind: cb.Type, id: cb.ID, name: cb.Name, data: cb.Data}
+			switch cb.Type {
+			case "text":
+				p.text.WriteString(cb.Text)
+				if cb.Text != "" && onText != nil {
+					onText(cb.Text)
+				}
+			case "thinking":
+				p.text.WriteString(cb.Thinking)
+				p.sig.WriteString(cb.Signature)
+			case "tool_use":
+				p.started = cb.Input
+			}
+			blocks[*ev.Index] = p
+		case "content_block_delta":
+			if ev.Index == nil || ev.Delta == nil {
+				return fmt.Errorf("anthropic: content_block_delta without index or delta: %s", truncate(data, 200))
+			}
+			p := blocks[*ev.Index]
+			if p == nil {
+				return fmt.Errorf("anthropic: delta for block %d that never started", *ev.Index)
+			}
+			switch ev.Delta.Type {
+			case "text_delta":
+				p.text.WriteString(ev.Delta.Text)
+				if ev.Delta.Text != "" && onText != nil {
+					onText(ev.Delta.Text)
+				}
+			case "input_json_delta":
+				p.input.WriteString(ev.Delta.PartialJSON)
+			case "thinking_delta":
+				p.text.WriteString(ev.Delta.Thinking)
+			case "signature_delta":
+				p.sig.WriteString(ev.Delta.Signature)
+			}
+		case "message_delta":
+			if ev.Usage != nil {
+				usage.merge(*ev.Usage)
+			}
+		case "message_stop":
+			done = true
+		case "error":
+			if ev.Error == nil {
+				return &AnthropicError{Message: truncate(data, 500)}
+			}
+			return &AnthropicError{StatusCode: errorTypeStatus[ev.Error.Type], Type: ev.Error.Type, Message: truncate(ev.Error.Message, 500)}
+		}
+		// ping, content_block_stop and event types added later carry
+		// nothing we need.
+		return nil
+	}
+
+	br := bufio.NewReaderSize(r, 64<<10)
+	var (
+		event string
+		data  []string
+	)
+	for !done {
+		line, err := readLine(br)
+		if errors.Is(err, errLineTooLong) {
+			return Response{}, errors.New("anthropic: event stream line too long")
+		}
+		if err != nil && err != io.EOF {
+			return Response{}, fmt.Errorf("anthropic: reading stream: %w: %w", ErrTransient, err)
+		}
+		switch {
+		case line == "":
+			if len(data) > 0 {
+				if herr := handle(event, strings.Join(data, "\n")); herr != nil {
+					return Response{}, herr
+				}
+			}
+			event, data = "", data[:0]
+		case line[0] == ':':
+		default:
+			field, value, _ := strings.Cut(line, ":")
+			value = strings.TrimPrefix(value, " ")
+			switch field {
+			case "event":
+				event = value
+			case "data":
+				data = append(data, value)
+			}
+		}
+		if err == io.EOF {
+			// An event cut off by EOF is not dispatched: half an event
+			// is indistinguishable from a dropped connection.
+			break
+		}
+	}
+	if !done {
+		return Response{}, fmt.Errorf("anthropic: stream ended before message_stop: %w", ErrTransient)
+	}
+
+	idx := make([]int, 0, len(blocks))
+	for i := range blocks {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	var out Response
+	var text strings.Builder
+	for n, i := range idx {
+		p := blocks[i]
+		switch p.kind {
+		case "text":
+			text.WriteString(p.text.String())
+		case "thinking":
+			out.Thinking = append(out.Thinking, ThinkingBlock{Text: p.text.String(), Signature: p.sig.String()})
+		case "redacted_thinking":
+			out.Thinking = append(out.Thinking, ThinkingBlock{Redacted: p.data})
+		case "tool_use":
+			args := p.input.String()
+			if strings.TrimSpace(args) == "" && len(p.started) > 0 {
+				args = string(p.started)
+			}
+			id := p.id
+			if id == "" {
+				id = "toolu_pb_" + strconv.Itoa(n)
+			}
+			out.ToolCalls = append(out.ToolCalls, ToolCall{ID: id, Name: p.name, Arguments: toolArguments(args)})
+		}
+	}
+	out.Text = text.String()
+	out.Usage = usage.usage()
+	return out, nil
+}
