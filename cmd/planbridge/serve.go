@@ -31,7 +31,7 @@ type commonFlags struct {
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.stateDir, "state-dir", "", "state directory (default $PLANBRIDGE_STATE_DIR or $XDG_STATE_HOME/planbridge)")
-	fs.StringVar(&c.engine, "engine", os.Getenv("PLANBRIDGE_ENGINE"), "model engine: script or openai")
+	fs.StringVar(&c.engine, "engine", os.Getenv("PLANBRIDGE_ENGINE"), "model engine: script, openai or anthropic")
 	fs.StringVar(&c.script, "script", os.Getenv("PLANBRIDGE_SCRIPT"), "script file for the script engine")
 	fs.StringVar(&c.logFile, "log", os.Getenv("PLANBRIDGE_LOG"), "log file (default stderr; never stdout)")
 }
@@ -203,6 +203,10 @@ func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			key = "API key from the environment"
 		}
 		line("engine", fmt.Sprintf("openai %s model %q, %s", oc.BaseURL, oc.Model, key), oc.Model != "")
+	case "anthropic":
+		ac := agent.AnthropicConfigFromEnv(os.Getenv)
+		_, err := agent.NewAnthropic(ac)
+		line("engine", anthropicDoctor(ac, err), err == nil)
 	default:
 		_, err := agent.NewEngine(ec, os.Getenv)
 		msg := ec.Kind + " " + ec.Script
@@ -215,6 +219,23 @@ func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// anthropicDoctor describes the anthropic engine the environment
+// configures, never the key itself.
+func anthropicDoctor(ac agent.AnthropicConfig, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	base := ac.BaseURL
+	if base == "" {
+		base = agent.DefaultAnthropicBaseURL
+	}
+	key := "no API key in the environment (Emacs passes one from auth-source)"
+	if ac.APIKey != "" {
+		key = "API key from the environment"
+	}
+	return fmt.Sprintf("anthropic %s model %q, %s", base, ac.Model, key)
 }
 
 // countsText renders {"paused": 1, "done": 2} as "done 2, paused 1" ("none" if empty).
