@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"planbridge/rpc"
+)
+
+// fakeMessages is a local server speaking the Anthropic Messages streaming
+// protocol (the real event sequence), scripted by what each request asks:
+// a Plan request (no write_file offered) first tries to write, then
+// proposes once it has the refusal; an implementation request writes, then
+// reports. Its very first answer is a 429 with retry-after, which the
+// engine must wait out and retry.
+type fakeMessages struct {
+	key  string
+	mu   sync.Mutex
+	reqs []anthReq
+}
+
+type anthReq struct {
+	header http.Header
+	body   struct {
+		Model     string `json:"model"`
+		MaxTokens int    `json:"max_tokens"`
+		Stream    bool   `json:"stream"`
+		Thinking  *struct {
+			Type         string `json:"type"`
+			BudgetTokens int    `json:"budget_tokens"`
+		} `json:"thinking"`
+		System   []map[string]any `json:"system"`
+		Tools    []map[string]any `json:"tools"`
+		Messages []struct {
+			Role    string           `json:"role"`
+			Content []map[string]any `json:"content"`
+		} `json:"messages"`
+	}
+	raw string
+}
+
+func (r *anthReq) offers(tool string) bool {
+	for _, t := range r.body.Tools {
+		if t["name"] == tool {
+			return true
+		}
+	}
+	return false
+}
+
+// lastResult is the tool_result block of the last message, if any.
+func (r *anthReq) lastResult() map[string]any {
+	if n := len(r.body.Messages); n > 0 {
+		for _, b := range r.body.Messages[n-1].Content {
+			if b["type"] == "tool_result" {
+				return b
+			}
+		}
+	}
+	return nil
+}
+
+const planProposal = "Checked.\n<proposed_plan>\n# Add notes from the Anthropic engine\n\n## Key Changes\n- Create notes.txt\n</proposed_plan>\n"
+
+func (f *fakeMessages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/messages" || r.Header.Get("x-api-key") != f.key {
+		w.WriteHeader(401)
+		io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`)
+		return
+	}
+	raw, _ := io.ReadAll(r.Body)
+	req := anthReq{header: r.Header.Clone(), raw: string(raw)}
+	if err := json.Unmarshal(raw, &req.body); err != nil {
+		w.WriteHeader(400)
+		fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":%q}}`, err.Error())
+		return
+	}
+	f.mu.Lock()
+	f.reqs = append(f.reqs, req)
+	first := len(f.reqs) == 1
+	f.mu.Unlock()
+	if first {
+		w.Header().Set("retry-after", "0")
+		w.WriteHeader(429)
+		io.WriteString(w, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`)
+		return
+	}
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(200)
+	ev := func(name, data string) {
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data)
+		w.(http.Flusher).Flush()
+	}
+	idx := 0
+	block := func(start string, deltas ...string) {
+		ev("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":%s}`, idx, start))
+		for _, d := range deltas {
+			ev("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":%s}`, idx, d))
+		}
+		ev("content_block_stop", fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, idx))
+		idx++
+	}
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	text := func(s string) {
+		var ds []string
+		for len(s) > 0 {
+			n := min(len(s), 9)
+			ds = append(ds, `{"type":"text_delta","text":`+q(s[:n])+`}`)
+			s = s[n:]
+		}
+		block(`{"type":"text","text":""}`, ds...)
+	}
+	tool := func(id, name, input string) {
+		var ds []string
+		for len(input) > 0 {
+			n := min(len(input), 4) // ASCII input: any byte split is a rune split
+			ds = append(ds, `{"type":"input_json_delta","partial_json":`+q(input[:n])+`}`)
+			input = input[n:]
+		}
+		block(fmt.Sprintf(`{"type":"tool_use","id":%q,"name":%q,"input":{}}`, id, name), ds...)
+	}
+	thinking := func(sig, s string) {
+		block(`{"type":"thinking","thinking":"","signature":""}`,
+			`{"type":"thinking_delta","thinking":`+q(s)+`}`, `{"type":"signature_delta","signature":`+q(sig)+`}`)
+	}
+	ev("message_start", `{"type":"message_start","message":{"id":"msg_x","type":"message","role":"assistant","model":`+q(req.body.Model)+
+		`,"content":[],"stop_reason":null,"usage":{"input_tokens":12,"cache_creation_input_tokens":2000,"cache_read_input_tokens":0,"output_tokens":1}}}`)
+	ev("ping", `{"type": "ping"}`)
+	stop := "end_turn"
+	switch plan, result := !req.offers("write_file"), req.lastResult(); {
+	case plan && result == nil:
+		thinking("sig-plan", "The person wants notes; try writing them.")
+		text("Writing notes first.\n")
+		tool("toolu_plan_write", "write_file", `{"path":"notes.txt","content":"written in Plan\n"}`)
+		stop = "tool_use"
+	case plan:
+		thinking("sig-plan-2", "Refused; propose instead.")
+		text(planProposal)
+	case result == nil:
+		text("Implementing.\n")
+		tool("toolu_impl_write", "write_file", `{"path":"notes.txt","content":"notes from the anthropic engine\n"}`)
+		stop = "tool_use"
+	default:
+		text("Done: notes.txt written.\n")
+	}
+	ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"`+stop+`","stop_sequence":null},"usage":{"output_tokens":40}}`)
+	ev("message_stop", `{"type":"message_stop"}`)
+}
+
+func (f *fakeMessages) requests() []anthReq {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]anthReq(nil), f.reqs...)
+}
+
+// TestAnthropicEngineThroughTheBinary: initialize selects the anthropic
+// engine against a local Messages server. A Plan turn survives a 429, tries
+// a write (refused by the gate, counted) and proposes; the card shows the
+// proposal; the accepted implementation's write_file really writes. The
+// requests carry the key, the API version, cache breakpoints, the tools,
+// the thinking round-trip and tool_result blocks, and the key is written
+// nowhere under the state directory.
+func TestAnthropicEngineThroughTheBinary(t *testing.T) {
+	ctx := ctxT(t)
+	const key = "sk-ant-api03-never-on-disk-0123456789abcdef"
+	fake := &fakeMessages{key: key}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+
+	ws := gitRepo(t, map[string]string{"README": "readme\n"})
+	before := snapshot(t, ws)
+	state := t.TempDir()
+	p := startServe(t, state, "--log", filepath.Join(state, "serve.log"))
+	err := p.c.Call(ctx, "initialize", map[string]any{
+		"engine": map[string]string{"kind": "anthropic", "base_url": srv.URL, "model": "claude-fake-1", "api_key": key},
+		"models": map[string]any{"default": map[string]string{"model": "claude-fake-1", "effort": "medium"}},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := createSession(t, ctx, p.c, ws)
+	if err := p.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "/plan add notes"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitTurnEnd(t, ctx, p.c, 1)
+
+	var st struct {
+		Plan         bool  `json:"plan"`
+		BlockedTotal int64 `json:"blocked_total"`
+	}
+	if err := p.c.Call(ctx, "plan/status", map[string]string{"session": s.ID}, &st); err != nil {
+		t.Fatal(err)
+	}
+	if !st.Plan || st.BlockedTotal != 1 {
+		t.Errorf("after the Plan turn: %+v, want in Plan with 1 blocked", st)
+	}
+	if after := snapshot(t, ws); fmt.Sprint(before) != fmt.Sprint(after) {
+		t.Errorf("workspace changed in Plan:\nbefore %v\nafter  %v", before, after)
+	}
+	v := getApproval(t, ctx, p.c, s.ID)
+	if !v.Pending || v.Title != "Add notes from the Anthropic engine" {
+		t.Fatalf("approval %+v", v)
+	}
+
+	plan := fake.requests()
+	if len(plan) != 3 {
+		t.Fatalf("%d requests in the Plan turn, want 3 (429, write attempt, proposal)", len(plan))
+	}
+	if plan[0].raw != plan[1].raw {
+		t.Error("the request retried after 429 differs from the first")
+	}
+	follow := plan[2]
+	res := follow.lastResult()
+	if res == nil || res["tool_use_id"] != "toolu_plan_write" || !strings.Contains(fmt.Sprint(res["content"]), "plan_mode_blocked") {
+		t.Errorf("Plan follow-up does not carry the refusal as a tool_result: %v", res)
+	}
+	asst := follow.body.Messages[len(follow.body.Messages)-2]
+	if asst.Role != "assistant" || len(asst.Content) != 3 || asst.Content[0]["type"] != "thinking" || asst.Content[0]["signature"] != "sig-plan" ||
+		asst.Content[2]["type"] != "tool_use" || asst.Content[2]["id"] != "toolu_plan_write" {
+		t.Errorf("the assistant's thinking and tool_use were not sent back: %v", asst)
+	}
+	for i, r := range plan[1:] {
+		if r.offers("write_file") || !r.offers("read_file") {
+			t.Errorf("Plan request %d offers the wrong tools: %v", i, r.body.Tools)
+		}
+		if r.body.Thinking == nil || r.body.Thinking.Type != "enabled" || r.body.Thinking.BudgetTokens != 8192 || r.body.MaxTokens <= 8192 {
+			t.Errorf("effort medium not mapped to thinking: %+v max_tokens %d", r.body.Thinking, r.body.MaxTokens)
+		}
+	}
+
+	// Accept with edits: the implementation's write_file runs.
+	v = update(t, ctx, p.c, s.ID, v.Attempt, handoffChange("mode", "edits"))
+	if err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitTurnEnd(t, ctx, p.c, 2)
+	if _, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool { return e.Kind == "handoff" && strings.Contains(string(e.Data), "done") }); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "notes.txt")); string(b) != "notes from the anthropic engine\n" {
+		t.Fatalf("notes.txt = %q, %v", b, err)
+	}
+	all := fake.requests()
+	impl := all[len(plan):]
+	if len(impl) != 2 || !impl[0].offers("write_file") {
+		t.Fatalf("%d implementation requests", len(impl))
+	}
+	if res := impl[1].lastResult(); res == nil || res["tool_use_id"] != "toolu_impl_write" || res["is_error"] == true {
+		t.Errorf("implementation follow-up tool_result: %v", res)
+	}
+
+	for i, r := range all {
+		if r.header.Get("x-api-key") != key || r.header.Get("anthropic-version") != "2023-06-01" {
+			t.Errorf("request %d headers: version %q, key present %v", i, r.header.Get("anthropic-version"), r.header.Get("x-api-key") != "")
+		}
+		b := r.body
+		if b.Model != "claude-fake-1" || !b.Stream {
+			t.Errorf("request %d: model %q stream %v", i, b.Model, b.Stream)
+		}
+		if n := len(b.System); n == 0 || b.System[n-1]["cache_control"] == nil || !strings.Contains(fmt.Sprint(b.System[0]["text"]), ws) {
+			t.Errorf("request %d: system prompt without its cache breakpoint or workspace: %v", i, b.System)
+		}
+		if n := len(b.Tools); n == 0 || b.Tools[n-1]["cache_control"] == nil {
+			t.Errorf("request %d: tools without a cache breakpoint", i)
+		}
+		for _, tl := range b.Tools {
+			if sc, _ := tl["input_schema"].(map[string]any); sc["type"] != "object" {
+				t.Errorf("request %d: tool %v has no object input_schema", i, tl["name"])
+			}
+		}
+		last := b.Messages[len(b.Messages)-1]
+		if last.Role != "user" || last.Content[len(last.Content)-1]["cache_control"] == nil {
+			t.Errorf("request %d: the conversation prefix has no cache breakpoint", i)
+		}
+		if n := strings.Count(r.raw, `"cache_control"`); n > 4 {
+			t.Errorf("request %d: %d cache breakpoints, the API allows 4", i, n)
+		}
+	}
+
+	p.stop()
+	files := 0
+	filepath.Walk(state, func(path string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			files++
+			if b, _ := os.ReadFile(path); bytes.Contains(b, []byte(key)) {
+				t.Errorf("the API key was written to %s", path)
+			}
+		}
+		return nil
+	})
+	if files < 2 {
+		t.Errorf("only %d files under the state directory; the key check saw nothing", files)
+	}
+	if strings.Contains(p.stderr.String(), key) {
+		t.Error("the API key reached stderr")
+	}
+}
