@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -303,5 +304,29 @@ func TestAnthropicEngineThroughTheBinary(t *testing.T) {
 	}
 	if strings.Contains(p.stderr.String(), key) {
 		t.Error("the API key reached stderr")
+	}
+}
+
+// TestDoctorAnthropic: doctor describes the anthropic engine the
+// environment configures without printing the key, and fails without a
+// model.
+func TestDoctorAnthropic(t *testing.T) {
+	const key = "sk-ant-doctor-secret-42"
+	run := func(env ...string) (string, error) {
+		cmd := exec.Command(binary, "doctor", "--engine", "anthropic", "--state-dir", t.TempDir())
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.Output()
+		return string(out), err
+	}
+	out, err := run("PLANBRIDGE_ANTHROPIC_MODEL=claude-doc", "ANTHROPIC_API_KEY="+key, "ANTHROPIC_BASE_URL=http://127.0.0.1:9")
+	if err != nil || !strings.Contains(out, `ok   engine     anthropic http://127.0.0.1:9 model "claude-doc", API key from the environment`) {
+		t.Errorf("doctor: %v\n%s", err, out)
+	}
+	if strings.Contains(out, key) {
+		t.Error("doctor printed the API key")
+	}
+	out, err = run("PLANBRIDGE_ANTHROPIC_MODEL=", "ANTHROPIC_MODEL=")
+	if err == nil || !strings.Contains(out, "FAIL engine     anthropic: no model configured") {
+		t.Errorf("doctor without a model: %v\n%s", err, out)
 	}
 }

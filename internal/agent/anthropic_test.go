@@ -901,3 +901,67 @@ func FuzzDecodeAnthropicStream(f *testing.F) {
 		}
 	})
 }
+
+// equivalentStreams returns the same response (200 text deltas and a tool
+// call whose input arrives in 100 pieces) as an Anthropic Messages stream
+// and as a Chat Completions stream.
+func equivalentStreams() (anthropic, openai string) {
+	var a, o strings.Builder
+	a.WriteString("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n")
+	a.WriteString("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
+	for i := 0; i < 200; i++ {
+		d := jsonString(fmt.Sprintf("word %04d, more ", i))
+		fmt.Fprintf(&a, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":%s}}\n\n", d)
+		fmt.Fprintf(&o, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%s}}]}\n\n", d)
+	}
+	a.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
+	a.WriteString("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"write_file\",\"input\":{}}}\n\n")
+	o.WriteString("data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"t1\",\"function\":{\"name\":\"write_file\",\"arguments\":\"\"}}]}}]}\n\n")
+	input := `{"path":"notes.txt","content":"` + strings.Repeat("abcdefgh", 50) + `"}`
+	for _, p := range pieces(input, len(input)/100+1) {
+		q := jsonString(p)
+		fmt.Fprintf(&a, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":%s}}\n\n", q)
+		fmt.Fprintf(&o, "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":%s}}]}}]}\n\n", q)
+	}
+	a.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n")
+	a.WriteString("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":300}}\n\n")
+	a.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	o.WriteString("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n")
+	o.WriteString("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":300}}\n\ndata: [DONE]\n\n")
+	return a.String(), o.String()
+}
+
+func TestEquivalentStreamsDecodeAlike(t *testing.T) {
+	a, o := equivalentStreams()
+	ra, err := decodeAnthropicStream(strings.NewReader(a), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := decodeStream(strings.NewReader(o), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ra.Text != ro.Text || !reflect.DeepEqual(ra.ToolCalls, ro.ToolCalls) || ra.Usage != ro.Usage {
+		t.Errorf("decoders disagree:\n%+v\n%+v", ra, ro)
+	}
+}
+
+func BenchmarkAnthropicDecode(b *testing.B) {
+	a, _ := equivalentStreams()
+	b.SetBytes(int64(len(a)))
+	for b.Loop() {
+		if _, err := decodeAnthropicStream(strings.NewReader(a), func(string) {}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkOpenAIDecode(b *testing.B) {
+	_, o := equivalentStreams()
+	b.SetBytes(int64(len(o)))
+	for b.Loop() {
+		if _, err := decodeStream(strings.NewReader(o), func(string) {}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

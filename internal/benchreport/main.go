@@ -24,6 +24,7 @@ var ratios = []ratio{
 	{"proposal: streamed extraction (1 KiB chunks) vs one goldmark parse", "BenchmarkScannerStream1MiB", "BenchmarkGoldmarkParse1MiB", 3, false},
 	{"status: ours vs git status --porcelain (20k files)", "BenchmarkStatus", "BenchmarkGitStatusCLI", 1, true},
 	{"status: stock go-git Worktree.Status vs git (reference)", "BenchmarkGoGitStatus", "BenchmarkGitStatusCLI", 0, false},
+	{"engines: Anthropic Messages stream decode vs the same response as Chat Completions", "BenchmarkAnthropicDecode", "BenchmarkOpenAIDecode", 0, false},
 	{"fork: our linked worktree vs git worktree add (20k files)", "BenchmarkAddWorktreeVsGit:ours-ns/op", "BenchmarkAddWorktreeVsGit:git-ns/op", 1, false},
 }
 
