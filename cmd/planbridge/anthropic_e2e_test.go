@@ -89,6 +89,13 @@ func (f *fakeMessages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.reqs = append(f.reqs, req)
 	first := len(f.reqs) == 1
 	f.mu.Unlock()
+	if strings.Contains(req.raw, "trigger-error") {
+		// A server (or proxy) that echoes the key in its error message.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(400)
+		fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":"rejected request with x-api-key %s"}}`, f.key)
+		return
+	}
 	if first {
 		w.Header().Set("retry-after", "0")
 		w.WriteHeader(429)
@@ -170,7 +177,8 @@ func (f *fakeMessages) requests() []anthReq {
 // proposal; the accepted implementation's write_file really writes. The
 // requests carry the key, the API version, cache breakpoints, the tools,
 // the thinking round-trip and tool_result blocks, and the key is written
-// nowhere under the state directory.
+// nowhere under the state directory, not even when the server echoes it in
+// an error.
 func TestAnthropicEngineThroughTheBinary(t *testing.T) {
 	ctx := ctxT(t)
 	const key = "sk-ant-api03-never-on-disk-0123456789abcdef"
@@ -286,6 +294,25 @@ func TestAnthropicEngineThroughTheBinary(t *testing.T) {
 		if n := strings.Count(r.raw, `"cache_control"`); n > 4 {
 			t.Errorf("request %d: %d cache breakpoints, the API allows 4", i, n)
 		}
+	}
+
+	// A fatal error that echoes the key reaches the person redacted, and is
+	// persisted redacted.
+	if err := p.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "trigger-error please"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitTurnEnd(t, ctx, p.c, 3)
+	shown := false
+	for _, e := range p.c.Events() {
+		if strings.Contains(string(e.Data), key) {
+			t.Errorf("event %s carries the API key: %s", e.Kind, e.Data)
+		}
+		if e.Kind == "error" && strings.Contains(string(e.Data), "invalid_request_error: rejected request with x-api-key [redacted]") {
+			shown = true
+		}
+	}
+	if !shown {
+		t.Error("the provider's error did not reach the client")
 	}
 
 	p.stop()

@@ -927,6 +927,11 @@ func decodeAnthropicStream(r io.Reader, onText func(string)) (Response, error) {
 		if err != nil && err != io.EOF {
 			return Response{}, fmt.Errorf("anthropic: reading stream: %w: %w", ErrTransient, err)
 		}
+		if err == io.EOF {
+			// An event not ended by a blank line is not dispatched: half
+			// an event is indistinguishable from a dropped connection.
+			break
+		}
 		switch {
 		case line == "":
 			if len(data) > 0 {
@@ -945,11 +950,6 @@ func decodeAnthropicStream(r io.Reader, onText func(string)) (Response, error) {
 			case "data":
 				data = append(data, value)
 			}
-		}
-		if err == io.EOF {
-			// An event cut off by EOF is not dispatched: half an event
-			// is indistinguishable from a dropped connection.
-			break
 		}
 	}
 	if !done {
