@@ -69,8 +69,9 @@ type AnthropicConfig struct {
 	// MaxTokens is the output allowed beyond any thinking budget; 0 means
 	// [DefaultAnthropicMaxTokens].
 	MaxTokens int
-	// HTTPClient performs the requests. Nil means a client without a
-	// timeout: the request's context is what bounds a turn.
+	// HTTPClient performs the requests (a copy of it that follows no
+	// redirects). Nil means a client without a timeout: the request's
+	// context is what bounds a turn.
 	HTTPClient *http.Client
 }
 
@@ -138,10 +139,15 @@ func NewAnthropic(cfg AnthropicConfig) (*Anthropic, error) {
 	if strings.HasSuffix(base, "/v1") {
 		endpoint = base + "/messages"
 	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{}
+	// The key travels in x-api-key, which Go's client would forward on a
+	// redirect to any host; the Messages API never redirects, so no
+	// redirect is followed (a 3xx is reported as the error it is).
+	client := &http.Client{}
+	if cfg.HTTPClient != nil {
+		c := *cfg.HTTPClient
+		client = &c
 	}
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	maxTokens := cfg.MaxTokens
 	if maxTokens == 0 {
 		maxTokens = DefaultAnthropicMaxTokens
@@ -173,6 +179,8 @@ type AnthropicError struct {
 	// Attempts is how many requests were made before giving up (1 when
 	// the error was not retried).
 	Attempts int
+
+	noRetry bool // the server said x-should-retry: false
 }
 
 func (e *AnthropicError) Error() string {
@@ -268,12 +276,7 @@ func (a *Anthropic) Stream(ctx context.Context, req Request, onText func(delta s
 			return resp, err
 		}
 		ae.Attempts = attempt
-		retry := ae.retryable() && !emitted && attempt <= anthropicMaxRetries &&
-			ae.RetryAfter >= 0 && ae.RetryAfter <= anthropicMaxRetryAfter
-		if ae.RetryAfter < 0 { // x-should-retry: false
-			ae.RetryAfter = 0
-		}
-		if !retry {
+		if !ae.retryable() || ae.noRetry || emitted || attempt > anthropicMaxRetries || ae.RetryAfter > anthropicMaxRetryAfter {
 			return Response{}, err
 		}
 		wait := ae.RetryAfter
@@ -389,16 +392,15 @@ func (a *Anthropic) httpError(resp *http.Response, raw []byte) *AnthropicError {
 	ae.Message = a.redact(ae.Message)
 	ae.RequestID = truncate(ae.RequestID, 100)
 	ae.RetryAfter = retryAfter(resp.Header, time.Now())
+	ae.noRetry = strings.EqualFold(strings.TrimSpace(resp.Header.Get("x-should-retry")), "false")
 	return ae
 }
 
 // retryAfter reads the wait a response asks for: retry-after-ms, then
-// retry-after (seconds or an HTTP date). It returns -1 when the server says
-// x-should-retry: false and 0 when it asks nothing.
+// retry-after (seconds or an HTTP date). It returns 0 when the server asks
+// nothing (or nonsense); an explicit zero comes back as 1ns, so "retry now"
+// is not mistaken for "no advice" and replaced by backoff.
 func retryAfter(h http.Header, now time.Time) time.Duration {
-	if strings.EqualFold(strings.TrimSpace(h.Get("x-should-retry")), "false") {
-		return -1
-	}
 	if v := strings.TrimSpace(h.Get("retry-after-ms")); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < 1e12 {
 			return max(time.Duration(ms*float64(time.Millisecond)), time.Nanosecond)

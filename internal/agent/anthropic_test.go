@@ -720,6 +720,29 @@ func TestAnthropicCancelStopsPromptly(t *testing.T) {
 	}
 }
 
+// TestAnthropicFollowsNoRedirect: the key in x-api-key never reaches a
+// host the base URL redirects to.
+func TestAnthropicFollowsNoRedirect(t *testing.T) {
+	var leaked sync.Map
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Store("request", r.Header.Get("x-api-key"))
+		s := newAStream(w, "")
+		s.end("end_turn", "")
+	}))
+	defer other.Close()
+	f := newFakeAnthropic(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/v1/messages", http.StatusTemporaryRedirect)
+	})
+	_, err := f.engine(t, nil).Stream(context.Background(), Request{}, nil)
+	var ae *AnthropicError
+	if !errors.As(err, &ae) || ae.StatusCode != http.StatusTemporaryRedirect || errors.Is(err, ErrTransient) {
+		t.Errorf("err = %v, want a fatal HTTP 307", err)
+	}
+	if v, ok := leaked.Load("request"); ok {
+		t.Errorf("the redirect was followed (x-api-key %q sent to another host)", v)
+	}
+}
+
 func TestAnthropicConnectionRefusedIsTransient(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	u := srv.URL
