@@ -326,7 +326,7 @@ func (a *Anthropic) once(ctx context.Context, body []byte, onText func(string)) 
 		return Response{}, fmt.Errorf("anthropic: expected an event stream, got Content-Type %q: %s",
 			resp.Header.Get("Content-Type"), a.redact(truncate(strings.TrimSpace(string(raw)), 200)))
 	}
-	out, err := decodeAnthropicStream(resp.Body, onText)
+	out, err := decodeAnthropicStream(&capReader{r: resp.Body, left: maxAnthropicStream}, onText)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return Response{}, fmt.Errorf("anthropic: request cancelled: %w", ctxErr)
@@ -339,6 +339,33 @@ func (a *Anthropic) once(ctx context.Context, body []byte, onText func(string)) 
 		return Response{}, a.redactErr(err)
 	}
 	return out, nil
+}
+
+// maxAnthropicStream bounds one streamed response. The longest legitimate
+// answer (tens of thousands of output tokens, each delta wrapped in its own
+// event) is a few MiB; the bound only stops a server that never ends.
+const maxAnthropicStream = 64 << 20
+
+// errStreamTooLarge reports a response over maxAnthropicStream: a broken
+// server, not worth a retry.
+var errStreamTooLarge = fmt.Errorf("anthropic: response stream over %d MiB", maxAnthropicStream>>20)
+
+// capReader fails with errStreamTooLarge once more than left bytes are read.
+type capReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errStreamTooLarge
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // redactedErr is an error whose text went through [Anthropic.redact]. It
@@ -925,6 +952,9 @@ func decodeAnthropicStream(r io.Reader, onText func(string)) (Response, error) {
 		line, err := readLine(br)
 		if errors.Is(err, errLineTooLong) {
 			return Response{}, errors.New("anthropic: event stream line too long")
+		}
+		if errors.Is(err, errStreamTooLarge) {
+			return Response{}, err
 		}
 		if err != nil && err != io.EOF {
 			return Response{}, fmt.Errorf("anthropic: reading stream: %w: %w", ErrTransient, err)

@@ -743,6 +743,68 @@ func TestAnthropicFollowsNoRedirect(t *testing.T) {
 	}
 }
 
+// TestAnthropicBoundsTheStream: a server that never stops sending is cut
+// off with a fatal error, not buffered without end.
+func TestAnthropicBoundsTheStream(t *testing.T) {
+	endless := io.MultiReader(strings.NewReader("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\n"),
+		strings.NewReader("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"x\"}}\n\n"),
+		repeatReader("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}}\n\n"))
+	_, err := decodeAnthropicStream(&capReader{r: endless, left: 1 << 20}, nil)
+	if !errors.Is(err, errStreamTooLarge) || errors.Is(err, ErrTransient) {
+		t.Fatalf("err = %v, want errStreamTooLarge and not transient", err)
+	}
+}
+
+// repeatReader yields s forever.
+func repeatReader(s string) io.Reader { return &repeater{s: s} }
+
+type repeater struct {
+	s   string
+	off int
+}
+
+func (r *repeater) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], r.s[r.off:])
+		n += c
+		r.off = (r.off + c) % len(r.s)
+	}
+	return n, nil
+}
+
+// TestAnthropicConcurrentStreams: one engine serves parallel turns.
+func TestAnthropicConcurrentStreams(t *testing.T) {
+	f := newFakeAnthropic(t, func(w http.ResponseWriter, r *http.Request) {
+		s := newAStream(w, "")
+		s.ping()
+		s.text("reply ", "to a turn")
+		s.end("end_turn", "")
+	})
+	e := f.engine(t, nil)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			want := fmt.Sprintf("turn %d", i)
+			resp, err := e.Stream(context.Background(), Request{Messages: []Message{{Role: RoleUser, Content: want}}}, nil)
+			if err != nil || resp.Text != "reply to a turn" {
+				t.Errorf("stream %d: %q %v", i, resp.Text, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := len(f.requests()); n != 8 {
+		t.Errorf("%d requests", n)
+	}
+	for _, r := range f.requests() {
+		if !strings.Contains(r.Raw, `"text":"turn `) {
+			t.Errorf("request lost its prompt: %s", r.Raw)
+		}
+	}
+}
+
 func TestAnthropicConnectionRefusedIsTransient(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	u := srv.URL
