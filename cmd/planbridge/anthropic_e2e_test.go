@@ -10,13 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
+	"planbridge/internal/agent/anthropictest"
 	"planbridge/rpc"
 )
 
@@ -92,7 +91,7 @@ func (f *fakeMessages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.reqs = append(f.reqs, req)
 	first := len(f.reqs) == 1
 	f.mu.Unlock()
-	if err := validMessagesRequest(raw); err != nil {
+	if err := anthropictest.Validate(raw); err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(400)
 		fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":%q}}`, "fake API: "+err.Error())
@@ -379,144 +378,6 @@ func TestDoctorAnthropic(t *testing.T) {
 	}
 }
 
-// validMessagesRequest checks a request body against the rules the real
-// Messages API enforces (and answers 400 for), so a conversation shape the
-// API would reject fails these tests too.
-func validMessagesRequest(raw []byte) error {
-	var b struct {
-		Model     string `json:"model"`
-		MaxTokens int    `json:"max_tokens"`
-		Thinking  *struct {
-			Type         string `json:"type"`
-			BudgetTokens int    `json:"budget_tokens"`
-		} `json:"thinking"`
-		System []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"system"`
-		Tools []struct {
-			Name        string          `json:"name"`
-			InputSchema json.RawMessage `json:"input_schema"`
-		} `json:"tools"`
-		Messages []struct {
-			Role    string           `json:"role"`
-			Content []map[string]any `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return err
-	}
-	if b.Model == "" || b.MaxTokens < 1 {
-		return fmt.Errorf("model and max_tokens are required")
-	}
-	if b.Thinking != nil && (b.Thinking.Type != "enabled" || b.Thinking.BudgetTokens < 1024 || b.Thinking.BudgetTokens >= b.MaxTokens) {
-		return fmt.Errorf("thinking.budget_tokens must be ≥ 1024 and less than max_tokens")
-	}
-	if n := strings.Count(string(raw), `"cache_control"`); n > 4 {
-		return fmt.Errorf("a maximum of 4 blocks with cache_control may be provided. Found %d", n)
-	}
-	for _, sb := range b.System {
-		if sb.Type != "text" || sb.Text == "" {
-			return fmt.Errorf("system: text content blocks must be non-empty")
-		}
-	}
-	name := regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
-	for _, t := range b.Tools {
-		var sc struct {
-			Type string `json:"type"`
-		}
-		if !name.MatchString(t.Name) || json.Unmarshal(t.InputSchema, &sc) != nil || sc.Type != "object" {
-			return fmt.Errorf("tools: invalid tool %q", t.Name)
-		}
-	}
-	if len(b.Messages) == 0 || b.Messages[0].Role != "user" {
-		return fmt.Errorf("messages: first message must use the \"user\" role")
-	}
-	id := regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
-	var uses []string // tool_use ids of the previous assistant message
-	for i, m := range b.Messages {
-		if i > 0 && m.Role == b.Messages[i-1].Role {
-			return fmt.Errorf("messages.%d: roles must alternate", i)
-		}
-		if len(m.Content) == 0 {
-			return fmt.Errorf("messages.%d: all messages must have non-empty content", i)
-		}
-		allowed := map[string]bool{"text": true, "tool_result": true}
-		if m.Role == "assistant" {
-			allowed = map[string]bool{"text": true, "thinking": true, "redacted_thinking": true, "tool_use": true}
-		} else if m.Role != "user" {
-			return fmt.Errorf("messages.%d: unknown role %q", i, m.Role)
-		}
-		var results []string
-		seenText := false
-		var nextUses []string
-		for j, c := range m.Content {
-			typ, _ := c["type"].(string)
-			if !allowed[typ] {
-				return fmt.Errorf("messages.%d.content.%d: %q not allowed for %s", i, j, typ, m.Role)
-			}
-			switch typ {
-			case "text":
-				if s, _ := c["text"].(string); s == "" {
-					return fmt.Errorf("messages.%d.content.%d: text content blocks must be non-empty", i, j)
-				}
-				seenText = true
-			case "thinking":
-				if s, _ := c["signature"].(string); s == "" {
-					return fmt.Errorf("messages.%d.content.%d: thinking blocks need their signature", i, j)
-				}
-				if c["cache_control"] != nil {
-					return fmt.Errorf("messages.%d.content.%d: thinking blocks cannot be cached", i, j)
-				}
-			case "tool_use":
-				u, _ := c["id"].(string)
-				if !id.MatchString(u) {
-					return fmt.Errorf("messages.%d.content.%d: tool_use id %q", i, j, u)
-				}
-				if _, ok := c["input"].(map[string]any); !ok {
-					return fmt.Errorf("messages.%d.content.%d: input should be a valid dictionary", i, j)
-				}
-				nextUses = append(nextUses, u)
-			case "tool_result":
-				if seenText {
-					return fmt.Errorf("messages.%d: tool_result blocks must come before text", i)
-				}
-				u, _ := c["tool_use_id"].(string)
-				results = append(results, u)
-			}
-		}
-		if m.Role == "user" {
-			for _, u := range uses {
-				if !slices.Contains(results, u) {
-					return fmt.Errorf("messages.%d: tool_use ids were found without tool_result blocks immediately after: %s", i, u)
-				}
-			}
-			for _, r := range results {
-				if !slices.Contains(uses, r) {
-					return fmt.Errorf("messages.%d: unexpected tool_use_id found in tool_result blocks: %s", i, r)
-				}
-			}
-			uses = nil
-		} else {
-			uses = nextUses
-		}
-	}
-	last := b.Messages[len(b.Messages)-1]
-	if last.Role != "user" {
-		return fmt.Errorf("the conversation must end with a user message")
-	}
-	if len(uses) > 0 {
-		return fmt.Errorf("tool_use without tool_result")
-	}
-	if b.Thinking != nil && len(b.Messages) > 1 && last.Content[0]["type"] == "tool_result" {
-		prev := b.Messages[len(b.Messages)-2].Content[0]["type"]
-		if prev != "thinking" && prev != "redacted_thinking" {
-			return fmt.Errorf("expected `thinking` or `redacted_thinking`, but found %v. When `thinking` is enabled, a final `assistant` message must start with a thinking block", prev)
-		}
-	}
-	return nil
-}
-
 // TestAnthropicConversationAfterCrash: the process is killed in the middle
 // of a tool loop (the model's second request is streaming); after a
 // restart the next prompt's request is one the API accepts, whatever the
@@ -569,49 +430,5 @@ func TestAnthropicConversationAfterCrash(t *testing.T) {
 	}
 	if last.body.Thinking == nil {
 		t.Error("a new prompt after the crash should think again (effort low)")
-	}
-}
-
-// TestFakeMessagesValidator: the fake API's validator rejects what the real
-// API rejects, so the end-to-end tests above would notice a bad shape.
-func TestFakeMessagesValidator(t *testing.T) {
-	u := func(c string) string { return `{"role":"user","content":[` + c + `]}` }
-	a := func(c string) string { return `{"role":"assistant","content":[` + c + `]}` }
-	body := func(extra string, msgs ...string) string {
-		return `{"model":"m","max_tokens":9000` + extra + `,"messages":[` + strings.Join(msgs, ",") + `]}`
-	}
-	text := `{"type":"text","text":"hi"}`
-	use := `{"type":"tool_use","id":"t1","name":"x","input":{}}`
-	result := `{"type":"tool_result","tool_use_id":"t1","content":"r"}`
-	think := `,"thinking":{"type":"enabled","budget_tokens":2048}`
-	good := []string{
-		body("", u(text)),
-		body("", u(text), a(use), u(result+","+text)),
-		body(think, u(text), a(`{"type":"thinking","thinking":"t","signature":"s"},`+use), u(result)),
-	}
-	bad := map[string]string{
-		"first message assistant": body("", a(text), u(text)),
-		"roles not alternating":   body("", u(text), u(text)),
-		"empty text":              body("", u(`{"type":"text","text":""}`)),
-		"missing result":          body("", u(text), a(use), u(text)),
-		"orphan result":           body("", u(result)),
-		"result after text":       body("", u(text), a(use), u(text+","+result)),
-		"loop without thinking":   body(think, u(text), a(use), u(result)),
-		"unsigned thinking":       body(think, u(text), a(`{"type":"thinking","thinking":"t"},`+use), u(result)),
-		"input not an object":     body("", u(text), a(`{"type":"tool_use","id":"t1","name":"x","input":"s"}`), u(result)),
-		"bad tool_use id":         body("", u(text), a(`{"type":"tool_use","id":"t:1","name":"x","input":{}}`), u(`{"type":"tool_result","tool_use_id":"t:1"}`)),
-		"budget over max_tokens":  body(`,"thinking":{"type":"enabled","budget_tokens":9000}`, u(text)),
-		"five breakpoints": body("", u(strings.Repeat(`{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},`, 4)+
-			`{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}`)),
-	}
-	for _, g := range good {
-		if err := validMessagesRequest([]byte(g)); err != nil {
-			t.Errorf("valid request rejected: %v\n%s", err, g)
-		}
-	}
-	for name, b := range bad {
-		if err := validMessagesRequest([]byte(b)); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
 	}
 }

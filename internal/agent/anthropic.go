@@ -552,16 +552,22 @@ func (a *Anthropic) buildRequest(req Request) (anthRequest, error) {
 	if err != nil {
 		return anthRequest{}, err
 	}
-	model := req.Model
-	if model == "" {
-		model = a.model
-	}
+	ar := a.build(req, budget)
 	// During a tool loop the API requires the assistant message before the
 	// results to start with its thinking block. A conversation that lost it
 	// (another engine's, or one restored without thinking) cannot satisfy
 	// that, so this request goes without thinking rather than failing.
-	if budget > 0 && !loopKeepsThinking(req.Messages) {
-		budget = 0
+	if budget > 0 && !thinkingContinues(ar.Messages) {
+		ar = a.build(req, 0)
+	}
+	return ar, nil
+}
+
+// build is [Anthropic.buildRequest] with a thinking budget (0: off).
+func (a *Anthropic) build(req Request, budget int) anthRequest {
+	model := req.Model
+	if model == "" {
+		model = a.model
 	}
 	ar := anthRequest{Model: model, MaxTokens: a.maxTokens + budget, Stream: true, Messages: []anthMessage{}}
 	if budget > 0 {
@@ -655,16 +661,17 @@ func (a *Anthropic) buildRequest(req Request) (anthRequest, error) {
 		}
 	}
 	closePending()
+	// The API wants a user message first, and one last (a final assistant
+	// message would be taken as the start of the answer).
 	if len(ar.Messages) == 0 || ar.Messages[0].Role != RoleUser {
-		ar.Messages = append([]anthMessage{{Role: RoleUser, Content: []anthBlock{{Type: "text", Text: "(The conversation continues.)"}}}}, ar.Messages...)
+		ar.Messages = append([]anthMessage{{Role: RoleUser, Content: []anthBlock{{Type: "text", Text: continues}}}}, ar.Messages...)
+	}
+	if ar.Messages[len(ar.Messages)-1].Role != RoleUser {
+		ar.Messages = append(ar.Messages, anthMessage{Role: RoleUser, Content: []anthBlock{{Type: "text", Text: continues}}})
 	}
 
 	for _, t := range req.Tools {
-		schema := t.Parameters
-		if len(bytes.TrimSpace(schema)) == 0 || !isJSONObject(schema) {
-			schema = json.RawMessage(`{"type":"object","properties":{}}`)
-		}
-		ar.Tools = append(ar.Tools, anthTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		ar.Tools = append(ar.Tools, anthTool{Name: t.Name, Description: t.Description, InputSchema: inputSchema(t.Parameters)})
 	}
 
 	// Cache breakpoints (the API allows four). The prefix order is tools,
@@ -684,28 +691,47 @@ func (a *Anthropic) buildRequest(req Request) (anthRequest, error) {
 			marked++
 		}
 	}
-	return ar, nil
+	return ar
 }
 
-// loopKeepsThinking reports whether a request may enable thinking: true
-// unless the conversation ends inside a tool loop (tool results after the
-// last assistant message, no user text since) whose assistant message
-// carries no thinking block.
-func loopKeepsThinking(msgs []Message) bool {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		switch msgs[i].Role {
-		case RoleTool:
-			continue
-		case RoleAssistant:
-			if len(msgs[i].ToolCalls) == 0 {
-				return true
-			}
-			return len(msgs[i].Thinking) > 0
-		default:
-			return true
-		}
+// continues stands in for a user message the conversation lacks.
+const continues = "(The conversation continues.)"
+
+// inputSchema is a tool's parameters as the API takes them: a JSON Schema
+// of type object. A schema without a type is given "type": "object"; one
+// that is not an object schema at all becomes the empty object schema, and
+// the tool's own decoder reports bad arguments.
+func inputSchema(params json.RawMessage) json.RawMessage {
+	empty := json.RawMessage(`{"type":"object","properties":{}}`)
+	var m map[string]json.RawMessage
+	if !isJSONObject(params) || json.Unmarshal(params, &m) != nil {
+		return empty
 	}
-	return true
+	typ, ok := m["type"]
+	if !ok {
+		m["type"] = json.RawMessage(`"object"`)
+		b, err := json.Marshal(m)
+		if err != nil {
+			return empty
+		}
+		return b
+	}
+	if string(bytes.TrimSpace(typ)) != `"object"` {
+		return empty
+	}
+	return params
+}
+
+// thinkingContinues reports whether built messages may be sent with
+// thinking on: unless the last message answers tool calls, in which case
+// the assistant message it answers must start with a thinking block.
+func thinkingContinues(msgs []anthMessage) bool {
+	n := len(msgs)
+	if n < 2 || len(msgs[n-1].Content) == 0 || msgs[n-1].Content[0].Type != "tool_result" {
+		return true
+	}
+	prev := msgs[n-2].Content
+	return len(prev) > 0 && (prev[0].Type == "thinking" || prev[0].Type == "redacted_thinking")
 }
 
 // addUserBlock appends b to the trailing user message, or starts one.

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"planbridge/internal/agent/anthropictest"
 )
 
 // The fake Messages server below speaks the event sequence the real API
@@ -313,8 +315,8 @@ func TestAnthropicRequestShape(t *testing.T) {
 		w, _ := json.MarshalIndent(want, "", "  ")
 		t.Errorf("request body:\n%s\nwant:\n%s", g, w)
 	}
-	if n := strings.Count(got.Raw, `"cache_control"`); n > 4 {
-		t.Errorf("%d cache breakpoints; the API allows 4", n)
+	if err := anthropictest.Validate([]byte(got.Raw)); err != nil {
+		t.Errorf("the API would reject the request: %v", err)
 	}
 }
 
@@ -403,6 +405,9 @@ func TestAnthropicConversationRepairs(t *testing.T) {
 			ar, err := e.buildRequest(Request{Effort: c.effort, Messages: c.msgs})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if raw, _ := json.Marshal(ar); anthropictest.Validate(raw) != nil {
+				t.Errorf("the API would reject it: %v", anthropictest.Validate(raw))
 			}
 			got, _ := json.Marshal(ar.Messages)
 			if string(got) != c.want {
@@ -1047,6 +1052,114 @@ func BenchmarkOpenAIDecode(b *testing.B) {
 	for b.Loop() {
 		if _, err := decodeStream(strings.NewReader(o), func(string) {}); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// conversationFrom builds a request from fuzz bytes: any sequence of
+// system, user, assistant (text, thinking, tool calls with good, bad,
+// duplicate or missing ids, arguments that are not objects) and tool
+// messages (answering a call or nothing), ending as a turn's requests end,
+// with a user or tool message.
+func conversationFrom(data []byte) Request {
+	next := func() int {
+		if len(data) == 0 {
+			return 0
+		}
+		b := data[0]
+		data = data[1:]
+		return int(b)
+	}
+	texts := []string{"", " ", "hello", "x<y>&\"z\"", "naïve\n"}
+	ids := []string{"toolu_a", "toolu_b", "", "call:1", "dup", "dup"}
+	args := []string{`{"path":"a"}`, `{}`, `"not an object"`, ``, `[1]`}
+	req := Request{Effort: []string{"", "low", "high"}[next()%3]}
+	if next()%2 == 0 {
+		req.Messages = append(req.Messages, Message{Role: RoleSystem, Content: texts[next()%len(texts)]})
+	}
+	var calls []string
+	for n := next() % 14; n > 0; n-- {
+		switch next() % 6 {
+		case 0:
+			req.Messages = append(req.Messages, Message{Role: RoleUser, Content: texts[next()%len(texts)]})
+		case 1, 2:
+			m := Message{Role: RoleAssistant, Content: texts[next()%len(texts)]}
+			if next()%2 == 0 {
+				m.Thinking = []ThinkingBlock{{Text: "t", Signature: "sig"}}
+			}
+			calls = nil
+			for k := next() % 3; k > 0; k-- {
+				id := ids[next()%len(ids)]
+				m.ToolCalls = append(m.ToolCalls, ToolCall{ID: id, Name: "read_file", Arguments: json.RawMessage(args[next()%len(args)])})
+				calls = append(calls, id)
+			}
+			req.Messages = append(req.Messages, m)
+		case 3, 4:
+			id := ids[next()%len(ids)]
+			if len(calls) > 0 && next()%4 != 0 {
+				id = calls[0]
+				calls = calls[1:]
+			}
+			req.Messages = append(req.Messages, Message{Role: RoleTool, ToolCallID: id, Name: "read_file", Content: texts[next()%len(texts)]})
+		case 5:
+			req.Messages = append(req.Messages, Message{Role: RoleSystem, Content: texts[next()%len(texts)]})
+		}
+	}
+	if n := len(req.Messages); n == 0 || req.Messages[n-1].Role == RoleAssistant || req.Messages[n-1].Role == RoleSystem {
+		req.Messages = append(req.Messages, Message{Role: RoleUser, Content: "go on"})
+	}
+	for k := next() % 3; k > 0; k-- {
+		req.Tools = append(req.Tools, ToolSpec{Name: fmt.Sprintf("tool_%d", k), Parameters: json.RawMessage(args[next()%len(args)])})
+	}
+	return req
+}
+
+// FuzzAnthropicRequestIsValid: whatever the conversation, the request built
+// from it is one the Messages API accepts (anthropictest models its
+// validation), and no text or tool output is dropped on the way.
+func FuzzAnthropicRequestIsValid(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{1, 0, 8, 1, 2, 1, 0, 2, 0, 0, 0, 1, 0, 3, 1, 0})
+	f.Add([]byte{2, 1, 3, 1, 0, 0, 2, 3, 1, 0, 3, 1, 2, 0, 3, 0, 0, 5, 2})
+	f.Add([]byte{1, 1, 5, 2, 2, 0, 1, 0, 1, 3, 1, 0, 0, 4, 0, 1, 0, 2})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req := conversationFrom(data)
+		e := &Anthropic{model: "m", maxTokens: DefaultAnthropicMaxTokens}
+		ar, err := e.buildRequest(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := json.Marshal(ar)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := anthropictest.Validate(raw); err != nil {
+			conv, _ := json.Marshal(req.Messages)
+			t.Fatalf("the API would reject the request: %v\nconversation %s\nrequest %s", err, conv, raw)
+		}
+		for _, m := range req.Messages {
+			if strings.TrimSpace(m.Content) == "" {
+				continue
+			}
+			q, _ := json.Marshal(m.Content)
+			if !strings.Contains(string(raw), string(q[1:len(q)-1])) {
+				t.Fatalf("%s message %q was dropped: %s", m.Role, m.Content, raw)
+			}
+		}
+	})
+}
+
+func TestAnthropicInputSchema(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"type":"object","properties":{"a":{"type":"string"}}}`: `{"type":"object","properties":{"a":{"type":"string"}}}`,
+		`{"properties":{"a":{"type":"string"}}}`:                 `{"properties":{"a":{"type":"string"}},"type":"object"}`,
+		`{"type":"string"}`:                                      `{"type":"object","properties":{}}`,
+		``:                                                       `{"type":"object","properties":{}}`,
+		`[1]`:                                                    `{"type":"object","properties":{}}`,
+		`{"type":`:                                               `{"type":"object","properties":{}}`,
+	} {
+		if got := string(inputSchema(json.RawMessage(in))); got != want {
+			t.Errorf("inputSchema(%s) = %s, want %s", in, got, want)
 		}
 	}
 }
