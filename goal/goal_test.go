@@ -471,6 +471,13 @@ func TestDecide(t *testing.T) {
 		{"queued first", withPlan(Active, 0, 0), Situation{QueuedReady: 1, PlanRefMatches: true}, RunQueued, "a queued follow-up is ready"},
 		{"queued even when budget exhausted", withPlan(Active, 10, 10), Situation{QueuedReady: 1, PlanRefMatches: true}, RunQueued, "a queued follow-up is ready"},
 		{"budget exhausted", withPlan(Active, 10, 10), idle, Wait, "token budget exhausted"},
+		{"no goal runs queued input", nil, Situation{QueuedReady: 1}, RunQueued, "a queued follow-up is ready"},
+		{"paused goal runs queued input as ordinary", withPlan(Paused, 0, 0), Situation{QueuedReady: 1, KickoffPending: true}, RunQueued, "a queued follow-up is ready"},
+		{"busy without goal", nil, Situation{Busy: true, QueuedReady: 1}, Wait, "a request is running"},
+		{"interaction holds queued input", nil, Situation{InteractionPending: true, QueuedReady: 1}, Wait, "an interaction is pending"},
+		{"kickoff before queued", withPlan(Active, 0, 0), Situation{QueuedReady: 2, KickoffPending: true, PlanRefMatches: true}, Kickoff, "the kickoff is pending"},
+		{"plan changed beats kickoff", withPlan(Active, 0, 0), Situation{KickoffPending: true}, Pause, ReasonPlanChanged},
+		{"kickoff without plan", mk(Active, 0, 0), Situation{KickoffPending: true}, Kickoff, "the kickoff is pending"},
 		{"budget remains", withPlan(Active, 10, 9), idle, Continue, "goal active"},
 		{"unlimited", withPlan(Active, 0, 1e12), idle, Continue, "goal active"},
 	}
@@ -492,7 +499,7 @@ func TestDecide(t *testing.T) {
 	if (Decision{}).Action != Wait {
 		t.Error("zero Decision must be Wait")
 	}
-	for a, want := range map[Action]string{Wait: "wait", Continue: "continue", RunQueued: "run-queued", Pause: "pause", 9: "Action(9)"} {
+	for a, want := range map[Action]string{Wait: "wait", Continue: "continue", RunQueued: "run-queued", Pause: "pause", Kickoff: "kickoff", 9: "Action(9)"} {
 		if a.String() != want {
 			t.Errorf("%d.String() = %q, want %q", a, a, want)
 		}

@@ -111,34 +111,22 @@ func goalPolicy(g *goal.Goal) *handoff.Policy {
 	return &handoff.Policy{Model: g.Policy.Model, Effort: g.Policy.Effort, Mode: g.Policy.Mode}
 }
 
-// nextGoalTurnLocked decides the continuation when the session is idle and
-// nothing is queued: it returns a continuation turn, or pauses the Goal.
-func (s *Session) nextGoalTurnLocked() (turnReq, bool, bool) {
+// goalTurnLocked builds the Goal turn [goal.Decide] chose: the pending
+// kickoff or a continuation. It consumes the one-retry mark. Caller holds s.mu.
+func (s *Session) goalTurnLocked(kickoff bool) turnReq {
 	g := s.gl.g
-	if g == nil || g.Status != goal.Active {
-		return turnReq{}, false, false
-	}
-	d := goal.Decide(g, goal.Situation{Busy: s.busy, InteractionPending: s.approval.Pending(),
-		QueuedReady: len(s.queue), PlanRefMatches: s.planRefMatches(g.PlanRef)})
-	switch d.Action {
-	case goal.Continue:
-		retried := s.gl.retry
-		s.gl.retry = false
-		if s.gl.kickoff != "" {
-			display := handoff.KickoffDisplay(true)
-			if g.PlanRef == "" {
-				display = "Work toward Goal: " + g.Objective
-			}
-			return turnReq{text: s.gl.kickoff, display: display, policy: goalPolicy(g),
-				goalID: g.ID, goalObjective: g.Objective, kickoff: true, retried: retried}, true, false
+	retried := s.gl.retry
+	s.gl.retry = false
+	if kickoff {
+		display := handoff.KickoffDisplay(true)
+		if g.PlanRef == "" {
+			display = "Work toward Goal: " + g.Objective
 		}
-		return turnReq{text: goal.ContinuePrompt, display: "Continue Goal", policy: goalPolicy(g),
-			goalID: g.ID, goalObjective: g.Objective, continuation: true, retried: retried}, true, false
-	case goal.Pause:
-		g.Pause(d.Reason)
-		return turnReq{}, false, true
+		return turnReq{text: s.gl.kickoff, display: display, policy: goalPolicy(g),
+			goalID: g.ID, goalObjective: g.Objective, kickoff: true, retried: retried}
 	}
-	return turnReq{}, false, false
+	return turnReq{text: goal.ContinuePrompt, display: "Continue Goal", policy: goalPolicy(g),
+		goalID: g.ID, goalObjective: g.Objective, continuation: true, retried: retried}
 }
 
 // admitGoalTurn binds a turn to the active Goal: Goal turns use its policy,

@@ -423,28 +423,37 @@ func (s *Session) enqueue(req turnReq) (queued bool) {
 	return false
 }
 
-// heldLocked reports whether queued input must wait: a turn or handoff is
-// running, or an approval owns the session.
-func (s *Session) heldLocked() bool {
-	return s.busy || s.approval.Pending()
-}
-
-// nextLocked picks the next turn when the session is free: a pending Goal
-// kickoff first, then queued input (each its own Goal turn while a Goal is
-// active), then a Goal continuation. paused reports that the Goal was paused
-// by the decision (the caller persists it).
+// nextLocked picks the next turn when the session is free. The order
+// (kickoff, queued input, continuation) is [goal.Decide]'s; the session only
+// executes it. paused reports that the decision paused the Goal (the caller
+// persists it).
 func (s *Session) nextLocked() (req turnReq, ok, paused bool) {
-	if s.heldLocked() || s.m.isClosed() {
+	if s.m.isClosed() {
 		return turnReq{}, false, false
 	}
-	if g := s.gl.g; g != nil && g.Status == goal.Active && s.gl.kickoff != "" {
-		return s.nextGoalTurnLocked()
+	for {
+		g := s.gl.g
+		sit := goal.Situation{Busy: s.busy, InteractionPending: s.approval.Pending(),
+			QueuedReady: len(s.queue), KickoffPending: s.gl.kickoff != ""}
+		if g != nil && g.Status == goal.Active && !sit.Busy && !sit.InteractionPending {
+			sit.PlanRefMatches = s.planRefMatches(g.PlanRef)
+		}
+		d := goal.Decide(g, sit)
+		switch d.Action {
+		case goal.RunQueued:
+			req, s.queue = s.queue[0], s.queue[1:]
+			return req, true, paused
+		case goal.Kickoff:
+			return s.goalTurnLocked(true), true, paused
+		case goal.Continue:
+			return s.goalTurnLocked(false), true, paused
+		case goal.Pause:
+			g.Pause(d.Reason)
+			paused = true // and decide again: queued input may run now
+		default:
+			return turnReq{}, false, paused
+		}
 	}
-	if len(s.queue) > 0 {
-		req, s.queue = s.queue[0], s.queue[1:]
-		return req, true, false
-	}
-	return s.nextGoalTurnLocked()
 }
 
 // kickLocked starts the queue runner if input is ready. Caller holds s.mu.

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestGoalRunsQueuedFollowUpAfterKickoff: a follow-up queued while the card
+// is pending runs after the Goal's kickoff, as its own Goal turn, and the
+// Goal then continues; it never stalls idle with 0 turns.
+func TestGoalRunsQueuedFollowUpAfterKickoff(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
+	script := fmt.Sprintf(`[{"text": %q},
+	 {"expect_contains": ["Rename the greeting"], "expect_last_user_absent": ["also mention it in NOTES"], "text": "Kickoff turn.\n", %s},
+	 {"expect_contains": ["also mention it in NOTES"], "text": "Noted.\n", %s},
+	 {"expect_contains": ["Continue working toward the active Goal."], "text": "Finishing.\n", "tool_calls": [{"name": "update_goal", "arguments": {"status": "complete", "summary": "all done"}}], %s},
+	 {"text": "Complete.\n", %s}]`, planText, usage100, usage100, usage100, usage100)
+	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, script))
+	s, _ := proposeAndWait(t, ctx, p, ws)
+	if err := p.c.Call(ctx, "session/queue", map[string]string{"session": s.ID, "text": "also mention it in NOTES"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	acceptGoal(t, ctx, p.c, s.ID, 0, "")
+	g := waitGoal(t, ctx, p.c, s.ID, "complete")
+	if g.Goal.Turns != 3 || g.Goal.TokensUsed != 600 {
+		t.Fatalf("goal %+v, want 3 turns (kickoff, follow-up, continuation) and 600 tokens", g.Goal)
+	}
+	var order []string
+	for _, e := range p.c.Events() {
+		if e.Kind == "user" {
+			order = append(order, string(e.Data))
+		}
+		if e.Kind == "error" {
+			t.Errorf("error event: %s", e.Data)
+		}
+	}
+	if len(order) != 4 || !strings.Contains(order[1], "Implement accepted plan as Goal") ||
+		!strings.Contains(order[2], "also mention it in NOTES") || !strings.Contains(order[3], "Continue Goal") {
+		t.Fatalf("turn order %q", order)
+	}
+}
