@@ -23,7 +23,8 @@ type Note struct {
 // noteThresholds are the budget percentages that earn a note, ascending.
 var noteThresholds = [...]int{50, 80, 100}
 
-// Settle books one finished Goal turn: it adds u's tokens (negative values
+// Settle books one finished Goal turn: it first applies the end the model
+// requested in it ([Goal.RequestEnd]), then adds u's tokens (negative values
 // count as 0) and wall time, and one turn. If the Goal is still active and
 // the tokens used have reached the budget it becomes [BudgetLimited]; work
 // already in flight is never aborted, settlement only stops further
@@ -38,6 +39,7 @@ var noteThresholds = [...]int{50, 80, 100}
 // deliver the returned note: it is already recorded in [Goal.NotesSent].
 // A Goal without a budget gets no notes.
 func (g *Goal) Settle(u TurnUsage) []Note {
+	g.applyEnd()
 	g.TokensUsed += max(u.InputTokens, 0) + max(u.OutputTokens, 0)
 	g.TimeUsed += max(u.Wall, 0)
 	g.Turns++

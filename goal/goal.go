@@ -69,9 +69,19 @@ type Goal struct {
 	Policy  Policy `json:"policy"`
 	// NotesSent is the highest budget-note threshold (0, 50, 80 or 100)
 	// already delivered to the model; see [Goal.Settle].
-	NotesSent int       `json:"notes_sent"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	NotesSent int `json:"notes_sent"`
+	// EndRequested is the end the model asked for with update_goal during
+	// the turn now running; [Goal.Settle] applies it together with that
+	// turn's accounting, so nobody sees a finished Goal with stale usage.
+	EndRequested *End      `json:"end_requested,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// End is a requested end of a Goal: [Complete] or [Blocked] with a summary.
+type End struct {
+	Status  Status `json:"status"`
+	Summary string `json:"summary,omitempty"`
 }
 
 // New returns an active Goal. It fails if id or objective is blank or budget
@@ -107,11 +117,36 @@ func NewID() string {
 	return "g-" + hex.EncodeToString(b[:])
 }
 
-// Update applies the model's update_goal call, its only way to end a Goal:
-// status "complete" (summary optional) or "blocked" (summary required). It
-// works only on an active Goal; the summary becomes [Goal.Reason], bounded
-// to [MaxSummaryLen]. On error the Goal is unchanged.
+// Update applies the model's update_goal call at once: status "complete"
+// (summary optional) or "blocked" (summary required). It works only on an
+// active Goal; the summary becomes [Goal.Reason], bounded to
+// [MaxSummaryLen]. On error the Goal is unchanged. A call made during a
+// turn goes through [Goal.RequestEnd] instead, so the end and the turn's
+// accounting are settled together.
 func (g *Goal) Update(status, summary string) error {
+	e, err := g.parseEnd(status, summary)
+	if err != nil {
+		return err
+	}
+	g.Status, g.Reason = e.Status, e.Summary
+	return nil
+}
+
+// RequestEnd validates the model's update_goal call exactly as
+// [Goal.Update] does and records it in [Goal.EndRequested] without changing
+// the status: the end takes effect when the turn settles ([Goal.Settle]), or
+// at [Goal.RestorePaused] if the process died before that. A second request
+// in the same turn replaces the first. On error the Goal is unchanged.
+func (g *Goal) RequestEnd(status, summary string) error {
+	e, err := g.parseEnd(status, summary)
+	if err != nil {
+		return err
+	}
+	g.EndRequested = &e
+	return nil
+}
+
+func (g *Goal) parseEnd(status, summary string) (End, error) {
 	summary = strings.TrimSpace(summary)
 	var to Status
 	switch strings.TrimSpace(status) {
@@ -119,18 +154,28 @@ func (g *Goal) Update(status, summary string) error {
 		to = Complete
 	case "blocked":
 		if summary == "" {
-			return ErrBlankSummary
+			return End{}, ErrBlankSummary
 		}
 		to = Blocked
 	default:
-		return fmt.Errorf("%w (got %q)", ErrInvalidUpdate, status)
+		return End{}, fmt.Errorf("%w (got %q)", ErrInvalidUpdate, status)
 	}
 	if g.Status != Active {
-		return fmt.Errorf("%w (it is %s)", ErrNotActive, g.Status)
+		return End{}, fmt.Errorf("%w (it is %s)", ErrNotActive, g.Status)
 	}
-	g.Status = to
-	g.Reason = bound(summary, MaxSummaryLen)
-	return nil
+	return End{Status: to, Summary: bound(summary, MaxSummaryLen)}, nil
+}
+
+// applyEnd applies and clears a requested end. An end requested while the
+// Goal was active but applied after the person paused it is dropped: the
+// person's later decision wins.
+func (g *Goal) applyEnd() {
+	e := g.EndRequested
+	g.EndRequested = nil
+	if e == nil || g.Status != Active {
+		return
+	}
+	g.Status, g.Reason = e.Status, e.Summary
 }
 
 // Pause stops an active Goal with reason (bounded to [MaxReasonLen]; blank
@@ -209,8 +254,10 @@ func (g *Goal) Edit(objective string) error {
 // RestorePaused is applied to a Goal loaded after a restart: an active Goal
 // comes back paused with reason [ReasonRestart], since nothing is running
 // for it any more and the person decides when to go on. Other statuses are
-// kept.
+// kept. An end the model requested in a turn that never settled is applied
+// first (the model said it was done; only the booking of that turn is lost).
 func (g *Goal) RestorePaused() {
+	g.applyEnd()
 	g.Pause(ReasonRestart)
 }
 

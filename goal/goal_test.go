@@ -538,3 +538,45 @@ func TestGroup(t *testing.T) {
 		}
 	}
 }
+
+func TestRequestEndSettlesWithAccounting(t *testing.T) {
+	g := mk(Active, 1000, 0)
+	if err := g.RequestEnd("blocked", " "); !errors.Is(err, ErrBlankSummary) || g.EndRequested != nil {
+		t.Fatalf("blank blocked: %v %+v", err, g.EndRequested)
+	}
+	if err := g.RequestEnd("complete", " done "); err != nil {
+		t.Fatal(err)
+	}
+	if g.Status != Active {
+		t.Fatalf("requesting an end changed the status to %v", g.Status)
+	}
+	g.Settle(TurnUsage{InputTokens: 1000})
+	if g.Status != Complete || g.Reason != "done" || g.TokensUsed != 1000 || g.Turns != 1 || g.EndRequested != nil {
+		t.Fatalf("after settle %+v", g)
+	}
+
+	// The person pausing between the request and the settlement wins.
+	g = mk(Active, 0, 0)
+	g.RequestEnd("complete", "")
+	g.Pause("")
+	g.Settle(TurnUsage{})
+	if g.Status != Paused || g.EndRequested != nil {
+		t.Fatalf("paused then settled: %+v", g)
+	}
+
+	// A crash before settlement: the requested end is applied at restore.
+	g = mk(Active, 0, 0)
+	g.RequestEnd("blocked", "needs credentials")
+	b, _ := json.Marshal(g)
+	var back Goal
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	back.RestorePaused()
+	if back.Status != Blocked || back.Reason != "needs credentials" || back.EndRequested != nil {
+		t.Fatalf("restored %+v", back)
+	}
+	if err := mk(Paused, 0, 0).RequestEnd("complete", ""); !errors.Is(err, ErrNotActive) {
+		t.Fatalf("request on paused goal: %v", err)
+	}
+}

@@ -91,6 +91,17 @@ func TestGoalCompletesWithAccounting(t *testing.T) {
 	if g.Goal.TokensUsed != 600 || g.Goal.Turns != 2 || g.Goal.Reason != "greet.txt says hi" {
 		t.Fatalf("accounting %+v", g.Goal)
 	}
+	// Status and accounting settle together: no observer ever sees the Goal
+	// complete with the last turn not booked yet.
+	for _, e := range p.c.Events() {
+		var ev goalInfo
+		if e.Kind != "goal" || json.Unmarshal(e.Data, &ev) != nil || ev.Goal == nil || ev.Goal.Status != "complete" {
+			continue
+		}
+		if ev.Goal.TokensUsed != 600 || ev.Goal.Turns != 2 {
+			t.Fatalf("goal event %d shows complete with stale accounting: %+v", e.Seq, ev.Goal)
+		}
+	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "NOTES.md")); string(b) != "renamed\n" {
 		t.Fatalf("NOTES.md %q", b)
 	}

@@ -360,7 +360,9 @@ func (s *Session) goalTools() []*agent.Tool {
 				s.mu.Unlock()
 				return "", fmt.Errorf("there is no active Goal")
 			}
-			err := g.Update(a.Status, a.Summary)
+			// The end is settled with this turn's accounting, in one save
+			// and one event, when the turn ends.
+			err := g.RequestEnd(a.Status, a.Summary)
 			s.mu.Unlock()
 			if err != nil {
 				return "", err
@@ -368,8 +370,7 @@ func (s *Session) goalTools() []*agent.Tool {
 			if err := s.saveGoal(ctx, nil); err != nil {
 				return "", err
 			}
-			s.emitGoal()
-			return "Goal is now " + a.Status + ".", nil
+			return "Recorded: the Goal becomes " + strings.TrimSpace(a.Status) + " when this turn ends; finish your reply without further tool calls.", nil
 		},
 	}}
 }
