@@ -1,7 +1,10 @@
 package main
 
 import (
+	"time"
+
 	"fmt"
+	"planbridge/handoff"
 	"strings"
 	"testing"
 )
@@ -39,5 +42,40 @@ func TestGoalRunsQueuedFollowUpAfterKickoff(t *testing.T) {
 	if len(order) != 4 || !strings.Contains(order[1], "Implement accepted plan as Goal") ||
 		!strings.Contains(order[2], "also mention it in NOTES") || !strings.Contains(order[3], "Continue Goal") {
 		t.Fatalf("turn order %q", order)
+	}
+}
+
+// TestGoalEditReplacesHeldKickoff: a Goal whose plan kickoff is still held
+// (here: the process died after constructing it) and whose objective the
+// person then edits never sends the old kickoff against the new objective.
+func TestGoalEditReplacesHeldKickoff(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
+	state := t.TempDir()
+	script := writeScript(t, fmt.Sprintf(`[{"text": %q},
+	 {"expect_contains": ["Say hi and also bye"], "expect_last_user_absent": ["<accepted_plan>", "Implement the accepted plan as a Goal"], "text": "On it.\n", "tool_calls": [{"name": "update_goal", "arguments": {"status": "complete", "summary": "edited goal done"}}]},
+	 {"text": "Done.\n"}]`, planText))
+	p := startServeEnv(t, []string{handoff.FailpointEnv + "=handoff.goal"}, state, "--engine", "script", "--script", script)
+	s, _ := proposeAndWait(t, ctx, p, ws)
+	v := getApproval(t, ctx, p.c, s.ID)
+	v = update(t, ctx, p.c, s.ID, v.Attempt, handoff.Change{Axis: "execution", Value: "goal"})
+	_ = p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil)
+	if !waitExit(p, 20*time.Second) {
+		t.Fatal("did not stop at handoff.goal")
+	}
+	p2 := startServe(t, state, "--engine", "script", "--script", script)
+	for _, cmd := range []string{"/goal edit Say hi and also bye", "/goal resume"} {
+		if err := p2.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": cmd}, nil); err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+	}
+	g := waitGoal(t, ctx, p2.c, s.ID, "complete")
+	if g.Goal.Reason != "edited goal done" {
+		t.Fatalf("goal %+v", g.Goal)
+	}
+	for _, e := range p2.c.Events() {
+		if e.Kind == "error" {
+			t.Errorf("error event: %s", e.Data)
+		}
 	}
 }

@@ -119,7 +119,7 @@ func (s *Session) goalTurnLocked(kickoff bool) turnReq {
 	s.gl.retry = false
 	if kickoff {
 		display := handoff.KickoffDisplay(true)
-		if g.PlanRef == "" {
+		if g.PlanRef == "" || strings.HasPrefix(s.gl.kickoff, goalKickoffPrefix) {
 			display = "Work toward Goal: " + g.Objective
 		}
 		return turnReq{text: s.gl.kickoff, display: display, policy: goalPolicy(g),
@@ -271,7 +271,11 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 	case "edit":
 		if err = need(); err == nil {
 			s.mu.Lock()
-			err = g.Edit(rest)
+			if err = g.Edit(rest); err == nil && s.gl.kickoff != "" {
+				// A held kickoff was written for the old objective: replace
+				// it, never send it against the new one.
+				s.gl.kickoff = goalKickoff(g.Objective, g.PlanRef)
+			}
 			s.mu.Unlock()
 			msg = "Goal objective changed."
 		}
@@ -311,8 +315,7 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 		ng, err = goal.New(goal.NewID(), rest, cfg.GoalBudget, "", goal.Policy{Model: model, Effort: effort, Mode: mode}, time.Now())
 		if err == nil {
 			s.mu.Lock()
-			s.gl = goalState{g: ng,
-				kickoff: "Work toward this Goal until it is done: " + ng.Objective + "\nWhen it is complete call update_goal with status complete (or blocked with a summary if you cannot continue)."}
+			s.gl = goalState{g: ng, kickoff: goalKickoff(ng.Objective, "")}
 			s.mu.Unlock()
 			msg, kick = "Goal started.", true
 		}
@@ -334,6 +337,19 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 		s.kick()
 	}
 	return msg, nil
+}
+
+const goalKickoffPrefix = "Work toward this Goal until it is done: "
+
+// goalKickoff is the first prompt of a Goal started with an objective (or
+// whose objective was edited before its plan kickoff was sent; planRef then
+// names the accepted plan it came from).
+func goalKickoff(objective, planRef string) string {
+	k := goalKickoffPrefix + objective + "\n"
+	if planRef != "" {
+		k += "It started from the accepted plan " + planRef + "; the objective above replaces it where they differ.\n"
+	}
+	return k + "When it is complete call update_goal with status complete (or blocked with a summary if you cannot continue)."
 }
 
 // goalTools are offered while a Goal is active: update_goal is the model's
