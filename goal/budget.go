@@ -37,6 +37,10 @@ var noteThresholds = [...]int{50, 80, 100}
 // the others, and the lower ones count as sent. Each threshold is thus
 // sent at most once (until [Goal.SetBudget] re-arms it). The caller must
 // deliver the returned note: it is already recorded in [Goal.NotesSent].
+// A 100 % note returned as the Goal becomes budget-limited has no Goal turn
+// to ride on (none follows until the budget is raised, and by then it
+// would be false), so callers show it to the person instead; likewise
+// notes still undelivered when [Goal.SetBudget] changes the budget are stale.
 // A Goal without a budget gets no notes.
 func (g *Goal) Settle(u TurnUsage) []Note {
 	g.applyEnd()

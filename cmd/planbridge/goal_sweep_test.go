@@ -1,6 +1,7 @@
 package main
 
 import (
+	"planbridge/rpc"
 	"time"
 
 	"fmt"
@@ -74,6 +75,40 @@ func TestGoalEditReplacesHeldKickoff(t *testing.T) {
 		t.Fatalf("goal %+v", g.Goal)
 	}
 	for _, e := range p2.c.Events() {
+		if e.Kind == "error" {
+			t.Errorf("error event: %s", e.Data)
+		}
+	}
+}
+
+// TestGoalFullBudgetNoteNotDeliveredLate: the 100 % note is never sent to
+// the model after the person raised the budget (it would say the budget is
+// used up when it is not); the person is told instead, when it happens.
+func TestGoalFullBudgetNoteNotDeliveredLate(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
+	big := `"usage": {"input_tokens": 200, "output_tokens": 100}`
+	script := fmt.Sprintf(`[{"text": %q},
+	 {"text": "Working, not done.\n", %s},
+	 {"expect_contains": ["<goal_budget_note>Goal budget note: 50%%"], "text": "Still working.\n", %s},
+	 {"expect_contains": ["Continue working toward the active Goal."], "expect_last_user_absent": ["<goal_budget_note>", "used up"], "text": "Finishing.\n", "tool_calls": [{"name": "update_goal", "arguments": {"status": "complete"}}]},
+	 {"text": "Done.\n"}]`, planText, big, big)
+	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, script))
+	s, _ := proposeAndWait(t, ctx, p, ws)
+	acceptGoal(t, ctx, p.c, s.ID, 500, "")
+	waitGoal(t, ctx, p.c, s.ID, "budget-limited")
+	if _, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool {
+		return e.Kind == "notice" && strings.Contains(string(e.Data), "budget") && strings.Contains(string(e.Data), "/goal budget")
+	}); err != nil {
+		t.Fatalf("the person was not told the budget is used up: %v", err)
+	}
+	for _, cmd := range []string{"/goal budget 10000", "/goal resume"} {
+		if err := p.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": cmd}, nil); err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+	}
+	waitGoal(t, ctx, p.c, s.ID, "complete")
+	for _, e := range p.c.Events() {
 		if e.Kind == "error" {
 			t.Errorf("error event: %s", e.Data)
 		}

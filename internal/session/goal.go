@@ -167,7 +167,14 @@ func (s *Session) settleGoalTurn(ctx context.Context, req turnReq, usage agent.U
 		s.mu.Unlock()
 		return false
 	}
+	var personNote string
 	for _, n := range g.Settle(goal.TurnUsage{InputTokens: int64(usage.InputTokens), OutputTokens: int64(usage.OutputTokens), Wall: wall}) {
+		if n.Percent >= 100 && g.Status == goal.BudgetLimited {
+			// No Goal turn follows until the person raises the budget, and
+			// by then "used up" would be false: tell the person now.
+			personNote = "Goal budget used up (" + g.Reason + "); the Goal is budget-limited. Raise it with /goal budget N (or none), then /goal resume."
+			continue
+		}
 		s.gl.notes = append(s.gl.notes, n.Text)
 	}
 	if err != nil {
@@ -184,6 +191,9 @@ func (s *Session) settleGoalTurn(ctx context.Context, req turnReq, usage agent.U
 		s.m.log.Error("save goal", "session", s.id, "err", serr)
 	}
 	s.emitGoal()
+	if personNote != "" {
+		s.emit("notice", map[string]any{"message": personNote})
+	}
 	return retry
 }
 
@@ -263,7 +273,9 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 			}
 			if err == nil {
 				s.mu.Lock()
-				err = g.SetBudget(n)
+				if err = g.SetBudget(n); err == nil {
+					s.gl.notes = nil // they describe the old budget
+				}
 				s.mu.Unlock()
 				msg = "Goal budget set."
 			}
