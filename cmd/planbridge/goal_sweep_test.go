@@ -114,3 +114,35 @@ func TestGoalFullBudgetNoteNotDeliveredLate(t *testing.T) {
 		}
 	}
 }
+
+// TestGoalUnfinishedRefusalSaysWhatUnblocks: entering Plan (or starting a
+// second Goal) while a Goal is unfinished is refused with words that name
+// what lifts the refusal; pausing does not, clearing does.
+func TestGoalUnfinishedRefusalSaysWhatUnblocks(t *testing.T) {
+	ctx := ctxT(t)
+	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, `[{"error": "model exploded"}]`))
+	s := createSession(t, ctx, p.c, t.TempDir())
+	if err := p.c.Call(ctx, "goal/start", map[string]string{"session": s.ID, "objective": "tidy the docs"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitGoal(t, ctx, p.c, s.ID, "paused")
+	for _, try := range []struct{ method, text string }{{"plan/enter", ""}, {"session/submit", "/goal another objective"}} {
+		err := p.c.Call(ctx, try.method, map[string]string{"session": s.ID, "text": try.text}, nil)
+		if err == nil {
+			t.Fatalf("%s %s succeeded with an unfinished Goal", try.method, try.text)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "goal_unfinished") && !strings.Contains(msg, "unfinished") {
+			t.Errorf("%s: %v", try.method, msg)
+		}
+		if !strings.Contains(msg, "/goal clear") || !strings.Contains(msg, "a paused Goal still counts") {
+			t.Errorf("%s refusal does not say what unblocks it: %q", try.method, msg)
+		}
+	}
+	if err := p.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "/goal clear"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.c.Call(ctx, "plan/enter", map[string]string{"session": s.ID}, nil); err != nil {
+		t.Fatalf("plan/enter after /goal clear: %v", err)
+	}
+}

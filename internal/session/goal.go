@@ -16,6 +16,9 @@ import (
 	"planbridge/internal/store"
 )
 
+// goalUnfinishedHint says what lifts a goal_unfinished refusal.
+const goalUnfinishedHint = "a paused Goal still counts: resume it until it completes (/goal resume, after /goal budget if it ran out) or end it with /goal clear"
+
 // CodeRetryConflict reports a different unfinished Goal found by a retry.
 const CodeRetryConflict = "retry_conflict"
 
@@ -316,7 +319,7 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 		unfinished := s.goalUnfinishedLocked()
 		s.mu.Unlock()
 		if unfinished {
-			return "", errorf(CodeGoalUnfinished, "an unfinished Goal exists (%s); pause, finish or /goal clear it first", g.Summary())
+			return "", errorf(CodeGoalUnfinished, "an unfinished Goal exists (%s); %s", g.Summary(), goalUnfinishedHint)
 		}
 		model, effort := s.m.sessionModel()
 		s.mu.Lock()

@@ -227,7 +227,7 @@ func (s *Session) EnterPlan(ctx context.Context) error {
 	if s.goalUnfinishedLocked() {
 		sum := s.gl.g.Summary()
 		s.mu.Unlock()
-		return &Error{Code: CodeGoalUnfinished, Message: "cannot enter Plan while a Goal is unfinished (" + sum + "); finish, pause and clear it first"}
+		return &Error{Code: CodeGoalUnfinished, Message: "cannot enter Plan while a Goal is unfinished (" + sum + "); " + goalUnfinishedHint}
 	}
 	s.row.Plan = true
 	s.row.PlanEpisode++
