@@ -2,6 +2,8 @@ package main
 
 import (
 	"planbridge/rpc"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"fmt"
@@ -144,5 +146,37 @@ func TestGoalUnfinishedRefusalSaysWhatUnblocks(t *testing.T) {
 	}
 	if err := p.c.Call(ctx, "plan/enter", map[string]string{"session": s.ID}, nil); err != nil {
 		t.Fatalf("plan/enter after /goal clear: %v", err)
+	}
+}
+
+// TestGoalActionsAreAtomic: Goal actions racing on one session act on one
+// Goal each: of two concurrent starts exactly one wins, and a clear racing
+// a start never forgets a Goal it did not clear (see clearGoal).
+func TestGoalActionsAreAtomic(t *testing.T) {
+	ctx := ctxT(t)
+	p := startServe(t, t.TempDir()) // no engine: every Goal turn fails and pauses it
+	const n = 40
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = createSession(t, ctx, p.c, t.TempDir()).ID
+	}
+	var wg sync.WaitGroup
+	wins := make([]atomic.Int32, n)
+	for i, id := range ids {
+		for k := 0; k < 2; k++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if p.c.Call(ctx, "goal/start", map[string]string{"session": id, "objective": fmt.Sprintf("objective %d", k)}, nil) == nil {
+					wins[i].Add(1)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for i := range ids {
+		if w := wins[i].Load(); w != 1 {
+			t.Errorf("session %d: %d concurrent goal/start calls succeeded, want exactly 1", i, w)
+		}
 	}
 }

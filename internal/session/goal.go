@@ -226,116 +226,22 @@ func (s *Session) GoalCommand(ctx context.Context, arg string) (string, error) {
 }
 
 // GoalAction performs one explicit Goal action; arg is the objective
-// (start, edit), the steering (resume) or the budget ("N" or "none").
+// (start, edit), the steering (resume) or the budget ("N" or "none"). Each
+// action reads and changes the Goal in one critical section, so it never
+// mutates a Goal that was cleared or replaced after it was looked up.
 func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, error) {
 	rest := strings.TrimSpace(arg)
-	s.mu.Lock()
-	g := s.gl.g
-	plan := s.row.Plan
-	s.mu.Unlock()
-	need := func() error {
-		if g == nil {
-			return errorf(CodeInvalidParams, "there is no Goal; start one with /goal OBJECTIVE")
-		}
-		return nil
+	// Read before taking s.mu: the manager's lock is never taken inside it.
+	model, effort := s.m.sessionModel()
+	cfg := s.m.modelConfig()
+	if verb == GoalClear {
+		return s.clearGoal(ctx)
 	}
-	var msg string
-	var err error
-	kick := false
-	switch verb {
-	case GoalStatus:
-		return g.Summary(), nil
-	case "pause":
-		if err = need(); err == nil {
-			s.mu.Lock()
-			g.Pause(goal.ReasonUser)
-			s.mu.Unlock()
-			msg = "Goal paused."
-		}
-	case "resume":
-		if err = need(); err == nil {
-			s.mu.Lock()
-			err = g.Resume()
-			s.mu.Unlock()
-			if err == nil {
-				msg, kick = "Goal resumed.", true
-				if rest != "" {
-					s.enqueue(turnReq{text: rest, display: rest, policy: goalPolicy(g), goalID: g.ID, goalObjective: g.Objective})
-					kick = false
-				}
-			}
-		}
-	case "budget":
-		if err = need(); err == nil {
-			var n int64
-			if rest != "none" {
-				n, err = strconv.ParseInt(strings.ReplaceAll(rest, ",", ""), 10, 64)
-				if err != nil || n <= 0 {
-					err = errorf(CodeInvalidParams, "budget must be a positive token count or none")
-				}
-			}
-			if err == nil {
-				s.mu.Lock()
-				if err = g.SetBudget(n); err == nil {
-					s.gl.notes = nil // they describe the old budget
-				}
-				s.mu.Unlock()
-				msg = "Goal budget set."
-			}
-		}
-	case "edit":
-		if err = need(); err == nil {
-			s.mu.Lock()
-			if err = g.Edit(rest); err == nil && s.gl.kickoff != "" {
-				// A held kickoff was written for the old objective: replace
-				// it, never send it against the new one.
-				s.gl.kickoff = goalKickoff(g.Objective, g.PlanRef)
-			}
-			s.mu.Unlock()
-			msg = "Goal objective changed."
-		}
-	case "clear":
-		if err = need(); err == nil {
-			s.mu.Lock()
-			data, _ := json.Marshal(g)
-			row := store.GoalRow{ID: g.ID, SessionID: s.id, Data: string(data), Cleared: true}
-			s.mu.Unlock()
-			if err = s.m.st.PutGoal(ctx, row); err == nil {
-				s.mu.Lock()
-				s.gl = goalState{}
-				s.mu.Unlock()
-				s.emitGoal()
-				return "Goal cleared.", nil
-			}
-		}
-	case GoalStart:
-		if rest == "" {
-			return "", errorf(CodeInvalidParams, "a Goal needs an objective")
-		}
-		if plan {
-			return "", errorf(CodeInvalidParams, "leave Plan before starting a Goal (or accept the plan with Execution = Goal)")
-		}
-		s.mu.Lock()
-		unfinished := s.goalUnfinishedLocked()
-		s.mu.Unlock()
-		if unfinished {
-			return "", errorf(CodeGoalUnfinished, "an unfinished Goal exists (%s); %s", g.Summary(), goalUnfinishedHint)
-		}
-		model, effort := s.m.sessionModel()
-		s.mu.Lock()
-		mode := s.row.Mode
-		s.mu.Unlock()
-		cfg := s.m.modelConfig()
-		var ng *goal.Goal
-		ng, err = goal.New(goal.NewID(), rest, cfg.GoalBudget, "", goal.Policy{Model: model, Effort: effort, Mode: mode}, time.Now())
-		if err == nil {
-			s.mu.Lock()
-			s.gl = goalState{g: ng, kickoff: goalKickoff(ng.Objective, "")}
-			s.mu.Unlock()
-			msg, kick = "Goal started.", true
-		}
-	default:
-		return "", errorf(CodeInvalidParams, "unknown Goal action %q", verb)
+	s.mu.Lock()
+	msg, kick, steer, err := s.goalActionLocked(verb, rest, goal.Policy{Model: model, Effort: effort}, cfg.GoalBudget)
+	s.mu.Unlock()
+	if verb == GoalStatus && err == nil {
+		return msg, nil
 	}
 	if err != nil {
 		var ae *Error
@@ -348,10 +254,101 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 		return "", err
 	}
 	s.emitGoal()
-	if kick {
+	if steer != nil {
+		s.enqueue(*steer)
+	} else if kick {
 		s.kick()
 	}
 	return msg, nil
+}
+
+// goalActionLocked applies one Goal action other than clear to the current
+// Goal. Caller holds s.mu. policy carries the session's model and effort
+// for a new Goal; budget is the default budget of a new Goal.
+func (s *Session) goalActionLocked(verb, rest string, policy goal.Policy, budget int64) (msg string, kick bool, steer *turnReq, err error) {
+	g := s.gl.g
+	if g == nil && verb != GoalStart && verb != GoalStatus {
+		return "", false, nil, errorf(CodeInvalidParams, "there is no Goal; start one with /goal OBJECTIVE")
+	}
+	switch verb {
+	case GoalStatus:
+		return g.Summary(), false, nil, nil
+	case GoalPause:
+		g.Pause(goal.ReasonUser)
+		return "Goal paused.", false, nil, nil
+	case GoalResume:
+		if err := g.Resume(); err != nil {
+			return "", false, nil, err
+		}
+		if rest != "" {
+			steer = &turnReq{text: rest, display: rest, policy: goalPolicy(g), goalID: g.ID, goalObjective: g.Objective}
+		}
+		return "Goal resumed.", true, steer, nil
+	case GoalBudget:
+		var n int64
+		if rest != "none" {
+			n, err = strconv.ParseInt(strings.ReplaceAll(rest, ",", ""), 10, 64)
+			if err != nil || n <= 0 {
+				return "", false, nil, errorf(CodeInvalidParams, "budget must be a positive token count or none")
+			}
+		}
+		if err := g.SetBudget(n); err != nil {
+			return "", false, nil, err
+		}
+		s.gl.notes = nil // they describe the old budget
+		return "Goal budget set.", false, nil, nil
+	case GoalEdit:
+		if err := g.Edit(rest); err != nil {
+			return "", false, nil, err
+		}
+		if s.gl.kickoff != "" {
+			// A held kickoff was written for the old objective: replace
+			// it, never send it against the new one.
+			s.gl.kickoff = goalKickoff(g.Objective, g.PlanRef)
+		}
+		return "Goal objective changed.", false, nil, nil
+	case GoalStart:
+		if rest == "" {
+			return "", false, nil, errorf(CodeInvalidParams, "a Goal needs an objective")
+		}
+		if s.row.Plan {
+			return "", false, nil, errorf(CodeInvalidParams, "leave Plan before starting a Goal (or accept the plan with Execution = Goal)")
+		}
+		if s.goalUnfinishedLocked() {
+			return "", false, nil, errorf(CodeGoalUnfinished, "an unfinished Goal exists (%s); %s", g.Summary(), goalUnfinishedHint)
+		}
+		policy.Mode = s.row.Mode
+		ng, err := goal.New(goal.NewID(), rest, budget, "", policy, time.Now())
+		if err != nil {
+			return "", false, nil, err
+		}
+		s.gl = goalState{g: ng, kickoff: goalKickoff(ng.Objective, "")}
+		return "Goal started.", true, nil, nil
+	}
+	return "", false, nil, errorf(CodeInvalidParams, "unknown Goal action %q", verb)
+}
+
+// clearGoal marks the current Goal cleared, durably, and forgets it. The
+// lock is held across the write so a Goal started meanwhile is never the
+// one forgotten.
+func (s *Session) clearGoal(ctx context.Context) (string, error) {
+	s.mu.Lock()
+	g := s.gl.g
+	if g == nil {
+		s.mu.Unlock()
+		return "", errorf(CodeInvalidParams, "there is no Goal; start one with /goal OBJECTIVE")
+	}
+	data, _ := json.Marshal(g)
+	err := s.m.st.PutGoal(ctx, store.GoalRow{ID: g.ID, SessionID: s.id, Data: string(data), Cleared: true})
+	if err == nil {
+		s.gl = goalState{}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	s.emitGoal()
+	return "Goal cleared.", nil
 }
 
 const goalKickoffPrefix = "Work toward this Goal until it is done: "
