@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"planbridge/goal"
 	"planbridge/internal/agent"
 	"planbridge/internal/store"
 )
@@ -226,9 +227,40 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 			out = append(out, live.Info())
 			continue
 		}
-		out = append(out, infoFromRow(r, false))
+		out = append(out, m.storedInfo(ctx, r))
 	}
 	return out, nil
+}
+
+// storedInfo is the summary of a session not loaded in this process: what
+// opening it would show (see loadSession), read without changing anything.
+// A proposal that opening would demote is reported as a draft, and an active
+// Goal as paused by the restart.
+func (m *Manager) storedInfo(ctx context.Context, r store.Session) Info {
+	in := infoFromRow(r, false)
+	in.ParentID, in.ForkedTo = r.ParentID, r.ForkedTo
+	if p, err := m.st.GetProposal(ctx, r.ID); err == nil {
+		in.ProposalStatus, in.ProposalTitle = p.Status, p.Title
+		if p.Status == ProposalProposed {
+			probe := &Session{m: m, id: r.ID, workDir: m.workDir(r.ID)}
+			if _, err := probe.readArtifact(p.Path, p.Hash); r.Plan && err == nil {
+				in.Approval = "shown" // resume re-presents it
+			} else {
+				in.ProposalStatus = ProposalDraft
+			}
+		}
+	}
+	if row, err := m.st.CurrentGoal(ctx, r.ID); err == nil {
+		var g goal.Goal
+		if json.Unmarshal([]byte(row.Data), &g) == nil {
+			g.RestorePaused()
+			in.Goal = g.Summary()
+		}
+	}
+	if seq, err := m.st.LastSeq(ctx, r.ID); err == nil {
+		in.LastSeq = seq
+	}
+	return in
 }
 
 // Store exposes the underlying store (for doctor and tests).
