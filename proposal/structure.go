@@ -291,3 +291,13 @@ func clipRunes(s string, max int) (string, int) {
 func clipMarker(n int, what string) string {
 	return fmt.Sprintf("… [clipped: %d more %s]", n, what)
 }
+
+// ClippedSteps returns N for the clip marker that ends a [Structure]'s
+// Steps when the list was clipped ("… [clipped: N more steps]"), else 0.
+func ClippedSteps(text string) int {
+	var n int
+	if _, err := fmt.Sscanf(text, "… [clipped: %d more steps]", &n); err != nil || n < 0 {
+		return 0
+	}
+	return n
+}

@@ -290,6 +290,9 @@ func (s *Session) Status() PlanStatus {
 	if p := s.TrackedPlan(); p != nil {
 		st.Steps = &StepProgress{Done: p.Done(), Total: len(p.Steps), Status: p.Status}
 		st.Text += fmt.Sprintf(" · implementation %s, %d/%d steps done", p.Status, p.Done(), len(p.Steps))
+		if p.Clipped {
+			st.Text += fmt.Sprintf(" (the plan was clipped: step %s stands for the steps beyond %d)", p.Steps[len(p.Steps)-1].ID, len(p.Steps)-1)
+		}
 	}
 	return st
 }

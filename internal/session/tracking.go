@@ -138,6 +138,9 @@ type TrackedPlan struct {
 	Reason   string         `json:"reason,omitempty"`
 	Policy   handoff.Policy `json:"policy"`
 	Steps    []PlanStep     `json:"steps"`
+	// Clipped reports that the plan had more steps than are tracked one by
+	// one: the last step then stands for all the rest (see [StepsFromProposal]).
+	Clipped bool `json:"clipped,omitempty"`
 }
 
 // Done counts finished (completed or skipped) steps.
@@ -167,6 +170,9 @@ func (p *TrackedPlan) Remaining() []PlanStep {
 func (p *TrackedPlan) Carry() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "An accepted plan is being implemented: %q (%s). %d of %d steps are finished; do not redo them.", p.Title, p.Artifact, p.Done(), len(p.Steps))
+	if p.Clipped {
+		fmt.Fprintf(&b, " The plan has more steps than are tracked one by one: the last step, %s, stands for all the rest; read them in the accepted plan.", p.Steps[len(p.Steps)-1].ID)
+	}
 	if rem := p.Remaining(); len(rem) > 0 {
 		b.WriteString(" Steps still to do:\n")
 		for _, s := range rem {
@@ -176,21 +182,37 @@ func (p *TrackedPlan) Carry() string {
 	return b.String()
 }
 
-// StepsFromProposal turns a proposal's steps into tracked steps.
-func StepsFromProposal(body string) []PlanStep {
-	var out []PlanStep
-	for i, st := range proposal.Parse(body).Steps {
+// StepsFromProposal turns a proposal's steps into tracked steps. A plan
+// with more than [proposal.MaxSteps] steps keeps the first ones and, as its
+// last step, one that stands for the rest ("Do the remaining N steps of the
+// accepted plan"), so the plan never reads done while steps remain;
+// clipped reports that.
+func StepsFromProposal(body string) (steps []PlanStep, clipped bool) {
+	all := proposal.Parse(body).Steps
+	more := 0
+	if len(all) > proposal.MaxSteps {
+		more = proposal.ClippedSteps(all[len(all)-1].Text)
+		all = all[:proposal.MaxSteps]
+	}
+	for i, st := range all {
 		text := strings.TrimSpace(st.Text)
-		if text == "" || strings.HasPrefix(text, "…") {
+		if text == "" {
 			continue
 		}
 		status := StepPending
 		if st.Done {
 			status = StepCompleted
 		}
-		out = append(out, PlanStep{ID: "s" + strconv.Itoa(i+1), Imperative: text, Gerund: Gerund(text), Status: status})
+		steps = append(steps, PlanStep{ID: "s" + strconv.Itoa(i+1), Imperative: text, Gerund: Gerund(text), Status: status})
 	}
-	return out
+	if more > 0 {
+		n := strconv.Itoa(more)
+		steps = append(steps, PlanStep{ID: "s" + strconv.Itoa(proposal.MaxSteps+1),
+			Imperative: "Do the remaining " + n + " more steps of the accepted plan (the tracked list was clipped at " + strconv.Itoa(proposal.MaxSteps) + ")",
+			Gerund:     "Doing the remaining " + n + " more steps of the accepted plan",
+			Status:     StepPending})
+	}
+	return steps, more > 0
 }
 
 var irregularGerunds = map[string]string{
@@ -369,7 +391,8 @@ func (s *Session) UpdateStep(ctx context.Context, step, status string) (*Tracked
 
 // startTracking installs the steps of an accepted plan (running).
 func (s *Session) startTrackingLocked(title, artifact, body string, policy handoff.Policy) {
-	s.track.plan = &TrackedPlan{Title: title, Artifact: artifact, Status: ImplRunning, Policy: policy, Steps: StepsFromProposal(body)}
+	steps, clipped := StepsFromProposal(body)
+	s.track.plan = &TrackedPlan{Title: title, Artifact: artifact, Status: ImplRunning, Policy: policy, Steps: steps, Clipped: clipped}
 }
 
 // setImplStatus moves the tracked implementation between running/paused.

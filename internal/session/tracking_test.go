@@ -137,8 +137,8 @@ func TestGerund(t *testing.T) {
 
 func TestStepsAndCarry(t *testing.T) {
 	body := "# T\n\n## Key Changes\n- Add the flag\n- Print the name\n- Update the docs\n"
-	steps := StepsFromProposal(body)
-	if len(steps) != 3 || steps[0].ID != "s1" || steps[1].Gerund != "Printing the name" {
+	steps, clipped := StepsFromProposal(body)
+	if len(steps) != 3 || clipped || steps[0].ID != "s1" || steps[1].Gerund != "Printing the name" {
 		t.Fatalf("steps %+v", steps)
 	}
 	p := &TrackedPlan{Title: "T", Artifact: "work://plans/a.md", Steps: steps}
