@@ -170,7 +170,11 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		s.finishTurn(ctx, turnNo, nil, perr, false, nil)
 		return perr
 	}
+	base := *t // before it runs: a retry starts from the same settings
 	res, err := t.Run(ctx)
+	if req.goalID == "" && !req.retried && errors.Is(err, agent.ErrTransient) && ctx.Err() == nil {
+		res, err = s.retryTurn(ctx, base, res, err)
+	}
 	if req.goalID != "" {
 		if s.settleGoalTurn(ctx, req, res.Usage, time.Since(started), err) {
 			retry := req
@@ -185,6 +189,21 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	delivered := fullReminder && len(res.Messages) > 0
 	s.finishTurn(ctx, turnNo, res.Messages, err, delivered, req.settle)
 	return err
+}
+
+// retryTurn retries an ordinary turn once after a transient model failure
+// (a 429/5xx or a broken stream), as Goal turns are: what the failed attempt
+// produced is kept and the turn goes on from it, so the prompt is never
+// sent twice. It returns the two attempts' combined result.
+func (s *Session) retryTurn(ctx context.Context, base agent.Turn, first agent.TurnResult, cause error) (agent.TurnResult, error) {
+	s.emit("notice", map[string]any{"message": "The model request failed (" + cause.Error() + "); retrying once."})
+	base.Messages = append(append([]agent.Message(nil), base.Messages...), first.Messages...)
+	res, err := base.Run(ctx)
+	res.Messages = append(first.Messages, res.Messages...)
+	res.Usage.InputTokens += first.Usage.InputTokens
+	res.Usage.OutputTokens += first.Usage.OutputTokens
+	res.Requests += first.Requests
+	return res, err
 }
 
 func (s *Session) finishTurn(ctx context.Context, turnNo int64, msgs []agent.Message, err error, templateDelivered bool, settle func(context.Context, *sql.Tx) error) {
