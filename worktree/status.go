@@ -87,9 +87,10 @@ func quotePath(p string) string {
 }
 
 // Status compares HEAD, the index and the working tree like `git status
-// --porcelain --untracked-files=all --no-renames` and returns the entries
-// sorted by path (a path both deleted from the index and present in the
-// working tree appears twice: tracked entry first, then "??").
+// --porcelain --untracked-files=all --no-renames` and returns the entries in
+// git's order: tracked changes (unmerged paths included) sorted by path,
+// then untracked paths sorted by path (so a path both deleted from the index
+// and present in the working tree appears twice, in both parts).
 //
 // It honours .gitignore files at every level, .git/info/exclude and
 // core.excludesFile; core.fileMode; the index's stat data, hashing a file
@@ -130,13 +131,12 @@ func (r *Repo) Status(ctx context.Context) ([]Entry, error) {
 		return nil, err
 	}
 
-	byPath := make(map[string]*Entry, len(staged))
-	var out []Entry
+	// Indices, not pointers: out grows, and append moves its elements.
+	byPath := make(map[string]int, len(staged))
+	out := make([]Entry, 0, len(staged))
 	for _, e := range staged {
+		byPath[e.Path] = len(out)
 		out = append(out, Entry{Path: e.Path, Staging: e.Staging, Worktree: ' '})
-	}
-	for i := range out {
-		byPath[out[i].Path] = &out[i]
 	}
 	for i := range idx.entries {
 		code := w.wt[i]
@@ -144,26 +144,24 @@ func (r *Repo) Status(ctx context.Context) ([]Entry, error) {
 			continue
 		}
 		e := &idx.entries[i]
-		if p, ok := byPath[e.name]; ok {
-			p.Worktree = code
+		if k, ok := byPath[e.name]; ok {
+			out[k].Worktree = code
 			continue
 		}
+		byPath[e.name] = len(out)
 		out = append(out, Entry{Path: e.name, Staging: ' ', Worktree: code})
-		byPath[e.name] = &out[len(out)-1]
 	}
 	out = append(out, unmergedEntries(idx)...)
-	for _, p := range untracked {
-		out = append(out, Entry{Path: p, Staging: '?', Worktree: '?'})
-	}
 	for i := range out {
 		out[i].Path = strings.Clone(out[i].Path) // index names die with release
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Path != out[j].Path {
-			return out[i].Path < out[j].Path
-		}
-		return !out[i].Untracked() && out[j].Untracked()
-	})
+	// git's order: tracked changes (unmerged ones included) by path, then
+	// untracked paths by path.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	sort.Strings(untracked)
+	for _, p := range untracked {
+		out = append(out, Entry{Path: p, Staging: '?', Worktree: '?'})
+	}
 	return out, nil
 }
 

@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,7 +39,7 @@ func newRepo(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-// gitStatus returns git's porcelain lines, sorted.
+// gitStatus returns git's porcelain lines, in git's order.
 func gitStatus(t *testing.T, dir string) []string {
 	t.Helper()
 	out := gitCmd(t, dir, "-c", "core.fsmonitor=false", "status", "--porcelain", "--untracked-files=all", "--no-renames")
@@ -48,7 +49,6 @@ func gitStatus(t *testing.T, dir string) []string {
 			lines = append(lines, l)
 		}
 	}
-	sort.Strings(lines)
 	return lines
 }
 
@@ -66,7 +66,6 @@ func ourStatus(t *testing.T, dir string) []string {
 	for _, e := range entries {
 		lines = append(lines, e.Porcelain())
 	}
-	sort.Strings(lines)
 	return lines
 }
 
@@ -198,6 +197,88 @@ func TestStatusOracle(t *testing.T) {
 			gitCmd(t, dir, "add", "a/b/d.txt")
 			gitCmd(t, dir, "rm", "-q", "--cached", "a/e.txt")
 			writeFile(t, dir, "mod.txt", "worktree\n")
+		}},
+		{"staged then modified, late in the list", func(t *testing.T, dir string) {
+			// Many staged paths, then worktree changes to staged paths: the
+			// worktree column must survive whatever the list grows to.
+			// 100 staged paths, then 100 worktree-only changes earlier in
+			// index order (the result list grows and moves), then worktree
+			// changes to staged paths: a pointer kept into the list would
+			// lose their "M".
+			for i := range 100 {
+				writeFile(t, dir, fmt.Sprintf("k%03d.txt", i), "committed\n")
+			}
+			gitCmd(t, dir, "add", ".")
+			gitCmd(t, dir, "commit", "-q", "-m", "more files")
+			for i := range 100 {
+				writeFile(t, dir, fmt.Sprintf("z%03d.txt", i), "staged\n")
+			}
+			writeFile(t, dir, "README", "staged\n")
+			gitCmd(t, dir, "add", ".")
+			for i := range 100 {
+				writeFile(t, dir, fmt.Sprintf("k%03d.txt", i), "worktree only\n")
+			}
+			writeFile(t, dir, "z099.txt", "and modified\n")
+			writeFile(t, dir, "z000.txt", "and modified\n")
+			writeFile(t, dir, "README", "modified\n")
+			writeFile(t, dir, "0-untracked-sorts-first-but-lists-last", "u\n")
+			writeFile(t, dir, "zz/untracked", "u\n")
+		}},
+		{"renames", func(t *testing.T, dir string) {
+			gitCmd(t, dir, "mv", "ren/old.txt", "ren/new.txt")              // staged rename
+			os.Rename(filepath.Join(dir, "a.c"), filepath.Join(dir, "b.c")) // worktree rename
+			gitCmd(t, dir, "mv", "a0", "z0")
+			writeFile(t, dir, "z0", "renamed and modified\n")
+		}},
+		{"deletions", func(t *testing.T, dir string) {
+			gitCmd(t, dir, "rm", "-q", "del.txt")               // D_
+			os.Remove(filepath.Join(dir, "mod.txt"))            // _D
+			gitCmd(t, dir, "rm", "-q", "--cached", "a/b/c.txt") // D_ and ??
+			writeFile(t, dir, "README", "staged\n")
+			gitCmd(t, dir, "add", "README")
+			os.Remove(filepath.Join(dir, "README")) // MD
+			writeFile(t, dir, "fresh.txt", "x\n")
+			gitCmd(t, dir, "add", "fresh.txt")
+			os.Remove(filepath.Join(dir, "fresh.txt")) // AD
+		}},
+		{"type changes", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "typechange"))
+			symlink(t, "README", filepath.Join(dir, "typechange"))
+			gitCmd(t, dir, "add", "typechange") // T_
+			os.Remove(filepath.Join(dir, "a0"))
+			symlink(t, "a.c", filepath.Join(dir, "a0")) // _T
+			os.Remove(filepath.Join(dir, "a.c"))
+			symlink(t, "README", filepath.Join(dir, "a.c"))
+			gitCmd(t, dir, "add", "a.c")
+			os.Remove(filepath.Join(dir, "a.c"))
+			writeFile(t, dir, "a.c", "a file again\n") // TT
+		}},
+		{"unmerged", func(t *testing.T, dir string) {
+			g := func(args ...string) {
+				gitCmd(t, dir, append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+			}
+			g("checkout", "-q", "-b", "side")
+			writeFile(t, dir, "mod.txt", "side\n")
+			writeFile(t, dir, "both-added.txt", "side\n")
+			os.Remove(filepath.Join(dir, "del.txt"))
+			writeFile(t, dir, "exec.sh", "side\n")
+			g("add", "-A")
+			g("commit", "-q", "-m", "side")
+			g("checkout", "-q", "main")
+			writeFile(t, dir, "mod.txt", "main\n")
+			writeFile(t, dir, "both-added.txt", "main\n")
+			writeFile(t, dir, "del.txt", "main changes it\n")
+			os.Remove(filepath.Join(dir, "exec.sh"))
+			writeFile(t, dir, "README", "main\n")
+			g("add", "-A")
+			g("commit", "-q", "-m", "main")
+			cmd := exec.Command("git", "-c", "user.name=t", "-c", "user.email=t@t", "merge", "-q", "side")
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err == nil {
+				t.Fatalf("merge did not conflict: %s", out)
+			}
+			writeFile(t, dir, "a/e.txt", "worktree change during the merge\n")
+			writeFile(t, dir, "untracked-during-merge", "u\n")
 		}},
 		{"racy same second", func(t *testing.T, dir string) {
 			// Same size, same second as the index write, mtime put back:

@@ -35,7 +35,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // runStatus implements "planbridge status [--porcelain] [DIR]": the entries
 // of `git status --porcelain --untracked-files=all --no-renames` for the
-// checkout containing DIR (default "."), sorted by path, computed by
+// checkout containing DIR (default "."), in git's order and byte for byte as git prints them, computed by
 // [worktree.Repo.Status] without running any repository helper. Without
 // --porcelain a branch line comes first and a clean checkout says so. Exit
 // status 0 on success, 1 when the status cannot be computed, 2 on usage
@@ -45,7 +45,7 @@ func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	porcelain := fs.Bool("porcelain", false, "print only the XY PATH lines, like git status --porcelain")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: planbridge status [--porcelain] [DIR]")
+		fmt.Fprintln(stderr, "usage: planbridge status [--porcelain] [DIR]\n\nPrint the status of the git checkout containing DIR (default .). With\n--porcelain the output is byte-identical to\n  git status --porcelain --untracked-files=all --no-renames\n(renames show as a deletion and an addition), computed without running git.")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterleaved(fs, args)

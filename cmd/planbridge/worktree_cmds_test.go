@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,6 +94,65 @@ func TestRunStatusMatchesGit(t *testing.T) {
 	want := sortedLines(wtGit(t, dir, "-c", "core.fsmonitor=false", "status", "--porcelain", "--untracked-files=all", "--no-renames"))
 	if got := sortedLines(stdout.String()); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("planbridge status --porcelain:\n%s\ngit:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestStatusPorcelainByteIdentical runs the binary: `planbridge status
+// --porcelain` prints exactly what `git status --porcelain
+// --untracked-files=all --no-renames` prints (the flags it claims), in
+// git's order, for staged-then-modified files, renames, deletions, type
+// changes, unmerged paths and untracked files.
+func TestStatusPorcelainByteIdentical(t *testing.T) {
+	wtHermetic(t)
+	dir := wtRepo(t)
+	for i := range 60 {
+		wtWrite(t, dir, fmt.Sprintf("k%02d.txt", i), "k\n")
+	}
+	wtWrite(t, dir, "conflict.txt", "base\n")
+	wtWrite(t, dir, "link", "a file\n")
+	wtWrite(t, dir, "gone.txt", "g\n")
+	wtGit(t, dir, "add", "-A")
+	wtGit(t, dir, "commit", "-q", "-m", "more")
+	wtGit(t, dir, "checkout", "-q", "-b", "side")
+	wtWrite(t, dir, "conflict.txt", "side\n")
+	wtGit(t, dir, "commit", "-qam", "side")
+	wtGit(t, dir, "checkout", "-q", "main")
+	wtWrite(t, dir, "conflict.txt", "main\n")
+	wtGit(t, dir, "commit", "-qam", "main")
+	if out, err := exec.Command("git", "-C", dir, "merge", "-q", "side").CombinedOutput(); err == nil {
+		t.Fatalf("merge did not conflict: %s", out)
+	}
+	for i := range 60 { // staged, then many worktree-only changes before the MM paths
+		wtWrite(t, dir, fmt.Sprintf("z%02d.txt", i), "z\n")
+	}
+	wtGit(t, dir, "add", "z*.txt")
+	for i := range 60 {
+		wtWrite(t, dir, fmt.Sprintf("k%02d.txt", i), "changed\n")
+	}
+	wtWrite(t, dir, "z59.txt", "staged, then modified\n")
+	wtGit(t, dir, "mv", "d/b.txt", "d/renamed.txt")
+	wtGit(t, dir, "rm", "-q", "gone.txt")
+	os.Remove(filepath.Join(dir, "a.txt"))
+	os.Remove(filepath.Join(dir, "link"))
+	os.Symlink("k00.txt", filepath.Join(dir, "link"))
+	wtWrite(t, dir, "0-untracked.txt", "u\n")
+	wtWrite(t, dir, "new dir/file.txt", "u\n")
+
+	got, err := exec.Command(binary, "status", "--porcelain", dir).Output()
+	if err != nil {
+		t.Fatalf("planbridge status: %v", err)
+	}
+	want := wtGit(t, dir, "-c", "core.fsmonitor=false", "status", "--porcelain", "--untracked-files=all", "--no-renames")
+	if string(got) != want {
+		t.Errorf("planbridge status --porcelain:\n%s\ngit:\n%s", got, want)
+	}
+	for _, line := range []string{"AM z59.txt", "UU conflict.txt", " T link", "D  gone.txt", " D a.txt", "D  d/b.txt", "A  d/renamed.txt"} {
+		if !strings.Contains(want, line+"\n") {
+			t.Errorf("the fixture lost %q:\n%s", line, want)
+		}
+	}
+	if !strings.HasSuffix(want, "?? 0-untracked.txt\n?? \"new dir/file.txt\"\n") {
+		t.Errorf("git does not list untracked paths last:\n%s", want)
 	}
 }
 
