@@ -56,6 +56,31 @@ func CleanupCommand(src, dir, branch string) string {
 		shellQuote(src), shellQuote(dir), shellQuote(src), shellQuote(branch))
 }
 
+// CleanupFor returns the shell command that clears the way for a fork at
+// dir on branch in the checkout containing src, for what is really there:
+// `git -C SRC worktree remove --force DIR` for a registered worktree, `rm
+// -rf DIR` for any other directory, then `git -C SRC branch -D BRANCH` if
+// the branch exists; the parts are joined with " && ". It returns "" when
+// nothing is in the way, and [CleanupCommand] when src cannot be opened.
+func CleanupFor(src, dir, branch string) string {
+	r, err := Open(src)
+	if err != nil {
+		return CleanupCommand(src, dir, branch)
+	}
+	defer r.Close()
+	root := shellQuote(r.Root)
+	var parts []string
+	if r.registeredWorktree(filepath.Clean(dir)) != "" {
+		parts = append(parts, fmt.Sprintf("git -C %s worktree remove --force %s", root, shellQuote(dir)))
+	} else if _, err := os.Lstat(dir); err == nil {
+		parts = append(parts, "rm -rf -- "+shellQuote(dir))
+	}
+	if ok, err := r.branchExists(branch); ok || err != nil {
+		parts = append(parts, fmt.Sprintf("git -C %s branch -D %s", root, shellQuote(branch)))
+	}
+	return strings.Join(parts, " && ")
+}
+
 func shellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' || r == '@' || r == ',' ||

@@ -9,7 +9,8 @@
 // prove them clean. [ValidBranchName] applies the rules of `git
 // check-ref-format --branch`. [AddWorktree] creates a linked worktree the git
 // CLI recognises, on a new branch from HEAD, with its own parallel checkout
-// and index; [CleanupCommand] is what a person runs to undo one.
+// and index; [CleanupCommand] is what a person runs to undo one, and
+// [CleanupFor] the command that clears whatever stands where a fork goes.
 //
 // go-git provides reference access and the fallback object store. The
 // status walk, the index reader and writer, the ignore matcher (a

@@ -151,18 +151,50 @@ func TestWorktreeForkEndToEnd(t *testing.T) {
 	}
 }
 
+// TestWorktreeForkRefusesExistingDirectory: a directory in the fork's place
+// is refused with a cleanup command that works for what is really there (a
+// plain directory, a registered worktree, with or without the branch);
+// after running it the same card forks.
 func TestWorktreeForkRefusesExistingDirectory(t *testing.T) {
-	ctx := ctxT(t)
-	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
-	os.MkdirAll(filepath.Join(ws, ".worktrees", "rename"), 0o755)
-	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, forkScript()))
-	s, v := prepareFork(t, ctx, p, ws)
-	err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt, "branch": "feature/rename"}, nil)
-	if err == nil || !strings.Contains(err.Error(), "worktree remove --force") || !strings.Contains(err.Error(), "branch -D feature/rename") {
-		t.Fatalf("want a refusal with the cleanup command, got %v", err)
-	}
-	if v2 := getApproval(t, ctx, p.c, s.ID); !v2.Pending || v2.Attempt != v.Attempt {
-		t.Fatal("a refused acceptance must leave the card pending")
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, ws string)
+	}{
+		{"plain directory", func(t *testing.T, ws string) {
+			os.MkdirAll(filepath.Join(ws, ".worktrees", "rename", "junk"), 0o755)
+			os.WriteFile(filepath.Join(ws, ".worktrees", "rename", "junk", "f"), []byte("x\n"), 0o644)
+		}},
+		{"registered worktree and branch", func(t *testing.T, ws string) {
+			git(t, ws, "worktree", "add", "-q", "-b", "feature/rename", filepath.Join(ws, ".worktrees", "rename"))
+		}},
+		{"registered worktree of another branch", func(t *testing.T, ws string) {
+			git(t, ws, "worktree", "add", "-q", "-b", "other", filepath.Join(ws, ".worktrees", "rename"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
+			tc.prepare(t, ws)
+			p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, forkScript()))
+			s, v := prepareFork(t, ctx, p, ws)
+			err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt, "branch": "feature/rename"}, nil)
+			if err == nil || !strings.Contains(err.Error(), "to clean up: ") {
+				t.Fatalf("want a refusal with the cleanup command, got %v", err)
+			}
+			if v2 := getApproval(t, ctx, p.c, s.ID); !v2.Pending || v2.Attempt != v.Attempt {
+				t.Fatal("a refused acceptance must leave the card pending")
+			}
+			cleanup := err.Error()[strings.Index(err.Error(), "to clean up: ")+len("to clean up: "):]
+			if out, err := exec.Command("sh", "-c", cleanup).CombinedOutput(); err != nil {
+				t.Fatalf("the cleanup command %q fails: %v\n%s", cleanup, err, out)
+			}
+			if err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt, "branch": "feature/rename"}, nil); err != nil {
+				t.Fatalf("accept after the cleanup: %v", err)
+			}
+			if _, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool { return e.Kind == "forked" }); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 

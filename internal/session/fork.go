@@ -77,7 +77,7 @@ func (s *Session) checkFork(branch string) error {
 	dir := forkDir(root, branch)
 	if _, err := os.Lstat(dir); err == nil {
 		return &Error{Code: CodeForkBlocked, Message: fmt.Sprintf("cannot fork: %s already exists and no fork of this session lives there; to clean up: %s",
-			dir, worktree.CleanupCommand(root, dir, branch))}
+			dir, worktree.CleanupFor(root, dir, branch))}
 	}
 	return nil
 }
@@ -142,7 +142,7 @@ func (e *handoffEnv) Fork(ctx context.Context, rec *handoff.Record) error {
 		}
 		handoff.Failpoint("fork.reserved")
 	}
-	cleanup := worktree.CleanupCommand(root, rec.Fork.Dir, rec.Fork.Branch)
+	cleanup := worktree.CleanupFor(root, rec.Fork.Dir, rec.Fork.Branch)
 	if rec.Fork.Session == "" {
 		if _, err := os.Lstat(rec.Fork.Dir); err == nil {
 			return fmt.Errorf("%s already exists and no fork of this session lives there; to clean up: %s", rec.Fork.Dir, cleanup)
