@@ -102,7 +102,8 @@ type Info struct {
 	Goal           string    `json:"goal,omitempty"`
 	ParentID       string    `json:"parent_id,omitempty"`
 	ForkedTo       string    `json:"forked_to,omitempty"`
-	BlockedTotal   int64     `json:"blocked_total"`
+	BlockedTotal   int64     `json:"blocked_total"` // Plan refusals
+	RefusedTotal   int64     `json:"refused_total"` // other refusals
 	LastSeq        int64     `json:"last_seq"`
 	CreatedAt      time.Time `json:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at"`
@@ -110,7 +111,7 @@ type Info struct {
 
 func infoFromRow(r store.Session, busy bool) Info {
 	return Info{ID: r.ID, Workspace: r.Workspace, Title: r.Title, Plan: r.Plan, Mode: r.Mode, Busy: busy,
-		ProposalStatus: "none", BlockedTotal: r.BlockedTotal, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		ProposalStatus: "none", BlockedTotal: r.BlockedTotal, RefusedTotal: r.RefusedTotal, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
 
 // Info returns the session's current summary.
@@ -197,7 +198,7 @@ func (s *Session) statusData() map[string]any {
 	in := s.Info()
 	return map[string]any{"plan": in.Plan, "mode": in.Mode, "busy": in.Busy, "queued": in.Queued, "title": in.Title,
 		"proposal_status": in.ProposalStatus, "proposal_title": in.ProposalTitle, "approval": in.Approval, "blocked_total": in.BlockedTotal,
-		"goal": in.Goal, "forked_to": in.ForkedTo}
+		"refused_total": in.RefusedTotal, "goal": in.Goal, "forked_to": in.ForkedTo}
 }
 
 // SetMode sets the permission mode. It never touches the Plan posture.
@@ -262,7 +263,8 @@ type PlanStatus struct {
 	Mode           string        `json:"mode"`
 	ProposalStatus string        `json:"proposal_status"`
 	ProposalTitle  string        `json:"proposal_title"`
-	BlockedTotal   int64         `json:"blocked_total"`
+	BlockedTotal   int64         `json:"blocked_total"` // Plan refusals
+	RefusedTotal   int64         `json:"refused_total"` // other refusals
 	Steps          *StepProgress `json:"steps,omitempty"`
 	Text           string        `json:"text"`
 }
@@ -277,7 +279,7 @@ type StepProgress struct {
 // Status reports posture, proposal state and the blocked-call count.
 func (s *Session) Status() PlanStatus {
 	in := s.Info()
-	st := PlanStatus{Plan: in.Plan, Mode: in.Mode, ProposalStatus: in.ProposalStatus, ProposalTitle: in.ProposalTitle, BlockedTotal: in.BlockedTotal}
+	st := PlanStatus{Plan: in.Plan, Mode: in.Mode, ProposalStatus: in.ProposalStatus, ProposalTitle: in.ProposalTitle, BlockedTotal: in.BlockedTotal, RefusedTotal: in.RefusedTotal}
 	posture := "off"
 	if st.Plan {
 		posture = "on"
@@ -286,7 +288,7 @@ func (s *Session) Status() PlanStatus {
 	if st.ProposalTitle != "" {
 		prop += fmt.Sprintf(" (%q)", st.ProposalTitle)
 	}
-	st.Text = fmt.Sprintf("Plan %s · mode %s · proposal %s · %d blocked call(s)", posture, st.Mode, prop, st.BlockedTotal)
+	st.Text = fmt.Sprintf("Plan %s · mode %s · proposal %s · %d call(s) blocked by Plan · %d refused otherwise", posture, st.Mode, prop, st.BlockedTotal, st.RefusedTotal)
 	if p := s.TrackedPlan(); p != nil {
 		st.Steps = &StepProgress{Done: p.Done(), Total: len(p.Steps), Status: p.Status}
 		st.Text += fmt.Sprintf(" · implementation %s, %d/%d steps done", p.Status, p.Done(), len(p.Steps))

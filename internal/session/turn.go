@@ -62,8 +62,14 @@ func (k *turnSink) ToolResult(call agent.ToolCall, ok bool, output string) {
 }
 
 func (k *turnSink) Blocked(call agent.ToolCall, code, reason string) {
+	// blocked_total counts Plan refusals only (the turn's Plan stamp, which
+	// its children share); anything else refused is counted apart.
 	k.s.mu.Lock()
-	k.s.row.BlockedTotal++
+	if k.plan && code == agent.CodePlanBlocked {
+		k.s.row.BlockedTotal++
+	} else {
+		k.s.row.RefusedTotal++
+	}
 	k.s.mu.Unlock()
 	if err := k.s.saveRow(context.Background()); err != nil {
 		k.s.m.log.Error("persist blocked count", "session", k.s.id, "err", err)

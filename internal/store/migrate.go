@@ -114,6 +114,10 @@ var migrations = []string{
 		inherited INTEGER NOT NULL DEFAULT 0,
 		PRIMARY KEY (room_id, hash)
 	);`,
+	// 8: tool calls refused for reasons other than Plan (unknown tools or
+	// permission outside Plan), counted apart from blocked_total, which
+	// counts Plan refusals only.
+	`ALTER TABLE sessions ADD COLUMN refused_total INTEGER NOT NULL DEFAULT 0;`,
 }
 
 func (s *Store) migrate(ctx context.Context, steps []string) error {

@@ -16,7 +16,8 @@ type Session struct {
 	Title           string
 	Plan            bool
 	Mode            string
-	BlockedTotal    int64
+	BlockedTotal    int64 // tool calls refused by Plan
+	RefusedTotal    int64 // tool calls refused for other reasons
 	PlanEpisode     int64
 	TemplateEpisode int64
 	Segment         int64
@@ -27,12 +28,12 @@ type Session struct {
 	UpdatedAt       time.Time
 }
 
-const sessionCols = `id, workspace, title, plan, mode, blocked_total, plan_episode, template_episode, segment, parent_id, fork_point, forked_to, created_at, updated_at`
+const sessionCols = `id, workspace, title, plan, mode, blocked_total, refused_total, plan_episode, template_episode, segment, parent_id, fork_point, forked_to, created_at, updated_at`
 
 func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
 	var r Session
 	var created, updated string
-	if err := sc.Scan(&r.ID, &r.Workspace, &r.Title, &r.Plan, &r.Mode, &r.BlockedTotal,
+	if err := sc.Scan(&r.ID, &r.Workspace, &r.Title, &r.Plan, &r.Mode, &r.BlockedTotal, &r.RefusedTotal,
 		&r.PlanEpisode, &r.TemplateEpisode, &r.Segment, &r.ParentID, &r.ForkPoint, &r.ForkedTo, &created, &updated); err != nil {
 		return r, err
 	}
@@ -52,12 +53,12 @@ func PutSessionTx(ctx context.Context, tx *sql.Tx, r Session) error {
 		r.CreatedAt = time.Now()
 	}
 	r.UpdatedAt = time.Now()
-	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+	_, err := tx.ExecContext(ctx, `INSERT INTO sessions (`+sessionCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET workspace=excluded.workspace, title=excluded.title, plan=excluded.plan,
-		mode=excluded.mode, blocked_total=excluded.blocked_total, plan_episode=excluded.plan_episode,
+		mode=excluded.mode, blocked_total=excluded.blocked_total, refused_total=excluded.refused_total, plan_episode=excluded.plan_episode,
 		template_episode=excluded.template_episode, segment=excluded.segment, parent_id=excluded.parent_id,
 		fork_point=excluded.fork_point, forked_to=excluded.forked_to, updated_at=excluded.updated_at`,
-		r.ID, r.Workspace, r.Title, r.Plan, r.Mode, r.BlockedTotal, r.PlanEpisode, r.TemplateEpisode, r.Segment,
+		r.ID, r.Workspace, r.Title, r.Plan, r.Mode, r.BlockedTotal, r.RefusedTotal, r.PlanEpisode, r.TemplateEpisode, r.Segment,
 		r.ParentID, r.ForkPoint, r.ForkedTo,
 		r.CreatedAt.UTC().Format(time.RFC3339Nano), r.UpdatedAt.UTC().Format(time.RFC3339Nano))
 	if err != nil {

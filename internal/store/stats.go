@@ -9,7 +9,8 @@ import (
 type Stats struct {
 	Sessions        int
 	InPlan          int
-	BlockedTotal    int64
+	BlockedTotal    int64 // tool calls refused by Plan
+	RefusedTotal    int64 // tool calls refused for other reasons
 	RetryPending    int
 	Proposals       map[string]int // by status
 	Goals           map[string]int // by status, not cleared
@@ -20,8 +21,8 @@ type Stats struct {
 // json_extract; a corrupt row counts as "corrupt".
 func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	st := Stats{Proposals: map[string]int{}, Goals: map[string]int{}, Implementations: map[string]int{}}
-	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(plan),0), COALESCE(SUM(blocked_total),0) FROM sessions`).
-		Scan(&st.Sessions, &st.InPlan, &st.BlockedTotal)
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(plan),0), COALESCE(SUM(blocked_total),0), COALESCE(SUM(refused_total),0) FROM sessions`).
+		Scan(&st.Sessions, &st.InPlan, &st.BlockedTotal, &st.RefusedTotal)
 	if err != nil {
 		return st, err
 	}
