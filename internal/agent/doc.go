@@ -14,4 +14,8 @@
 // [Message.Thinking] so a tool loop can send them back with their
 // signatures; they are never assistant text. [Usage] counts cached prompt
 // tokens as input and reports the cache writes and reads beside them.
+//
+// A child agent inherits its parent turn's gate, Plan stamp included; under
+// Plan it gets its own short Plan note and refusal wording (investigate and
+// report back), never the root agent's "end with a <proposed_plan> block".
 package agent

@@ -71,9 +71,15 @@ type Gate struct {
 	Plan  bool
 	Mode  Mode
 	Shell Shell // classifier for bash; nil refuses bash in Plan
+	// Child marks the gate of a child agent's turn: its Plan refusals tell
+	// it to report back, since only the root agent can propose a plan.
+	Child bool
 }
 
 const planAdvice = " Plan mode allows only read-only investigation: finish with read-only tools and end your reply with a <proposed_plan> block."
+
+// childPlanAdvice ends a Plan refusal of a child agent's call.
+const childPlanAdvice = " Plan mode allows this child agent only read-only investigation: go on with read-only tools and report what you found (and what should change) to the agent that delegated the task."
 
 // Decide returns the verdict for calling tool t (nil when unknown) with call.
 // It never runs anything.
@@ -83,7 +89,7 @@ func (g Gate) Decide(t *Tool, call ToolCall) Decision {
 		if g.Plan {
 			code = CodePlanBlocked
 		}
-		return Decision{Verdict: Refuse, Code: code, Reason: fmt.Sprintf("unknown tool %q.", call.Name) + advice(g.Plan)}
+		return Decision{Verdict: Refuse, Code: code, Reason: fmt.Sprintf("unknown tool %q.", call.Name) + g.advice()}
 	}
 	if g.Plan {
 		return g.decidePlan(t, call)
@@ -102,8 +108,12 @@ func (g Gate) Decide(t *Tool, call ToolCall) Decision {
 	return Decision{Verdict: Ask, Reason: fmt.Sprintf("%s needs your permission in %s mode", t.Spec.Name, g.Mode)}
 }
 
-func advice(plan bool) string {
-	if plan {
+// advice ends a refusal under Plan: what the refused agent should do instead.
+func (g Gate) advice() string {
+	switch {
+	case g.Plan && g.Child:
+		return childPlanAdvice
+	case g.Plan:
 		return planAdvice
 	}
 	return ""
@@ -111,7 +121,7 @@ func advice(plan bool) string {
 
 func (g Gate) decidePlan(t *Tool, call ToolCall) Decision {
 	refuse := func(why string) Decision {
-		return Decision{Verdict: Refuse, Code: CodePlanBlocked, Reason: why + planAdvice}
+		return Decision{Verdict: Refuse, Code: CodePlanBlocked, Reason: why + g.advice()}
 	}
 	switch {
 	case t.Meta.ReadOnly, t.Meta.SessionOnly, t.Meta.Delegates:

@@ -147,9 +147,7 @@ func (t *Turn) dispatch(ctx context.Context, call ToolCall) string {
 	if errors.As(err, &refused) {
 		code := CodePlanBlocked
 		reason := "bash command refused at execution: " + refused.Reason + "."
-		if t.Gate.Plan {
-			reason += planAdvice
-		}
+		reason += t.Gate.advice()
 		t.Sink.Blocked(call, code, reason)
 		return RefusalJSON(code, call.Name, reason)
 	}
@@ -167,6 +165,16 @@ const childPrompt = `You are a child agent helping a coding agent. Do the task y
 you have and answer with a concise report of what you found or did. Your answer goes back to the
 agent that delegated the task, not to the person.`
 
+// childPlanNote is added to a child's system prompt when the delegating
+// turn runs under Plan: the child's own, short Plan guidance (a child never
+// proposes; it investigates and reports).
+const childPlanNote = `
+
+Plan mode is on: you may only investigate, with read-only tools (reading, listing, searching,
+read-only shell commands). Do not try to change files or run commands that change anything; such
+calls are refused. Do not write a plan block: report what you found, and what should change, to the
+agent that delegated the task.`
+
 // delegate runs a child agent for call. The child's turn carries this
 // turn's Gate, so a turn started under Plan keeps Plan's limits for its
 // children, their tools and their Bash until it ends. Child output is
@@ -180,10 +188,16 @@ func (t *Turn) delegate(ctx context.Context, call ToolCall) string {
 		t.Sink.ToolResult(call, false, msg)
 		return msg
 	}
+	gate := t.Gate
+	gate.Child = true
+	prompt := childPrompt
+	if gate.Plan {
+		prompt += childPlanNote
+	}
 	child := &Turn{
 		Engine: t.Engine, Model: t.Model, Effort: t.Effort,
-		Messages: []Message{{Role: RoleSystem, Content: childPrompt}, {Role: RoleUser, Content: a.Task}},
-		Tools:    t.Tools, Gate: t.Gate, Env: t.Env, Ask: t.Ask,
+		Messages: []Message{{Role: RoleSystem, Content: prompt}, {Role: RoleUser, Content: a.Task}},
+		Tools:    t.Tools, Gate: gate, Env: t.Env, Ask: t.Ask,
 		Sink: childSink{t.Sink}, MaxSteps: 32, Depth: t.Depth + 1,
 	}
 	res, err := child.Run(ctx)
