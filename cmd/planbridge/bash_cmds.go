@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,43 +13,40 @@ import (
 	"planbridge/bashclass"
 )
 
-// runClassify implements "planbridge classify [COMMAND]" and
+// runClassify implements "planbridge classify COMMAND" and
 // "planbridge classify --jsonl". The single form prints "allow" or
-// "deny: REASON" and exits 0 or 1; with no COMMAND it reads the command
-// from stdin. The --jsonl form reads one JSON string per line and writes
+// "deny: REASON" and exits 0 or 1; COMMAND "-" reads the command from
+// stdin, and no COMMAND is a usage error (2). The --jsonl form reads one JSON string per line and writes
 // one {"command","verdict","reason"} object per line, exiting 0 unless the
 // input is malformed (2).
 func runClassify(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("classify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("classify", stderr)
 	jsonl := fs.Bool("jsonl", false, "read JSON-encoded commands, one per line, and write one JSON verdict per line")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: planbridge classify [COMMAND] | planbridge classify --jsonl < commands.jsonl")
-	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, code, ok := parseFlags(fs, args, false, stdout, stderr)
+	if !ok {
+		return code
 	}
 	if *jsonl {
-		if fs.NArg() > 0 {
-			fs.Usage()
-			return 2
+		if len(pos) > 0 {
+			return usageError(fs, stderr, "--jsonl takes no COMMAND")
 		}
 		return classifyJSONL(stdin, stdout, stderr)
 	}
 	var src string
-	switch fs.NArg() {
-	case 0:
+	switch {
+	case len(pos) == 0:
+		return usageError(fs, stderr, "no COMMAND given (use \"-\" to read it from stdin)")
+	case len(pos) > 1:
+		return usageError(fs, stderr, "pass the command as one argument (quote it)")
+	case pos[0] == "-":
 		b, err := io.ReadAll(io.LimitReader(stdin, bashclass.MaxCommandLen+1))
 		if err != nil {
 			fmt.Fprintln(stderr, "planbridge classify:", err)
 			return 2
 		}
 		src = string(b)
-	case 1:
-		src = fs.Arg(0)
 	default:
-		fmt.Fprintln(stderr, "planbridge classify: pass the command as one argument (quote it)")
-		return 2
+		src = pos[0]
 	}
 	v := bashclass.Classify(src)
 	if !v.Allow {
@@ -103,19 +99,15 @@ func classifyJSONL(stdin io.Reader, stdout, stderr io.Writer) int {
 // through the Plan read-only runner, prints its output and exits with its
 // status, or with 126 and the reason on stderr when the policy refuses it.
 func runSh(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sh", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("sh", stderr)
 	dir := fs.String("C", "", "run in `DIR` instead of the current directory")
 	timeout := fs.Duration("timeout", bashclass.DefaultTimeout, "stop the command after this long")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: planbridge sh [-C DIR] [-timeout D] COMMAND")
+	pos, code, ok := parseFlags(fs, args, false, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return 2
+	if len(pos) != 1 {
+		return usageError(fs, stderr, "pass the command as one argument (quote it)")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

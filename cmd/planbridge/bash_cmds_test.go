@@ -18,7 +18,8 @@ func TestRunClassify(t *testing.T) {
 		{args: []string{"git status --short && git diff --stat"}, code: 0, out: "allow\n"},
 		{args: []string{"sort -uo f x"}, code: 1, out: "deny: sort option -o (in \"-uo\") writes files or runs a program\n"},
 		{args: []string{"rm -rf /"}, code: 1, out: "deny: \"rm\" is not a read-only command\n"},
-		{args: nil, stdin: "ls | wc -l\n", code: 0, out: "allow\n"},
+		{args: []string{"-"}, stdin: "ls | wc -l\n", code: 0, out: "allow\n"},
+		{args: nil, stdin: "ls\n", code: 2},
 		{args: []string{"a", "b"}, code: 2},
 	}
 	for _, tt := range tests {

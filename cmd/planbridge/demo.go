@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -29,11 +28,14 @@ var demoFiles = map[string]string{
 // planbridge serve subprocess spoken to over JSON-RPC, a real git repository
 // and a real SQLite state directory. The model is a scripted replay.
 func runDemo(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	keep := fs.Bool("keep", true, "keep the temporary directory for inspection")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	fs := newFlags("demo", stderr)
+	keep := fs.Bool("keep", false, "keep the temporary directory for inspection (its path is printed)")
+	pos, code, ok := parseFlags(fs, args, false, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(fs, stderr, "demo takes no arguments")
 	}
 	if err := demo(stdout, *keep); err != nil {
 		fmt.Fprintf(stderr, "planbridge demo: %v\n", err)

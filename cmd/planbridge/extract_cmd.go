@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 
@@ -36,17 +35,13 @@ type extractDiagnostic struct {
 // followed by a line feed. It exits 0 whether or not a proposal was found,
 // and 2 on usage or input errors.
 func runExtract(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("extract", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: planbridge extract < response.txt")
+	fs := newFlags("extract", stderr)
+	pos, code, ok := parseFlags(fs, args, false, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fs.Usage()
-		return 2
+	if len(pos) > 0 {
+		return usageError(fs, stderr, "the response is read from stdin; it takes no arguments")
 	}
 	b, err := io.ReadAll(io.LimitReader(stdin, maxResponseBytes+1))
 	if err != nil {

@@ -11,56 +11,127 @@ import (
 // version is the release version; overridden with -ldflags at release time.
 var version = "0.1.0-dev"
 
-// subcommands maps a subcommand name to its entry point. Each entry point
-// parses its own flags and returns the process exit status.
-var subcommands = map[string]func(args []string, stdin io.Reader, stdout, stderr io.Writer) int{
-	"serve":    runServe,
-	"version":  runVersion,
-	"doctor":   runDoctor,
-	"demo":     runDemo,
-	"classify": runClassify,
-	"sh":       runSh,
-	"extract":  runExtract,
-	"status":   runStatus,
-	"worktree": runWorktree,
+// subcommand is one entry of the command line: its name, its synopsis
+// (after "planbridge NAME"), a one-line summary for the top-level help, a
+// description for its own --help, and its entry point, which parses its own
+// flags (see [parseFlags]) and returns the process exit status.
+type subcommand struct {
+	name, synopsis, summary, description string
+	run                                  func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}
+
+// subcommands returns the command table, in the order the help lists it.
+// To add a subcommand, add an entry here. (A function, not a variable: the
+// entry points look the table up for their help.)
+func subcommands() []subcommand {
+	return []subcommand{
+		{"serve", "[FLAGS]", "serve JSON-RPC on stdio (the default; what Emacs runs)",
+			"Serve JSON-RPC 2.0 with Content-Length framing on stdin/stdout, as the planbridge Emacs package\n" +
+				"expects. Logs go to stderr or --log, never stdout. It takes flags only.", runServe},
+		{"demo", "[--keep]", "run a scripted Plan session end to end in a temporary repository",
+			"Replay a scripted conversation (no model is contacted) against a temporary git repository:\n" +
+				"plan, propose, accept, implement. The temporary directory is removed unless --keep.", runDemo},
+		{"doctor", "[FLAGS]", "report state dir, database, git, bash confinement and engine configuration",
+			"Check what planbridge needs and print one line per check. It reads the state directory and\n" +
+				"database if they exist and never creates them. Exit status 1 if a check fails.", runDoctor},
+		{"classify", "COMMAND | classify - | classify --jsonl", "classify a shell command as read-only or not",
+			"Print \"allow\" (exit 0) or \"deny: REASON\" (exit 1) for COMMAND, as Plan's Bash policy decides.\n" +
+				"\"-\" reads the command from stdin; --jsonl reads one JSON string per line and writes one\n" +
+				"{command, verdict, reason} object per line.", runClassify},
+		{"sh", "[-C DIR] [-timeout D] COMMAND", "run a command through the Plan read-only runner",
+			"Run COMMAND through the hardened read-only runner Plan uses. Exit status is the command's,\n" +
+				"or 126 with the reason on stderr when the policy refuses it.", runSh},
+		{"extract", "< RESPONSE", "extract a <proposed_plan> from a response on stdin",
+			"Read one assistant response on stdin and print the extracted proposal, its diagnostics and\n" +
+				"the visible text as one JSON document.", runExtract},
+		{"status", "[--porcelain] [DIR]", "print the status of a git checkout (like git status --porcelain)",
+			"Print the status of the git checkout containing DIR (default \".\"), computed without running\n" +
+				"git. With --porcelain the output is byte-identical to\n" +
+				"  git status --porcelain --untracked-files=all --no-renames\n" +
+				"(a rename shows as a deletion and an addition).", runStatus},
+		{"worktree", "add --branch B [--path P] [REPO]", "create a linked git worktree on a new branch",
+			"Create a linked worktree on a new branch B from HEAD, like git worktree add -b B P HEAD, without\n" +
+				"running any hook or filter. P defaults to .worktrees/<last component of B>.", runWorktree},
+		{"version", "", "print the version", "Print the version of planbridge.", runVersion},
+	}
+}
+
+func lookup(name string) *subcommand {
+	for _, sc := range subcommands() {
+		if sc.name == name {
+			return &sc
+		}
+	}
+	return nil
 }
 
 func main() {
-	args := os.Args[1:]
-	name := "serve"
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		name, args = args[0], args[1:]
-	}
-	if name == "help" {
-		usage(os.Stdout)
-		return
-	}
-	run, ok := subcommands[name]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "planbridge: unknown subcommand %q\n", name)
-		usage(os.Stderr)
-		os.Exit(2)
-	}
-	os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, isTerminal(os.Stdin)))
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `usage: planbridge [SUBCOMMAND] [FLAGS]
+// run dispatches a command line. A bare "planbridge" whose stdin is a
+// terminal explains itself instead of waiting for JSON-RPC frames nobody
+// will type; with stdin a pipe (Emacs) it serves.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer, tty bool) int {
+	if len(args) == 0 {
+		if tty {
+			fmt.Fprint(stderr, bareTerminalNote)
+			return 2
+		}
+		return runServe(nil, stdin, stdout, stderr)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 && args[0] == "help" {
+			if sc := lookup(args[1]); sc != nil {
+				printHelp(stdout, sc, nil)
+				return 0
+			}
+		}
+		usage(stdout)
+		return 0
+	case "-version", "--version":
+		return runVersion(nil, stdin, stdout, stderr)
+	}
+	name := args[0]
+	if name[0] == '-' {
+		// Flags without a subcommand are serve's.
+		return runServe(args, stdin, stdout, stderr)
+	}
+	sc := lookup(name)
+	if sc == nil {
+		fmt.Fprintf(stderr, "planbridge: unknown subcommand %q\n\n", name)
+		usage(stderr)
+		return 2
+	}
+	return sc.run(args[1:], stdin, stdout, stderr)
+}
 
-subcommands:
-  serve      serve JSON-RPC on stdio (default)
-  demo       run a scripted Plan session end to end in a temporary repository
-  doctor     report state dir, database, git, bwrap and engine configuration
-  classify   classify a shell command as read-only or not
-  sh         run a command through the Plan read-only runner
-  extract    extract a <proposed_plan> from a response on stdin
-  status     print the status of a git checkout (like git status --porcelain)
-  worktree   create a linked git worktree (worktree add --branch B [--path P] [REPO])
-  version    print the version
-`)
+const bareTerminalNote = `planbridge is a JSON-RPC server for the planbridge Emacs package: it speaks
+JSON-RPC 2.0 with Content-Length framing on stdin/stdout, so typing at it does nothing useful.
+
+  From Emacs:     M-x planbridge (the package starts "planbridge serve" itself)
+  Try it:         planbridge demo
+  Check set-up:   planbridge doctor
+  All commands:   planbridge --help
+  Serve anyway:   planbridge serve
+`
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: planbridge [SUBCOMMAND] [FLAGS]\n\nPlan mode for a coding agent, as a JSON-RPC backend for Emacs.\n\nsubcommands:\n")
+	for _, sc := range subcommands() {
+		fmt.Fprintf(w, "  %-9s  %s\n", sc.name, sc.summary)
+	}
+	fmt.Fprint(w, "\nRun \"planbridge SUBCOMMAND --help\" for its flags. --version prints the version.\n")
 }
 
 func runVersion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlags("version", stderr)
+	if _, code, ok := parseFlags(fs, args, false, stdout, stderr); !ok {
+		return code
+	} else if fs.NArg() > 0 {
+		return usageError(fs, stderr, "version takes no arguments")
+	}
 	fmt.Fprintf(stdout, "planbridge %s\n", version)
 	return 0
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -91,8 +93,7 @@ func openLogger(path string, stderr io.Writer) (*slog.Logger, func(), error) {
 }
 
 func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("serve", stderr)
 	var cf commonFlags
 	cf.register(fs)
 	shareListen := fs.String("share-listen", envOr("PLANBRIDGE_SHARE_LISTEN", share.DefaultListen),
@@ -101,8 +102,12 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	shareBase := fs.String("share-base-url", os.Getenv("PLANBRIDGE_SHARE_BASE_URL"),
 		"scheme://host[:port] that share links start with instead of the listen address, for a 0.0.0.0 listener or a LAN/VPN name, "+
 			"e.g. http://laptop.lan:8787 with --share-listen 0.0.0.0:8787 (env PLANBRIDGE_SHARE_BASE_URL)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, code, ok := parseFlags(fs, args, false, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(fs, stderr, fmt.Sprintf("unexpected argument %q (serve takes flags only)", pos[0]))
 	}
 	if *shareBase != "" {
 		u, err := share.CheckBaseURL(*shareBase)
@@ -154,12 +159,15 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	flags := newFlags("doctor", stderr)
 	var cf commonFlags
-	cf.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	cf.register(flags)
+	pos, code, parsed := parseFlags(flags, args, false, stdout, stderr)
+	if !parsed {
+		return code
+	}
+	if len(pos) > 0 {
+		return usageError(flags, stderr, fmt.Sprintf("unexpected argument %q", pos[0]))
 	}
 	ok := true
 	line := func(name, val string, good bool) {
@@ -171,9 +179,22 @@ func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "planbridge %s\n", version)
 	dir := cf.dir()
-	line("state dir", dir, true)
 	ctx := context.Background()
-	if st, err := store.Open(ctx, dir); err != nil {
+	// doctor only looks: it never creates the state directory or database.
+	db := filepath.Join(dir, "state.db")
+	_, dirErr := os.Stat(dir)
+	_, dbErr := os.Stat(db)
+	switch {
+	case errors.Is(dirErr, fs.ErrNotExist):
+		line("state dir", dir+" (not created yet; the first planbridge serve creates it)", true)
+	case dirErr != nil:
+		line("state dir", dirErr.Error(), false)
+	default:
+		line("state dir", dir, true)
+	}
+	if errors.Is(dbErr, fs.ErrNotExist) {
+		line("database", db+" (not created yet)", true)
+	} else if st, err := store.Open(ctx, dir); err != nil {
 		line("database", err.Error(), false)
 	} else {
 		v, _ := st.SchemaVersion(ctx)

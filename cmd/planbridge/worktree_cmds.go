@@ -41,20 +41,14 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 // status 0 on success, 1 when the status cannot be computed, 2 on usage
 // errors.
 func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("status", stderr)
 	porcelain := fs.Bool("porcelain", false, "print only the XY PATH lines, like git status --porcelain")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: planbridge status [--porcelain] [DIR]\n\nPrint the status of the git checkout containing DIR (default .). With\n--porcelain the output is byte-identical to\n  git status --porcelain --untracked-files=all --no-renames\n(renames show as a deletion and an addition), computed without running git.")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		return 2
+	pos, code, ok := parseFlags(fs, args, true, stdout, stderr)
+	if !ok {
+		return code
 	}
 	if len(pos) > 1 {
-		fs.Usage()
-		return 2
+		return usageError(fs, stderr, "at most one DIR")
 	}
 	dir := "."
 	if len(pos) == 1 {
@@ -106,28 +100,24 @@ func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // state refuses or the fork fails (the message says how to clean up), 2 on
 // usage errors.
 func runWorktree(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprintln(stderr, "usage: planbridge worktree add --branch B [--path P] [REPO]")
-	}
-	if len(args) == 0 || args[0] != "add" {
-		usage()
-		return 2
-	}
-	fs := flag.NewFlagSet("worktree add", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("worktree add", stderr)
 	branch := fs.String("branch", "", "name of the new branch (required)")
 	dest := fs.String("path", "", "worktree directory (default .worktrees/<branch leaf> under the repository root)")
-	fs.Usage = func() {
-		usage()
-		fs.PrintDefaults()
+	if len(args) == 0 || (args[0] != "add" && args[0] != "-h" && args[0] != "-help" && args[0] != "--help") {
+		return usageError(fs, stderr, "the only action is add")
 	}
-	pos, err := parseInterleaved(fs, args[1:])
-	if err != nil {
-		return 2
+	if args[0] == "add" {
+		args = args[1:]
 	}
-	if len(pos) > 1 || *branch == "" {
-		fs.Usage()
-		return 2
+	pos, code, ok := parseFlags(fs, args, true, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) > 1 {
+		return usageError(fs, stderr, "at most one REPO")
+	}
+	if *branch == "" {
+		return usageError(fs, stderr, "--branch is required")
 	}
 	repo := "."
 	if len(pos) == 1 {
@@ -146,9 +136,13 @@ func runWorktree(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		r.Close()
 		p = worktree.DefaultPath(r.Root, *branch)
-	} else if p, err = filepath.Abs(p); err != nil {
-		fmt.Fprintln(stderr, "planbridge worktree add:", err)
-		return 1
+	} else {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			fmt.Fprintln(stderr, "planbridge worktree add:", err)
+			return 1
+		}
+		p = abs
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
