@@ -155,3 +155,30 @@ func TestDoctorCreatesNothing(t *testing.T) {
 		t.Fatalf("doctor created the database (%v)", err)
 	}
 }
+
+// TestDemoPrintsPromptOnceAndCleansUp: the demo (what make demo runs)
+// prints the prompt once and leaves no temporary directory behind, unless
+// --keep.
+func TestDemoPrintsPromptOnceAndCleansUp(t *testing.T) {
+	tmp := t.TempDir()
+	cmd := exec.Command(binary, "demo")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	if n := strings.Count(string(out), "> Make the greeting's name configurable"); n != 1 {
+		t.Errorf("the prompt is printed %d times:\n%s", n, out)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("demo left %v behind in TMPDIR", ents)
+	}
+	cmd = exec.Command(binary, "demo", "--keep")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("demo --keep: %v\n%s", err, out)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 1 {
+		t.Errorf("demo --keep kept %v", ents)
+	}
+}

@@ -92,7 +92,7 @@ func demo(out io.Writer, keep bool) error {
 	}
 	before, _ := os.ReadFile(filepath.Join(repo, "main.go"))
 	prompt := "/plan Make the greeting's name configurable from the command line."
-	fmt.Fprintf(out, "> %s\n", prompt)
+	// The prompt is printed once, from its "user" event, as Emacs shows it.
 	if err := c.Call(ctx, "session/submit", map[string]string{"session": sess.ID, "text": prompt}, nil); err != nil {
 		return err
 	}
@@ -141,7 +141,11 @@ func demo(out io.Writer, keep bool) error {
 	}
 	diff, _ := exec.Command("git", "-C", repo, "diff", "--stat").CombinedOutput()
 	fmt.Fprintf(out, "\naccepted plan archived as %s\n/plan status: %s\ngit diff --stat:\n%s", acc.Artifact, status.Text, diff)
-	fmt.Fprintf(out, "state lives in %s (SQLite: state.db; plan files under sessions/<id>/work/)\n", state)
+	if keep {
+		fmt.Fprintf(out, "state lives in %s (SQLite: state.db; plan files under sessions/<id>/work/); kept for inspection\n", state)
+	} else {
+		fmt.Fprintf(out, "the temporary directory is removed now; run planbridge demo --keep to inspect it\n")
+	}
 	return c.Call(ctx, "shutdown", nil, nil)
 }
 
