@@ -1,4 +1,6 @@
 // Package goal holds the Goal record, its statuses and budget accounting, and
-// decides whether a continuation turn should be dispatched. It decides; the
-// session dispatches.
+// decides what the session runs next ([Decide]: the Goal's kickoff, a queued
+// follow-up or a continuation, in that order). It decides; the session
+// dispatches. An end the model requests with update_goal is recorded
+// ([Goal.RequestEnd]) and settled with the turn's accounting ([Goal.Settle]).
 package goal
