@@ -35,7 +35,7 @@ func TestBlockedCountsOnlyPlanRefusals(t *testing.T) {
 	if err := p.c.Call(ctx, "plan/status", map[string]string{"session": s.ID}, &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.BlockedTotal != 1 || st.RefusedTotal != 1 || !strings.Contains(st.Text, "1 call(s) blocked by Plan") || !strings.Contains(st.Text, "1 refused otherwise") {
+	if st.BlockedTotal != 1 || st.RefusedTotal != 1 || !strings.Contains(st.Text, "1 blocked call(s)") || !strings.Contains(st.Text, "1 other refused call(s)") {
 		t.Fatalf("plan/status %+v", st)
 	}
 	p.stop()

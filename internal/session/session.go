@@ -288,7 +288,7 @@ func (s *Session) Status() PlanStatus {
 	if st.ProposalTitle != "" {
 		prop += fmt.Sprintf(" (%q)", st.ProposalTitle)
 	}
-	st.Text = fmt.Sprintf("Plan %s · mode %s · proposal %s · %d call(s) blocked by Plan · %d refused otherwise", posture, st.Mode, prop, st.BlockedTotal, st.RefusedTotal)
+	st.Text = fmt.Sprintf("Plan %s · mode %s · proposal %s · %d blocked call(s) · %d other refused call(s)", posture, st.Mode, prop, st.BlockedTotal, st.RefusedTotal)
 	if p := s.TrackedPlan(); p != nil {
 		st.Steps = &StepProgress{Done: p.Done(), Total: len(p.Steps), Status: p.Status}
 		st.Text += fmt.Sprintf(" · implementation %s, %d/%d steps done", p.Status, p.Done(), len(p.Steps))
