@@ -239,3 +239,28 @@ func TestWorktreeForkCrashAtEveryFailpoint(t *testing.T) {
 		})
 	}
 }
+
+// TestWorktreeBlockersBeforeBranch: the card names every fork blocker it
+// can know before a branch is asked for (here: no git checkout), so Emacs
+// can refuse Worktree before prompting; the acceptance refuses in the same
+// words.
+func TestWorktreeBlockersBeforeBranch(t *testing.T) {
+	ctx := ctxT(t)
+	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, fmt.Sprintf(`[{"text": %q}]`, planText)))
+	s, v := proposeAndWait(t, ctx, p, t.TempDir()) // not a git checkout
+	update(t, ctx, p.c, s.ID, v.Attempt, handoff.Change{Axis: "location", Value: "worktree"})
+	var view struct {
+		Attempt  string   `json:"attempt"`
+		Blockers []string `json:"blockers"`
+	}
+	if err := p.c.Call(ctx, "approval/get", map[string]string{"session": s.ID}, &view); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(view.Blockers, "; ") != "the workspace is not a git checkout" {
+		t.Fatalf("blockers %q", view.Blockers)
+	}
+	err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": view.Attempt, "branch": "feature/x"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "the workspace is not a git checkout") {
+		t.Fatalf("accept: %v", err)
+	}
+}

@@ -88,12 +88,12 @@ func (s *Session) refreshWorktreeNotice(ctx context.Context) {
 	s.mu.Lock()
 	wt := s.prop != nil && s.selectionLocked().Location == handoff.Worktree
 	s.mu.Unlock()
-	notice := ""
+	notice, noGit := "", false
 	if wt {
-		notice = s.worktreeNotice(ctx)
+		notice, noGit = s.worktreeNotice(ctx)
 	}
 	s.mu.Lock()
-	s.wtNotice = notice
+	s.wtNotice, s.wtNoGit = notice, noGit
 	s.mu.Unlock()
 }
 

@@ -43,6 +43,9 @@ func (s *Session) repoRoot() (string, error) {
 	return r.Root, nil
 }
 
+// notGitBlocker is the fork blocker of a workspace that is no git checkout.
+const notGitBlocker = "the workspace is not a git checkout"
+
 // forkBlockersLocked names what refuses a fork right now, in the words the
 // card shows and the refusal uses.
 func (s *Session) forkBlockersLocked() []string {
@@ -55,6 +58,9 @@ func (s *Session) forkBlockersLocked() []string {
 	}
 	if s.goalUnfinishedLocked() {
 		out = append(out, "an unfinished Goal is active in this session")
+	}
+	if s.wtNoGit {
+		out = append(out, notGitBlocker)
 	}
 	return out
 }
@@ -72,7 +78,7 @@ func (s *Session) checkFork(branch string) error {
 	}
 	root, err := s.repoRoot()
 	if err != nil {
-		return &Error{Code: CodeForkBlocked, Message: "cannot fork: the workspace is not a git checkout: " + err.Error()}
+		return &Error{Code: CodeForkBlocked, Message: "cannot fork: " + notGitBlocker + ": " + err.Error()}
 	}
 	dir := forkDir(root, branch)
 	if _, err := os.Lstat(dir); err == nil {
@@ -83,19 +89,20 @@ func (s *Session) checkFork(branch string) error {
 }
 
 // worktreeNotice is the card's "uncommitted changes stay behind" line, from
-// the status walk (never a git helper).
-func (s *Session) worktreeNotice(ctx context.Context) string {
+// the status walk (never a git helper); noGit reports that the workspace is
+// no git checkout, which blocks a fork.
+func (s *Session) worktreeNotice(ctx context.Context) (notice string, noGit bool) {
 	s.mu.Lock()
 	ws := s.row.Workspace
 	s.mu.Unlock()
 	r, err := worktree.Open(ws)
 	if err != nil {
-		return "not a git checkout: Worktree is unavailable"
+		return "not a git checkout: Worktree is unavailable", true
 	}
 	defer r.Close()
 	entries, err := r.Status(ctx)
 	if err != nil {
-		return "could not check for uncommitted changes: " + err.Error()
+		return "could not check for uncommitted changes: " + err.Error(), false
 	}
 	edited, _ := s.m.st.EditedFiles(ctx, s.id)
 	restored := map[string]bool{}
@@ -109,9 +116,9 @@ func (s *Session) worktreeNotice(ctx context.Context) string {
 		}
 	}
 	if behind == 0 {
-		return "the fork starts from HEAD; no uncommitted changes stay behind"
+		return "the fork starts from HEAD; no uncommitted changes stay behind", false
 	}
-	return fmt.Sprintf("%d uncommitted change(s) stay behind (the fork starts from HEAD; files this session edited are restored)", behind)
+	return fmt.Sprintf("%d uncommitted change(s) stay behind (the fork starts from HEAD; files this session edited are restored)", behind), false
 }
 
 // Fork is the Worktree step of the handoff (see handoff.Env). Each stage is

@@ -231,7 +231,7 @@ func (s *Session) GoalCommand(ctx context.Context, arg string) (string, error) {
 // mutates a Goal that was cleared or replaced after it was looked up.
 func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, error) {
 	rest := strings.TrimSpace(arg)
-	// Read before taking s.mu: the manager's lock is never taken inside it.
+	// Read before taking s.mu, which the action holds throughout.
 	model, effort := s.m.sessionModel()
 	cfg := s.m.modelConfig()
 	if verb == GoalClear {

@@ -32,6 +32,7 @@ type Session struct {
 	track    tracking         // todo list and accepted-plan steps
 	gl       goalState        // the session's Goal
 	wtNotice string           // the card's Worktree notice, from the last status walk
+	wtNoGit  bool             // that walk found no git checkout: a fork blocker
 	msgs     []agent.Message  // transcript of the current context segment
 	nextIdx  int64
 	turnNo   int64
