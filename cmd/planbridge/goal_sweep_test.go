@@ -180,3 +180,36 @@ func TestGoalActionsAreAtomic(t *testing.T) {
 		}
 	}
 }
+
+// TestGoalClearRacingTurnsStaysCleared: /goal clear while the Goal's turns
+// settle one after another never leaves the cleared Goal alive on disk (it
+// would come back after a restart).
+func TestGoalClearRacingTurnsStaysCleared(t *testing.T) {
+	ctx := ctxT(t)
+	steps := make([]string, 400)
+	for i := range steps {
+		steps[i] = `{"text": "step\n", "usage": {"input_tokens": 1, "output_tokens": 1}}`
+	}
+	script := writeScript(t, "["+strings.Join(steps, ",")+"]")
+	for round := range 3 {
+		state := t.TempDir()
+		p := startServe(t, state, "--engine", "script", "--script", script)
+		s := createSession(t, ctx, p.c, t.TempDir())
+		if err := p.c.Call(ctx, "goal/start", map[string]string{"session": s.ID, "objective": "keep going"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitTurnEnd(t, ctx, p.c, 3+round)
+		if err := p.c.Call(ctx, "goal/clear", map[string]string{"session": s.ID}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if g := getGoal(t, ctx, p.c, s.ID); g.Goal != nil {
+			t.Fatalf("round %d: goal after clear %+v", round, g.Goal)
+		}
+		p.stop()
+		p2 := startServe(t, state, "--engine", "script", "--script", script)
+		if g := getGoal(t, ctx, p2.c, s.ID); g.Goal != nil {
+			t.Fatalf("round %d: the cleared Goal came back after a restart: %+v", round, g.Goal)
+		}
+		p2.stop()
+	}
+}

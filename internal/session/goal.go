@@ -51,8 +51,14 @@ func (s *Session) loadGoal(ctx context.Context) error {
 	return nil
 }
 
-// saveGoal persists the Goal (in tx when given).
+// saveGoal persists the Goal (in tx when given). Outside a transaction it
+// holds s.goalMu from the snapshot to the write, so a clear cannot slip in
+// between and be overwritten by the stale snapshot.
 func (s *Session) saveGoal(ctx context.Context, tx *sql.Tx) error {
+	if tx == nil {
+		s.goalMu.Lock()
+		defer s.goalMu.Unlock()
+	}
 	s.mu.Lock()
 	gs := s.gl
 	if gs.g == nil {
@@ -329,9 +335,11 @@ func (s *Session) goalActionLocked(verb, rest string, policy goal.Policy, budget
 }
 
 // clearGoal marks the current Goal cleared, durably, and forgets it. The
-// lock is held across the write so a Goal started meanwhile is never the
-// one forgotten.
+// locks are held across the write, so a Goal started meanwhile is never the
+// one forgotten and no save of the old Goal lands after it.
 func (s *Session) clearGoal(ctx context.Context) (string, error) {
+	s.goalMu.Lock()
+	defer s.goalMu.Unlock()
 	s.mu.Lock()
 	g := s.gl.g
 	if g == nil {

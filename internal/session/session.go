@@ -22,6 +22,9 @@ type Session struct {
 	id      string
 	workDir string
 
+	// goalMu orders Goal writes (saveGoal, clearGoal); taken before mu.
+	goalMu sync.Mutex
+
 	mu       sync.Mutex // guards the fields below
 	row      store.Session
 	busy     bool
