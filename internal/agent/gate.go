@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Mode is a session's permission mode.
@@ -54,6 +55,11 @@ const (
 	CodePlanBlocked      = "plan_mode_blocked"
 	CodeUnknownTool      = "unknown_tool"
 	CodePermissionDenied = "permission_denied"
+	// CodeProtectedPath refuses a write to a repository control file or
+	// planbridge's project configuration where no person can confirm it.
+	CodeProtectedPath = "protected_path"
+	// CodePublishedPlan refuses a model write under work://plans/.
+	CodePublishedPlan = "published_plan"
 )
 
 // Decision is the gate's verdict on one tool call.
@@ -63,6 +69,9 @@ type Decision struct {
 	Reason  string
 	// ReadOnlyShell: run bash through the hardened read-only runner.
 	ReadOnlyShell bool
+	// Protected: the call writes a protected path; once the person allows
+	// it, the executor may write it ([Env.AllowProtected]).
+	Protected bool
 }
 
 // Gate is the one choke point every tool call passes. Plan is the immutable
@@ -74,6 +83,15 @@ type Gate struct {
 	// Child marks the gate of a child agent's turn: its Plan refusals tell
 	// it to report back, since only the root agent can propose a plan.
 	Child bool
+	// Roots resolves the paths file tools write ([Meta.Writes]).
+	Roots Roots
+	// Protected are further directories of project configuration
+	// (skills folders outside the workspace).
+	Protected []string
+	// Unattended marks a turn no person can answer for: a prompt sent from
+	// a share link, an automatic Goal continuation. A write that would ask
+	// because it touches a protected path is refused instead.
+	Unattended bool
 }
 
 const planAdvice = " Plan mode allows only read-only investigation: finish with read-only tools and end your reply with a <proposed_plan> block."
@@ -93,6 +111,9 @@ func (g Gate) Decide(t *Tool, call ToolCall) Decision {
 	}
 	if g.Plan {
 		return g.decidePlan(t, call)
+	}
+	if d, ok := g.decideWrites(t, call); ok {
+		return d
 	}
 	if t.Meta.ReadOnly || t.Meta.SessionOnly || t.Meta.Delegates || g.Mode == ModeFullAuto {
 		return Decision{Verdict: Run}
@@ -127,14 +148,29 @@ func (g Gate) decidePlan(t *Tool, call ToolCall) Decision {
 	case t.Meta.ReadOnly, t.Meta.SessionOnly, t.Meta.Delegates:
 		// A child agent inherits this turn's Plan stamp: its calls pass this gate.
 		return Decision{Verdict: Run}
-	case t.Spec.Name == "apply_patch":
-		targets, err := PatchTargets(call.Arguments)
+	case t.Meta.Writes != nil:
+		// File tools write only the session's scratch area in Plan.
+		name := t.Spec.Name
+		targets, err := t.Meta.Writes(call.Arguments)
 		if err != nil {
-			return refuse(fmt.Sprintf("apply_patch refused: %v.", err))
+			return refuse(fmt.Sprintf("%s refused: %v.", name, err))
+		}
+		if len(targets) == 0 {
+			return refuse(fmt.Sprintf("%s refused: it names no file.", name))
 		}
 		for _, p := range targets {
-			if p != "" && !IsWorkPath(p) {
-				return refuse(fmt.Sprintf("apply_patch may only change work:// files in Plan; %q is a workspace file, so the whole patch was refused.", p))
+			if !IsWorkPath(p) {
+				return refuse(fmt.Sprintf("%s may only change work:// files in Plan (keep notes under %s); %q is a workspace file, so the whole call was refused.", name, NotesDir, p))
+			}
+			w, err := g.Roots.ClassifyWrite(p, g.Protected...)
+			if err != nil {
+				return refuse(fmt.Sprintf("%s refused: %v.", name, err))
+			}
+			if w.Class == WritePublished {
+				return refuse(fmt.Sprintf("%s refused: %q is the published plan, which belongs to the session once proposed; keep notes under %s and revise the plan by proposing again.", name, p, NotesDir))
+			}
+			if w.Class != WriteNotes {
+				return refuse(fmt.Sprintf("%s may only change work:// files in Plan; %q is not one, so the whole call was refused.", name, p))
 			}
 		}
 		return Decision{Verdict: Run}
@@ -149,6 +185,54 @@ func (g Gate) decidePlan(t *Tool, call ToolCall) Decision {
 		return Decision{Verdict: Run, ReadOnlyShell: true}
 	}
 	return refuse(fmt.Sprintf("%s changes the workspace and is not allowed while Plan is on.", t.Spec.Name))
+}
+
+// NotesDir is the model's own scratch area under work://.
+const NotesDir = WorkScheme + "notes/"
+
+// decideWrites applies the write-side path policy outside Plan: the
+// published plan is never the model's to change, and a protected path
+// always asks the person (with a warning) in every permission mode, or is
+// refused where no person can answer. ok is false when the call's writes
+// leave the decision to the permission mode. A call whose targets cannot be
+// read or resolved is left to its executor, which resolves them again and
+// fails the same way (and refuses protected paths on its own).
+func (g Gate) decideWrites(t *Tool, call ToolCall) (Decision, bool) {
+	if t.Meta.Writes == nil {
+		return Decision{}, false
+	}
+	targets, err := t.Meta.Writes(call.Arguments)
+	if err != nil {
+		return Decision{}, false
+	}
+	var protected []WriteTarget
+	for _, p := range targets {
+		w, err := g.Roots.ClassifyWrite(p, g.Protected...)
+		if err != nil {
+			continue
+		}
+		switch w.Class {
+		case WritePublished:
+			return Decision{Verdict: Refuse, Code: CodePublishedPlan, Reason: fmt.Sprintf(
+				"%s refused: %q is the published plan, which belongs to the session; keep notes under %s.", t.Spec.Name, p, NotesDir)}, true
+		case WriteProtected:
+			protected = append(protected, w)
+		}
+	}
+	if len(protected) == 0 {
+		return Decision{}, false
+	}
+	var what []string
+	for _, w := range protected {
+		what = append(what, fmt.Sprintf("%s (%s)", w.Path, w.Why))
+	}
+	list := strings.Join(what, "; ")
+	if g.Unattended {
+		return Decision{Verdict: Refuse, Code: CodeProtectedPath, Reason: fmt.Sprintf(
+			"%s refused: it writes %s, and no person can confirm that from here (a share link or an unattended Goal turn).", t.Spec.Name, list)}, true
+	}
+	return Decision{Verdict: Ask, Protected: true, Reason: fmt.Sprintf(
+		"WARNING: %s writes %s. This always needs your confirmation, whatever the permission mode: allow it only if you asked for exactly this change.", t.Spec.Name, list)}, true
 }
 
 func bashCommand(args json.RawMessage) string {

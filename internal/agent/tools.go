@@ -12,7 +12,6 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"planbridge/internal/store"
@@ -31,6 +30,12 @@ type Meta struct {
 	// Delegates tools start a child agent whose every call passes the same
 	// gate under the parent turn's stamp; the turn runs them itself.
 	Delegates bool
+	// Writes, when set, returns the file paths a call with args writes (or
+	// deletes), as the call spells them. The gate classifies each one
+	// ([Roots.ClassifyWrite]): a file tool is plan-safe only when every
+	// target is the session's scratch area, and a repository control file
+	// always needs the person. An error means the call cannot run.
+	Writes func(args json.RawMessage) ([]string, error)
 }
 
 // Tool is one callable tool.
@@ -58,7 +63,12 @@ type Env struct {
 	// ReadOnlyShell makes the bash tool use the read-only runner; the gate
 	// sets it for every Plan call and for read-only commands outside Plan.
 	ReadOnlyShell bool
-	// Extra holds session-provided tools (todo_write, update_goal …).
+	// Protected are further directories whose files are project
+	// configuration ([Roots.ClassifyWrite]'s extra).
+	Protected []string
+	// AllowProtected is set for one call the person confirmed although it
+	// writes a protected path; file tools refuse such writes otherwise.
+	AllowProtected bool
 }
 
 // Registry is a set of tools by name. Not safe for concurrent mutation;
@@ -327,13 +337,13 @@ var grepTool = &Tool{
 var writeFileTool = &Tool{
 	Spec: ToolSpec{Name: "write_file", Description: "Create or replace a workspace file with content.",
 		Parameters: schema(`"path":{"type":"string"},"content":{"type":"string"}`, "path", "content")},
-	Meta: Meta{Edits: true},
+	Meta: Meta{Edits: true, Writes: pathArg},
 	Run: func(ctx context.Context, env *Env, args json.RawMessage) (string, error) {
 		a, err := decode[struct{ Path, Content string }](args)
 		if err != nil {
 			return "", err
 		}
-		p, err := env.Roots.Resolve(a.Path)
+		p, err := env.resolveWrite(a.Path)
 		if err != nil {
 			return "", err
 		}
@@ -342,6 +352,18 @@ var writeFileTool = &Tool{
 		}
 		return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), a.Path), nil
 	},
+}
+
+// pathArg is the Writes of a tool whose "path" argument is the file it writes.
+func pathArg(args json.RawMessage) ([]string, error) {
+	var a struct{ Path string }
+	if err := json.Unmarshal(args, &a); err != nil {
+		return nil, fmt.Errorf("invalid arguments: %w", err)
+	}
+	if a.Path == "" {
+		return nil, fmt.Errorf("invalid arguments: path is empty")
+	}
+	return []string{a.Path}, nil
 }
 
 func filePerm(p string) os.FileMode {
@@ -354,13 +376,13 @@ func filePerm(p string) os.FileMode {
 var editFileTool = &Tool{
 	Spec: ToolSpec{Name: "edit_file", Description: "Replace the one occurrence of old with new in a workspace file.",
 		Parameters: schema(`"path":{"type":"string"},"old":{"type":"string"},"new":{"type":"string"}`, "path", "old", "new")},
-	Meta: Meta{Edits: true},
+	Meta: Meta{Edits: true, Writes: pathArg},
 	Run: func(ctx context.Context, env *Env, args json.RawMessage) (string, error) {
 		a, err := decode[struct{ Path, Old, New string }](args)
 		if err != nil {
 			return "", err
 		}
-		p, err := env.Roots.Resolve(a.Path)
+		p, err := env.resolveWrite(a.Path)
 		if err != nil {
 			return "", err
 		}
@@ -405,7 +427,7 @@ func PatchTargets(args json.RawMessage) ([]string, error) {
 var applyPatchTool = &Tool{
 	Spec: ToolSpec{Name: "apply_patch", Description: "Apply a unified diff (as git apply takes it) to workspace or work:// files, all or nothing.",
 		Parameters: schema(`"patch":{"type":"string"}`, "patch")},
-	Meta: Meta{Edits: true},
+	Meta: Meta{Edits: true, Writes: patchWrites},
 	Run: func(ctx context.Context, env *Env, args json.RawMessage) (string, error) {
 		a, err := decode[struct{ Patch string }](args)
 		if err != nil {
@@ -415,55 +437,27 @@ var applyPatchTool = &Tool{
 		if err != nil {
 			return "", err
 		}
-		type result struct {
-			abs     string
-			content string
-			remove  bool
+		names, err := applyPatch(env, files, nil)
+		if err != nil {
+			return "", err
 		}
-		var results []result
-		// Compute every file's new content before writing anything.
-		for _, f := range files {
-			abs, err := env.Roots.Resolve(f.Target())
-			if err != nil {
-				return "", err
-			}
-			if f.OldPath != "" && f.NewPath != "" && f.OldPath != f.NewPath {
-				return "", fmt.Errorf("renames are not supported (%s → %s)", f.OldPath, f.NewPath)
-			}
-			old := ""
-			if f.OldPath != "" {
-				b, err := os.ReadFile(abs)
-				if err != nil {
-					return "", err
-				}
-				old = string(b)
-			} else if _, err := os.Lstat(abs); err == nil {
-				return "", fmt.Errorf("%s already exists", f.NewPath)
-			}
-			content, err := f.Apply(old)
-			if err != nil {
-				return "", err
-			}
-			results = append(results, result{abs: abs, content: content, remove: f.NewPath == ""})
-		}
-		for _, r := range results {
-			if r.remove {
-				if err := os.Remove(r.abs); err != nil {
-					return "", err
-				}
-				continue
-			}
-			if err := store.WriteFileAtomic(r.abs, []byte(r.content), filePerm(r.abs)); err != nil {
-				return "", err
-			}
-		}
-		var names []string
-		for _, f := range files {
-			names = append(names, f.Target())
-		}
-		sort.Strings(names)
 		return "patched " + strings.Join(names, ", "), nil
 	},
+}
+
+// patchWrites is apply_patch's Writes: every file the patch changes.
+func patchWrites(args json.RawMessage) ([]string, error) {
+	targets, err := PatchTargets(args)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range targets {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
 var bashTool = &Tool{

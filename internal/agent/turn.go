@@ -69,7 +69,7 @@ func (t *Turn) Run(ctx context.Context) (TurnResult, error) {
 			return false
 		}
 		return !t.Gate.Plan || tool.Meta.ReadOnly || tool.Meta.SessionOnly || tool.Meta.Delegates ||
-			tool.Spec.Name == "apply_patch" || tool.Spec.Name == "bash"
+			tool.Meta.Writes != nil || tool.Spec.Name == "bash"
 	})
 	defer func() {
 		res.Usage.Add(t.childUsage)
@@ -142,6 +142,7 @@ func (t *Turn) dispatch(ctx context.Context, call ToolCall) string {
 	}
 	env := t.Env
 	env.ReadOnlyShell = d.ReadOnlyShell || t.Gate.Plan
+	env.AllowProtected = d.Protected
 	out, err := tool.Run(ctx, &env, call.Arguments)
 	var refused *RefusedError
 	if errors.As(err, &refused) {

@@ -32,6 +32,8 @@ const (
 	CodeInvalidParams  = "invalid_params"
 	CodeBusy           = "busy"
 	CodeGoalUnfinished = "goal_unfinished"
+	CodeQueueFull      = "queue_full"
+	CodePromptTooLarge = "prompt_too_large"
 )
 
 func errorf(code, format string, args ...any) error {

@@ -314,8 +314,8 @@ type SubmitResult struct {
 // turn. Matching is on the exact first token, so prose about planning never
 // changes the posture.
 func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error) {
-	if strings.TrimSpace(text) == "" {
-		return SubmitResult{}, errorf(CodeInvalidParams, "empty prompt")
+	if err := checkPrompt(text); err != nil {
+		return SubmitResult{}, err
 	}
 	if fork := s.Info().ForkedTo; fork != "" {
 		return SubmitResult{}, &Error{Code: CodeSessionEnded, Message: "this planning session continued in its Worktree fork " + fork + "; open that session"}
@@ -340,17 +340,30 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 		// An accepted follow-up in Plan demotes the proposal to a draft.
 		s.demoteProposal(ctx)
 	}
-	return SubmitResult{Queued: s.prompt(text)}, nil
+	queued, err := s.prompt(text)
+	return SubmitResult{Queued: queued}, err
 }
 
 // Queue adds text to the pending-input queue without demoting a pending
 // proposal: it runs after the running turn, or after the kickoff when the
 // plan is accepted.
 func (s *Session) Queue(text string) (SubmitResult, error) {
-	if strings.TrimSpace(text) == "" {
-		return SubmitResult{}, errorf(CodeInvalidParams, "empty prompt")
+	if err := checkPrompt(text); err != nil {
+		return SubmitResult{}, err
 	}
-	return SubmitResult{Queued: s.prompt(text)}, nil
+	queued, err := s.prompt(text)
+	return SubmitResult{Queued: queued}, err
+}
+
+// QueueGuest is [Session.Queue] for a prompt sent from a share link: its
+// turn is unattended, so a write to a protected path is refused rather
+// than asked ([agent.Gate.Unattended]).
+func (s *Session) QueueGuest(text string) (SubmitResult, error) {
+	if err := checkPrompt(text); err != nil {
+		return SubmitResult{}, err
+	}
+	queued, err := s.enqueueInput(turnReq{text: text, display: text, guest: true})
+	return SubmitResult{Queued: queued}, err
 }
 
 // slashCommand splits "/cmd rest" when text starts with a slash token.
@@ -384,7 +397,7 @@ func (s *Session) planCommand(ctx context.Context, arg string) (SubmitResult, er
 		s.emit("notice", map[string]any{"message": s.Status().Text})
 	default:
 		if err = s.EnterPlan(ctx); err == nil {
-			res.Queued = s.prompt(arg)
+			res.Queued, err = s.prompt(arg)
 		}
 	}
 	return res, err
@@ -405,13 +418,46 @@ type turnReq struct {
 	goalID, goalObjective string
 	kickoff               bool // the Goal's kickoff prompt
 	continuation          bool // an automatic Goal continuation
+	guest                 bool // sent from a share link: no person answers for it
 	retried               bool // already retried once after a transient failure
 }
 
 // prompt runs text as a turn now, or queues it behind the running turn or
 // the workflow that owns the session.
-func (s *Session) prompt(text string) (queued bool) {
-	return s.enqueue(turnReq{text: text, display: text})
+func (s *Session) prompt(text string) (queued bool, err error) {
+	return s.enqueueInput(turnReq{text: text, display: text})
+}
+
+// Limits on a person's input, the same for every surface.
+const (
+	// MaxPromptBytes bounds one prompt.
+	MaxPromptBytes = 1 << 20
+	// MaxQueued bounds the prompts waiting in a session's pending-input
+	// queue; the next one is refused with [CodeQueueFull].
+	MaxQueued = 16
+)
+
+// checkPrompt refuses an empty or oversized prompt.
+func checkPrompt(text string) error {
+	if strings.TrimSpace(text) == "" {
+		return errorf(CodeInvalidParams, "empty prompt")
+	}
+	if len(text) > MaxPromptBytes {
+		return errorf(CodePromptTooLarge, "the prompt is %d bytes; the limit is %d (1 MiB): attach large text as a file instead", len(text), MaxPromptBytes)
+	}
+	return nil
+}
+
+// enqueueInput is [Session.enqueue] for a person's prompt: refused, with
+// nothing queued, when [MaxQueued] prompts already wait.
+func (s *Session) enqueueInput(req turnReq) (queued bool, err error) {
+	s.mu.Lock()
+	if n := len(s.queue); n >= MaxQueued {
+		s.mu.Unlock()
+		return false, errorf(CodeQueueFull, "%d prompts are already waiting in this session's queue (the limit is %d); wait for them to run", n, MaxQueued)
+	}
+	s.mu.Unlock()
+	return s.enqueue(req), nil
 }
 
 func (s *Session) enqueue(req turnReq) (queued bool) {

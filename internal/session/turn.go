@@ -159,14 +159,18 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		return err
 	}
 	sink := &turnSink{s: s, plan: plan, view: s.newView(plan)}
+	roots := agent.Roots{Workspace: workspace, Work: s.workDir}
+	// Skills folders are project configuration wherever they live.
+	protected := handoff.SkillDirs(workspace, userConfigDir())
 	t := &agent.Turn{
 		Engine:   eng,
 		Model:    model,
 		Effort:   effort,
 		Messages: append(append([]agent.Message{{Role: agent.RoleSystem, Content: fmt.Sprintf(systemPrompt, workspace)}}, history...), user),
 		Tools:    s.registry(),
-		Gate:     agent.Gate{Plan: plan, Mode: mode, Shell: s.m.shell},
-		Env:      agent.Env{Roots: agent.Roots{Workspace: workspace, Work: s.workDir}, Shell: s.m.shell},
+		Gate: agent.Gate{Plan: plan, Mode: mode, Shell: s.m.shell, Roots: roots, Protected: protected,
+			Unattended: req.guest || req.continuation},
+		Env: agent.Env{Roots: roots, Shell: s.m.shell, Protected: protected},
 		Ask:      s.askFunc(),
 		Sink:     sink,
 	}

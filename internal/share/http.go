@@ -319,7 +319,7 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request, g guest) {
 	if !decode(w, r, &req) {
 		return
 	}
-	res, err := g.sess.Queue(req.Text)
+	res, err := g.sess.QueueGuest(req.Text)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -401,6 +401,10 @@ func statusFor(code string) int {
 		return http.StatusUnprocessableEntity
 	case session.CodeUnavailable:
 		return http.StatusNotImplemented
+	case session.CodeQueueFull:
+		return http.StatusTooManyRequests
+	case session.CodePromptTooLarge:
+		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusConflict // stale_attempt, busy, no_proposal, fork_blocked, …
 }

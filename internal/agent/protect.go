@@ -1,0 +1,209 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// WriteClass is what a file write would change, as the gate sees it.
+type WriteClass int
+
+// Write classes, from harmless to most guarded.
+const (
+	// WriteWorkspace is an ordinary workspace file.
+	WriteWorkspace WriteClass = iota
+	// WriteNotes is the session's own scratch area: work:// outside plans/.
+	WriteNotes
+	// WriteProtected is a repository control file (.git/**, a linked
+	// worktree's git dir) or planbridge's own project configuration
+	// (.planbridge/**, skills): git and planbridge run what is written there.
+	WriteProtected
+	// WritePublished is work://plans/**: the published plan belongs to the
+	// session, never to a model tool.
+	WritePublished
+)
+
+func (c WriteClass) String() string {
+	return [...]string{"workspace", "notes", "protected", "published"}[c]
+}
+
+// PlansDir is the work:// folder of published plans.
+const PlansDir = "plans"
+
+// ErrProtected is returned by a tool that was about to write a protected
+// path without the person's confirmation (the gate asks first; this is the
+// executor's own check, made again on the path it really writes).
+var ErrProtected = errors.New("refused: repository control file")
+
+// ErrPublished is returned for a model write under work://plans/.
+var ErrPublished = errors.New("refused: work://plans/ holds the published plan, which belongs to the session; write your notes under work://notes/")
+
+// WriteTarget is one path a call writes, resolved.
+type WriteTarget struct {
+	Path  string // as the tool call spelled it
+	Abs   string // the file really written (symlinks followed)
+	Class WriteClass
+	Why   string // for WriteProtected: what the path is, in words
+}
+
+// ClassifyWrite resolves p like [Roots.Resolve] and says what writing it
+// would change. extra are further absolute directories whose contents are
+// project configuration (skills folders outside the workspace).
+//
+// The model is git's own: a path is a repository control file when any of
+// its components is a git directory name as a case-insensitive file system
+// would see it (".git", ".GIT", ".git." and ".git " on NTFS, "git~1", with
+// the code points HFS+ ignores removed), or when it lies in the git
+// directory a linked worktree's ".git" file names. The check runs on the
+// resolved path, so "..", symlinks and absolute spellings cannot hide it.
+func (r Roots) ClassifyWrite(p string, extra ...string) (WriteTarget, error) {
+	abs, err := r.Resolve(p)
+	if err != nil {
+		return WriteTarget{}, err
+	}
+	t := WriteTarget{Path: p, Abs: abs, Class: WriteWorkspace}
+	if r.Work != "" {
+		work := realOr(r.Work)
+		if rel, ok := under(work, abs); ok {
+			t.Class = WriteNotes
+			first, _, _ := strings.Cut(rel, string(filepath.Separator))
+			if strings.EqualFold(first, PlansDir) {
+				t.Class = WritePublished
+			}
+			return t, nil
+		}
+	}
+	ws := realOr(r.Workspace)
+	if rel, ok := under(ws, abs); ok {
+		parts := strings.Split(rel, string(filepath.Separator))
+		for _, c := range parts {
+			if isDotGit(c) {
+				t.Class, t.Why = WriteProtected, "a git repository control file (git runs commands named in its config and hooks)"
+				return t, nil
+			}
+		}
+		if len(parts) > 0 && strings.EqualFold(foldName(parts[0]), ".planbridge") {
+			t.Class, t.Why = WriteProtected, "planbridge's project configuration (skills and settings the agent follows)"
+			return t, nil
+		}
+	}
+	for _, g := range gitDirsOf(ws) {
+		if _, ok := under(g, abs); ok {
+			t.Class, t.Why = WriteProtected, "the git directory of this worktree (git runs commands named in its config and hooks)"
+			return t, nil
+		}
+	}
+	for _, d := range extra {
+		if d == "" {
+			continue
+		}
+		if _, ok := under(realOr(d), abs); ok {
+			t.Class, t.Why = WriteProtected, "planbridge's skills configuration"
+			return t, nil
+		}
+	}
+	return t, nil
+}
+
+// under reports whether abs is root or inside it, with the relative path.
+func under(root, abs string) (string, bool) {
+	if abs == root {
+		return ".", true
+	}
+	if !strings.HasPrefix(abs, root+string(filepath.Separator)) {
+		return "", false
+	}
+	return abs[len(root)+1:], true
+}
+
+func realOr(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
+
+// foldName removes what case-insensitive file systems ignore at the end of
+// a name (NTFS: trailing dots and spaces) and anywhere in it (HFS+: the
+// ignorable code points git's is_hfs_dotgit skips).
+func foldName(c string) string {
+	c = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 0x200c && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff:
+			return -1
+		}
+		return r
+	}, c)
+	return strings.TrimRight(c, ". ")
+}
+
+// isDotGit reports whether a path component names a git directory on some
+// file system git supports.
+func isDotGit(c string) bool {
+	f := foldName(c)
+	return strings.EqualFold(f, ".git") || strings.EqualFold(f, "git~1")
+}
+
+// gitDirsOf returns the directories a ".git" file at the workspace root
+// names (a linked worktree or submodule: "gitdir: PATH", plus that git
+// directory's "commondir"), resolved. A ".git" directory is covered by the
+// component rule and yields nothing here.
+func gitDirsOf(ws string) []string {
+	b, err := readSmall(filepath.Join(ws, ".git"))
+	if err != nil {
+		return nil
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	dir, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+	if !ok {
+		return nil
+	}
+	dir = strings.TrimSpace(dir)
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(ws, dir)
+	}
+	dirs := []string{realOr(dir)}
+	if c, err := readSmall(filepath.Join(dir, "commondir")); err == nil {
+		common := strings.TrimSpace(string(c))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(dir, common)
+		}
+		dirs = append(dirs, realOr(common))
+	}
+	return dirs
+}
+
+// readSmall reads a regular file of at most 4 KiB.
+func readSmall(p string) ([]byte, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() || st.Size() > 4<<10 {
+		return nil, fmt.Errorf("%s: not a small regular file", p)
+	}
+	return os.ReadFile(p)
+}
+
+// resolveWrite is the executors' own check on a path they are about to
+// write: it resolves p again (the gate decided on an earlier look) and
+// refuses the published plan always and protected paths unless the person
+// confirmed this call.
+func (e *Env) resolveWrite(p string) (string, error) {
+	t, err := e.Roots.ClassifyWrite(p, e.Protected...)
+	if err != nil {
+		return "", err
+	}
+	switch t.Class {
+	case WritePublished:
+		return "", fmt.Errorf("%s: %w", p, ErrPublished)
+	case WriteProtected:
+		if !e.AllowProtected {
+			return "", fmt.Errorf("%s: %w: %s", p, ErrProtected, t.Why)
+		}
+	}
+	return t.Abs, nil
+}
