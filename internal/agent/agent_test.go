@@ -83,6 +83,7 @@ func (fakeShell) Run(ctx context.Context, dir, src string) (string, int, error) 
 
 func TestGate(t *testing.T) {
 	reg := NewRegistry(DefaultTools()...)
+	ws, work := t.TempDir(), t.TempDir()
 	call := func(name, args string) ToolCall { return ToolCall{Name: name, Arguments: json.RawMessage(args)} }
 	workPatch := `{"patch":"--- /dev/null\n+++ work://notes.md\n@@ -0,0 +1 @@\n+x\n"}`
 	mixedPatch := `{"patch":"--- /dev/null\n+++ work://notes.md\n@@ -0,0 +1 @@\n+x\n--- /dev/null\n+++ b/src.go\n@@ -0,0 +1 @@\n+x\n"}`
@@ -112,7 +113,7 @@ func TestGate(t *testing.T) {
 		{false, ModeFullAuto, call("nope", `{}`), Refuse},
 	}
 	for _, c := range cases {
-		g := Gate{Plan: c.plan, Mode: c.mode, Shell: fakeShell{}}
+		g := Gate{Plan: c.plan, Mode: c.mode, Shell: fakeShell{}, Roots: Roots{Workspace: ws, Work: work}}
 		d := g.Decide(reg.Get(c.call.Name), c.call)
 		if d.Verdict != c.want {
 			t.Errorf("plan=%v mode=%s %s %s: %v (%s), want %v", c.plan, c.mode, c.call.Name, c.call.Arguments, d.Verdict, d.Reason, c.want)
