@@ -33,6 +33,9 @@ type Options struct {
 	NewEngine func(agent.EngineConfig) (agent.Engine, error)
 	// Share serves share/start|stop|links; nil answers them "unavailable".
 	Share *share.Server
+	// MaxFrame bounds one message body in bytes ([DefaultMaxFrame] when 0);
+	// a larger frame is read through unbuffered and refused.
+	MaxFrame int
 }
 
 // Server serves one JSON-RPC connection.
@@ -94,7 +97,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opt Options) error {
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	stream := newFrameStream(r, w, nil)
+	stream := newFrameStream(r, w, nil, opt.MaxFrame)
 	// At end of input, answer the requests already read before closing.
 	stream.beforeEOF = s.handlers.Wait
 	s.conn = jsonrpc2.NewConn(ctx, stream, asyncHandler{&s.handlers, jsonrpc2.HandlerWithError(s.handle)},
@@ -117,11 +120,11 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opt Options) error {
 func (s *Server) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
 	if req.Method == "$/cancelRequest" {
 		var p struct {
-			ID jsonrpc2.ID `json:"id"`
+			ID json.RawMessage `json:"id"`
 		}
-		if req.Params != nil && json.Unmarshal(*req.Params, &p) == nil {
+		if req.Params != nil && json.Unmarshal(*req.Params, &p) == nil && len(p.ID) > 0 {
 			s.mu.Lock()
-			if cancel := s.inflight[p.ID]; cancel != nil {
+			if cancel := s.inflight[wireID(p.ID)]; cancel != nil {
 				cancel()
 			}
 			s.mu.Unlock()

@@ -102,12 +102,17 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	shareBase := fs.String("share-base-url", os.Getenv("PLANBRIDGE_SHARE_BASE_URL"),
 		"scheme://host[:port] that share links start with instead of the listen address, for a 0.0.0.0 listener or a LAN/VPN name, "+
 			"e.g. http://laptop.lan:8787 with --share-listen 0.0.0.0:8787 (env PLANBRIDGE_SHARE_BASE_URL)")
+	maxFrame := fs.Int("max-frame", rpc.DefaultMaxFrame,
+		"largest JSON-RPC message body in bytes; a larger frame is read through unbuffered and refused with error data.code frame_too_large")
 	pos, code, ok := parseFlags(fs, args, false, stdout, stderr)
 	if !ok {
 		return code
 	}
 	if len(pos) > 0 {
 		return usageError(fs, stderr, fmt.Sprintf("unexpected argument %q (serve takes flags only)", pos[0]))
+	}
+	if *maxFrame <= 0 {
+		return usageError(fs, stderr, "--max-frame must be positive")
 	}
 	if *shareBase != "" {
 		u, err := share.CheckBaseURL(*shareBase)
@@ -145,7 +150,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := sh.Restore(ctx); err != nil {
 		lg.Error("restore shared sessions", "err", err)
 	}
-	err = rpc.Serve(ctx, stdin, stdout, rpc.Options{Manager: mgr, Logger: lg, Version: version, Share: sh,
+	err = rpc.Serve(ctx, stdin, stdout, rpc.Options{Manager: mgr, Logger: lg, Version: version, Share: sh, MaxFrame: *maxFrame,
 		NewEngine: func(c agent.EngineConfig) (agent.Engine, error) { return newEngine(ctx, st, c) }})
 	closeShare, cancel := context.WithTimeout(ctx, 2*time.Second)
 	sh.Close(closeShare)
