@@ -83,6 +83,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 
 // guest is an authenticated request's access.
 type guest struct {
+	link    link
 	room    *room
 	sess    *session.Session
 	tier    Tier
@@ -127,7 +128,7 @@ func (s *Server) authed(min Tier, h func(http.ResponseWriter, *http.Request, gue
 			s.fail(w, err)
 			return
 		}
-		h(w, r, guest{room: rm, sess: sess, tier: l.tier, expires: l.expires})
+		h(w, r, guest{link: l, room: rm, sess: sess, tier: l.tier, expires: l.expires})
 	}
 }
 
@@ -228,10 +229,26 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, g guest) {
 	}
 	// Subscribe before reading the log so nothing falls between the two;
 	// duplicates are dropped by seq.
-	st := g.room.subscribe(g.tier)
+	st, full := g.room.subscribe(g.link, s.cfg.limits().streams)
+	if full {
+		writeError(w, http.StatusTooManyRequests, "too_many_streams",
+			fmt.Sprintf("this link already has %d live pages open; close one and reload", s.cfg.limits().streams))
+		return
+	}
 	if st == nil {
 		writeError(w, http.StatusGone, "ended", "this share has ended")
 		return
+	}
+	// A stream lives as long as its link: it is exempt from the request
+	// and response deadlines, and each write gets its own instead, so a
+	// page that stops reading is cut rather than held.
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Time{})
+	writeTimeout := s.cfg.limits().write
+	rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	flush := func() {
+		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		fl.Flush()
 	}
 	defer g.room.unsubscribe(st)
 	past, err := g.sess.Events(r.Context(), since)
@@ -256,7 +273,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, g guest) {
 		send(ev)
 	}
 	fmt.Fprint(w, ": live\n\n")
-	fl.Flush()
+	flush()
 	expiry := time.NewTimer(g.expires.Sub(s.cfg.Now()))
 	defer expiry.Stop()
 	ping := time.NewTicker(pingEvery)
@@ -264,16 +281,16 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, g guest) {
 	control := func(name string, v any) {
 		b, _ := json.Marshal(v)
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
-		fl.Flush()
+		flush()
 	}
 	for {
 		select {
 		case ev := <-st.events:
 			send(ev)
-			fl.Flush()
+			flush()
 		case <-ping.C:
 			fmt.Fprint(w, ": ping\n\n")
-			fl.Flush()
+			flush()
 		case <-st.lag:
 			return // the page reconnects and replays from its last seq
 		case <-st.end:

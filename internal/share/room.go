@@ -59,6 +59,7 @@ type room struct {
 // stream is one connected page's live event feed.
 type stream struct {
 	tier   Tier
+	link   [sha256.Size]byte // the link it was opened with
 	events chan session.Event
 	lag    chan struct{} // closed when events overflowed
 	end    chan struct{} // closed when the room ended
@@ -158,16 +159,27 @@ func (r *room) unexpired(now time.Time) []link {
 	return out
 }
 
-// subscribe registers a stream for tier t; nil if the room has ended.
-func (r *room) subscribe(t Tier) *stream {
-	st := &stream{tier: t, events: make(chan session.Event, streamBuffer), lag: make(chan struct{}), end: make(chan struct{})}
+// subscribe registers a stream opened with link l; nil if the room has
+// ended. full is set (and nothing registered) when l already has max
+// open streams.
+func (r *room) subscribe(l link, max int) (st *stream, full bool) {
+	st = &stream{tier: l.tier, link: l.hash, events: make(chan session.Event, streamBuffer), lag: make(chan struct{}), end: make(chan struct{})}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.done {
-		return nil
+		return nil, false
+	}
+	n := 0
+	for o := range r.streams {
+		if o.link == l.hash {
+			n++
+		}
+	}
+	if n >= max {
+		return nil, true
 	}
 	r.streams[st] = struct{}{}
-	return st
+	return st, false
 }
 
 func (r *room) unsubscribe(st *stream) {

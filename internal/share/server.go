@@ -63,6 +63,18 @@ type Config struct {
 	Logger      *slog.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+
+	// Bounds (zero: the Default* value). ReadTimeout covers a whole
+	// request, body included; WriteTimeout a response, and each write of
+	// an event stream separately (streams are exempt from the read and
+	// whole-response deadlines and send a heartbeat instead). IdleTimeout
+	// closes a keep-alive connection that sends nothing.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxConns and MaxConnsPerAddr cap open connections in total and per
+	// remote address; a connection over a cap is closed at once.
+	MaxConns, MaxConnsPerAddr int
+	// MaxStreamsPerLink caps the open event streams of one link (429).
+	MaxStreamsPerLink int
 }
 
 // Link is one share link. URL carries the secret and is only returned when
@@ -90,6 +102,7 @@ type Server struct {
 
 	mu        sync.Mutex // guards the fields below
 	srv       *http.Server
+	lln       *limitListener
 	base      string           // scheme://host:port of links
 	rooms     map[string]*room // live rooms by room id
 	bySession map[string]*room // live rooms by session id
@@ -351,15 +364,21 @@ func (s *Server) listen(ctx context.Context) error {
 			s.log.Warn("cannot remember the share listener's address", "err", err)
 		}
 	}
-	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	lim := s.cfg.limits()
+	lln := newLimitListener(ln, lim.conns, lim.connsPerAddr)
+	ln = lln
+	allow := newHostAllow(ln.Addr().String(), s.cfg.BaseURL)
+	srv := &http.Server{Handler: allow.wrap(s.handler()),
+		ReadHeaderTimeout: lim.readHeader, ReadTimeout: lim.read, WriteTimeout: lim.write, IdleTimeout: lim.idle,
+		MaxHeaderBytes: MaxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		ln.Close()
 		return ErrClosed
 	}
-	s.srv = srv
+	s.srv, s.lln = srv, lln
 	s.base = s.cfg.BaseURL
 	if s.base == "" {
 		s.base = "http://" + ln.Addr().String()
