@@ -170,9 +170,9 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		Tools:    s.registry(),
 		Gate: agent.Gate{Plan: plan, Mode: mode, Shell: s.m.shell, Roots: roots, Protected: protected,
 			Unattended: req.guest || req.continuation},
-		Env: agent.Env{Roots: roots, Shell: s.m.shell, Protected: protected},
-		Ask:      s.askFunc(),
-		Sink:     sink,
+		Env:  agent.Env{Roots: roots, Shell: s.m.shell, Protected: protected},
+		Ask:  s.askFunc(),
+		Sink: sink,
 	}
 	// The prompt is durable before it is sent: a crash mid-turn never loses
 	// it from the conversation.
