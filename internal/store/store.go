@@ -40,8 +40,8 @@ func DefaultDir(getenv func(string) string) string {
 // Open opens (creating if needed) the database in dir and migrates it to the
 // latest schema.
 func Open(ctx context.Context, dir string) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create state dir: %w", err)
+	if err := secureStateDir(dir); err != nil {
+		return nil, err
 	}
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
