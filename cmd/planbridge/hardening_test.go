@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -198,3 +200,134 @@ func TestStateFileModesUnderUmask000(t *testing.T) {
 }
 
 var _ = rpc.Event{}
+
+// TestEchoedKeyNeverLeaves: a provider that echoes the API key — in its
+// streamed text, split across chunks, and in a 401 error body — gets it
+// nowhere: not in the state directory (WAL included), not in the log, not
+// in the Emacs client's events, not in any share tier's stream.
+func TestEchoedKeyNeverLeaves(t *testing.T) {
+	ctx := ctxT(t)
+	const key = "sk-proj-echoed-0123456789abcdefXYZ"
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		call := n
+		mu.Unlock()
+		if call == 1 {
+			w.Header().Set("Content-Type", "text/event-stream")
+			text := "Your key is " + key + ", and again: " + key + "."
+			for i := 0; i < len(text); i += 5 {
+				c, _ := json.Marshal(text[i:min(i+5, len(text))])
+				fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":%s}}]}\n\n", c)
+				w.(http.Flusher).Flush()
+			}
+			fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(401)
+		fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s. You can find your API key at https://example.invalid.","type":"invalid_request_error"}}`, key)
+	}))
+	defer srv.Close()
+	state := t.TempDir()
+	logFile := filepath.Join(t.TempDir(), "planbridge.log")
+	p := startServeEnv(t, []string{"OPENAI_API_KEY=" + key}, state, "--share-listen", "127.0.0.1:0", "--log", logFile)
+	if err := p.c.Call(ctx, "initialize", map[string]any{"engine": map[string]string{
+		"kind": "openai", "base_url": srv.URL, "model": "fake-model"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := createSession(t, ctx, p.c, gitRepo(t, map[string]string{"a.txt": "a\n"}))
+	var shared struct{ Links []shareLink }
+	if err := p.c.Call(ctx, "share/start", map[string]any{"session": s.ID, "tiers": []string{"view", "full", "owner"}}, &shared); err != nil {
+		t.Fatal(err)
+	}
+	var streams []*bytes.Buffer
+	var done []chan struct{}
+	for _, l := range shared.Links {
+		base, k, _ := strings.Cut(l.URL, "#k=")
+		req, _ := http.NewRequest("GET", base+"/events", nil)
+		req.Header.Set("X-Planbridge-Key", k)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("%s stream: %v %v", l.Tier, err, res)
+		}
+		buf, ch := &bytes.Buffer{}, make(chan struct{})
+		streams, done = append(streams, buf), append(done, ch)
+		go func() {
+			defer close(ch)
+			defer res.Body.Close()
+			br := bufio.NewReader(res.Body)
+			ends := 0
+			for ends < 2 {
+				line, err := br.ReadString('\n')
+				buf.WriteString(line)
+				if err != nil {
+					return
+				}
+				if strings.Contains(line, `"kind":"turn_end"`) {
+					ends++
+				}
+			}
+		}()
+	}
+	for i := 1; i <= 2; i++ {
+		if err := p.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "hello"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitTurnEnd(t, ctx, p.c, i)
+	}
+	for i, ch := range done {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("stream %d never saw both turns", i)
+		}
+	}
+	sawMask, sawError := false, false
+	for _, e := range p.c.Events() {
+		if strings.Contains(string(e.Data), key) {
+			t.Errorf("Emacs event %s carries the key: %s", e.Kind, e.Data)
+		}
+		sawMask = sawMask || strings.Contains(string(e.Data), "[redacted]")
+		sawError = sawError || (e.Kind == "error" && strings.Contains(string(e.Data), "Incorrect API key provided"))
+	}
+	if !sawMask || !sawError {
+		t.Errorf("the echoed text and the provider's error should still be shown, masked (mask %v, error %v)", sawMask, sawError)
+	}
+	for i, buf := range streams {
+		if strings.Contains(buf.String(), key) {
+			t.Errorf("share stream %s carries the key", shared.Links[i].Tier)
+		}
+		if !strings.Contains(buf.String(), "Incorrect API key provided") {
+			t.Errorf("share stream %s lacks the masked error: %q", shared.Links[i].Tier, buf.String())
+		}
+	}
+	// Before the process closes the database, so the WAL is still there.
+	grepTree(t, state, key)
+	p.stop()
+	grepTree(t, state, key)
+	if b, _ := os.ReadFile(logFile); bytes.Contains(b, []byte(key)) {
+		t.Errorf("the log carries the key")
+	}
+}
+
+// grepTree fails if any file under dir contains needle.
+func grepTree(t *testing.T, dir, needle string) {
+	t.Helper()
+	files := 0
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || !info.Mode().IsRegular() {
+			return nil
+		}
+		files++
+		if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(needle)) {
+			t.Errorf("%s holds the secret", p)
+		}
+		return nil
+	})
+	if files == 0 {
+		t.Fatalf("no files under %s", dir)
+	}
+}

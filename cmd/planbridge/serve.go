@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"planbridge/internal/agent"
+	"planbridge/internal/redact"
 	"planbridge/internal/session"
 	"planbridge/internal/share"
 	"planbridge/internal/store"
@@ -55,10 +56,14 @@ func (c *commonFlags) engineConfig() agent.EngineConfig {
 
 // newEngine builds an engine and, for scripts, keeps its cursor in the
 // store so a restarted process continues the replay where it stopped.
-func newEngine(ctx context.Context, st *store.Store, cfg agent.EngineConfig) (agent.Engine, error) {
+func newEngine(ctx context.Context, st *store.Store, red *redact.Set, cfg agent.EngineConfig) (agent.Engine, error) {
 	eng, err := agent.NewEngine(cfg, os.Getenv)
 	if err != nil {
-		return nil, err
+		return nil, red.Error(err)
+	}
+	if cfg.Kind == "openai" {
+		// The key in use, wherever it came from, is masked everywhere.
+		red.Add(cfg.APIKey, agent.OpenAIConfigFromEnv(os.Getenv).APIKey)
 	}
 	if sc, ok := eng.(*agent.Script); ok {
 		abs, _ := filepath.Abs(cfg.Script)
@@ -70,7 +75,7 @@ func newEngine(ctx context.Context, st *store.Store, cfg agent.EngineConfig) (ag
 		}
 		sc.OnAdvance = func(pos int) { _ = st.Put(context.Background(), key, strconv.Itoa(pos)) }
 	}
-	return eng, nil
+	return agent.Redacting(eng, red), nil
 }
 
 // envOr returns the environment variable name, or def when it is unset or empty.
@@ -128,6 +133,8 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer closeLog()
+	red := &redact.Set{}
+	lg = slog.New(red.Handler(lg.Handler()))
 	ctx := context.Background()
 	st, err := store.Open(ctx, cf.dir())
 	if err != nil {
@@ -135,23 +142,23 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.Close()
-	mgr := session.NewManager(session.Config{Store: st, Shell: newShell(), Logger: lg})
+	mgr := session.NewManager(session.Config{Store: st, Shell: newShell(), Logger: lg, Redact: red})
 	if ec := cf.engineConfig(); ec.Kind != "" {
-		eng, err := newEngine(ctx, st, ec)
+		eng, err := newEngine(ctx, st, red, ec)
 		if err != nil {
 			fmt.Fprintf(stderr, "planbridge: %v\n", err)
 			return 1
 		}
 		mgr.SetEngine(eng)
 	}
-	sh := share.New(share.Config{Manager: mgr, Store: st, Listen: *shareListen, BaseURL: *shareBase, Logger: lg})
+	sh := share.New(share.Config{Manager: mgr, Store: st, Listen: *shareListen, BaseURL: *shareBase, Logger: lg, Redact: red})
 	// Shared sessions survive a restart: listen now if some link may still
 	// come back. Failing that only costs the old links; sharing works.
 	if err := sh.Restore(ctx); err != nil {
 		lg.Error("restore shared sessions", "err", err)
 	}
 	err = rpc.Serve(ctx, stdin, stdout, rpc.Options{Manager: mgr, Logger: lg, Version: version, Share: sh, MaxFrame: *maxFrame,
-		NewEngine: func(c agent.EngineConfig) (agent.Engine, error) { return newEngine(ctx, st, c) }})
+		NewEngine: func(c agent.EngineConfig) (agent.Engine, error) { return newEngine(ctx, st, red, c) }})
 	closeShare, cancel := context.WithTimeout(ctx, 2*time.Second)
 	sh.Close(closeShare)
 	cancel()

@@ -15,6 +15,7 @@ import (
 
 	"planbridge/goal"
 	"planbridge/internal/agent"
+	"planbridge/internal/redact"
 	"planbridge/internal/store"
 )
 
@@ -58,15 +59,20 @@ type Config struct {
 	Engine agent.Engine // may be replaced later with SetEngine
 	Shell  agent.Shell  // bash runner; nil refuses bash everywhere it is needed
 	Logger *slog.Logger
+	// Redact masks configured secrets (API keys, link secrets) in every
+	// event and transcript row before it is stored or published; nil masks
+	// nothing.
+	Redact *redact.Set
 }
 
 // Manager owns the live sessions of one state directory. Safe for
 // concurrent use.
 type Manager struct {
-	st    *store.Store
-	log   *slog.Logger
-	shell agent.Shell
-	turns sync.WaitGroup
+	st     *store.Store
+	log    *slog.Logger
+	shell  agent.Shell
+	redact *redact.Set
+	turns  sync.WaitGroup
 
 	mu        sync.Mutex // guards the fields below
 	sessions  map[string]*Session
@@ -84,7 +90,7 @@ func NewManager(cfg Config) *Manager {
 	if lg == nil {
 		lg = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	return &Manager{st: cfg.Store, log: lg, shell: cfg.Shell, engine: cfg.Engine,
+	return &Manager{st: cfg.Store, log: lg, shell: cfg.Shell, engine: cfg.Engine, redact: cfg.Redact,
 		sessions: map[string]*Session{}, listeners: map[int]func(Event){}}
 }
 

@@ -162,6 +162,12 @@ func (s *Session) emit(kind string, data any) {
 	if err != nil {
 		raw, _ = json.Marshal(map[string]string{"error": err.Error()})
 	}
+	// Secrets never reach the log, a client or a page.
+	if red := s.m.redact.Bytes(raw); !json.Valid(red) {
+		raw, _ = json.Marshal(map[string]string{"error": "event withheld: it contained a secret"})
+	} else {
+		raw = red
+	}
 	s.evMu.Lock()
 	defer s.evMu.Unlock()
 	s.lastSeq++
@@ -650,8 +656,9 @@ func (s *Session) appendTranscript(ctx context.Context, msgs []agent.Message, se
 			b, _ := json.Marshal(m.ToolCalls)
 			calls = string(b)
 		}
-		rows = append(rows, store.Message{Idx: s.nextIdx, Segment: s.row.Segment, Role: m.Role, Content: m.Content,
-			ToolCalls: calls, ToolCallID: m.ToolCallID, Name: m.Name})
+		red := s.m.redact
+		rows = append(rows, store.Message{Idx: s.nextIdx, Segment: s.row.Segment, Role: m.Role, Content: red.String(m.Content),
+			ToolCalls: red.String(calls), ToolCallID: m.ToolCallID, Name: m.Name})
 		s.nextIdx++
 	}
 	s.msgs = append(s.msgs, msgs...)

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"planbridge/internal/redact"
 	"planbridge/internal/session"
 	"planbridge/internal/store"
 )
@@ -75,6 +76,9 @@ type Config struct {
 	MaxConns, MaxConnsPerAddr int
 	// MaxStreamsPerLink caps the open event streams of one link (429).
 	MaxStreamsPerLink int
+	// Redact learns every link secret minted, so the session's events,
+	// rows and logs mask it (nil: not shared with anyone).
+	Redact *redact.Set
 }
 
 // Link is one share link. URL carries the secret and is only returned when
@@ -312,6 +316,7 @@ func (s *Server) share(ctx context.Context, sid string, exp map[Tier]time.Time, 
 			continue
 		}
 		secret, l := newLink(t, e)
+		s.cfg.Redact.Add(secret) // never in an event, a stored row or a log line
 		add = append(add, l)
 		out = append(out, Link{Tier: t, URL: base + "/s/" + r.id + "#k=" + secret, ExpiresAt: e})
 	}
