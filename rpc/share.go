@@ -14,6 +14,9 @@ import (
 // carry the secrets) appear only in share/start's answer.
 type shareLinks struct {
 	Links []share.Link `json:"links"`
+	// Session is the session the links belong to: after a Worktree
+	// handoff, the fork the share followed.
+	Session string `json:"session,omitempty"`
 }
 
 // withShare decodes params and hands them to fn with the share server, or
@@ -57,10 +60,10 @@ func shareStop(ctx context.Context, s *Server, raw json.RawMessage) (any, error)
 
 func shareLinksGet(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
 	return withShare(s, raw, func(sh *share.Server, p sessionRef) (any, error) {
-		links := sh.Links(p.Session)
+		owner, links := sh.Following(ctx, p.Session)
 		if links == nil {
 			links = []share.Link{}
 		}
-		return shareLinks{Links: links}, nil
+		return shareLinks{Links: links, Session: owner}, nil
 	})
 }

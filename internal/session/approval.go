@@ -46,6 +46,9 @@ type ApprovalView struct {
 	// Blockers name what would refuse a Worktree fork (same words as the refusal).
 	Blockers []string `json:"blockers"`
 	Notice   string   `json:"notice,omitempty"`
+	// Tampered is set when the plan file on disk no longer matches Hash:
+	// Body is then the stored, proposed text (and Notice says so).
+	Tampered bool `json:"tampered,omitempty"`
 }
 
 func (s *Session) selectionLocked() handoff.Selection {
@@ -118,11 +121,15 @@ func (s *Session) Approval() ApprovalView {
 	v.Selection = s.selectionLocked()
 	v.Notice = s.wtNotice
 	v.Title, v.Hash, v.Path, v.Edited = s.prop.Title, s.prop.Hash, agent.WorkScheme+s.prop.Path, s.prop.PersonEdited
-	planFile, workspace := s.workPath(s.prop.Path), s.row.Workspace
+	p, workspace := *s.prop, s.row.Workspace
 	s.mu.Unlock()
-	if b, err := os.ReadFile(planFile); err == nil {
-		v.Body = strings.TrimSuffix(string(b), "\n")
+	if body, differs, err := s.proposalBody(p); err == nil {
+		v.Body = body
 		v.Text = proposal.RenderText(v.Body)
+		if differs {
+			v.Tampered = true
+			v.Notice = joinNotice(tamperNotice(v.Path), v.Notice)
+		}
 	}
 	v.Skills = handoff.FindSkills(handoff.SkillDirs(workspace, userConfigDir()))
 	return v
@@ -223,7 +230,9 @@ func (s *Session) Feedback(ctx context.Context, attempt, text string, comments [
 	}
 	if len(comments) > 0 {
 		lines := []string{}
-		if body, err := os.ReadFile(s.workPath(s.prop.Path)); err == nil {
+		if s.prop.Body != "" {
+			lines = strings.Split(s.prop.Body, "\n")
+		} else if body, err := os.ReadFile(s.workPath(s.prop.Path)); err == nil {
 			lines = strings.Split(string(body), "\n")
 		}
 		for _, c := range comments {
@@ -330,7 +339,7 @@ func (s *Session) AcceptExpecting(ctx context.Context, attempt, branch string, e
 		return AcceptResult{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
 	}
 	sel.Branch = branch
-	body, err := s.readArtifact(p.Path, p.Hash)
+	body, _, err := s.proposalBody(p)
 	if err != nil {
 		return AcceptResult{}, err
 	}

@@ -22,6 +22,10 @@ const (
 	ProposalAccepted = "accepted"
 )
 
+// notesReminder tells the model where its own files go in Plan.
+const notesReminder = "Keep your own notes under " + agent.NotesDir + " (apply_patch and write_file may change them); " +
+	agent.WorkScheme + agent.PlansDir + "/ holds the published plan, which belongs to the session: revise it by proposing again."
+
 // CurrentPlanPath is the session-relative path of the actionable proposal.
 const CurrentPlanPath = "plans/current.md"
 
@@ -95,7 +99,7 @@ func (s *Session) publishProposal(ctx context.Context, title, body string, edite
 	if s.prop != nil {
 		p = *s.prop
 	}
-	p.Status, p.Title, p.Path, p.Hash, p.PersonEdited = ProposalProposed, title, CurrentPlanPath, hash, edited
+	p.Status, p.Title, p.Path, p.Hash, p.Body, p.PersonEdited = ProposalProposed, title, CurrentPlanPath, hash, body, edited
 	s.mu.Unlock()
 	if err := s.putProposal(ctx, p); err != nil {
 		return err
@@ -188,12 +192,40 @@ func (s *Session) readArtifact(rel, hash string) (string, error) {
 	return body, nil
 }
 
+// proposalBody is the text of p that every surface shows and acceptance
+// archives: the stored body, whose hash is p.Hash, whatever the plan file
+// now holds (differs reports that the file was changed since). A row from
+// before bodies were stored falls back to the file, checked against the
+// hash.
+func (s *Session) proposalBody(p store.Proposal) (body string, differs bool, err error) {
+	if p.Body != "" && proposal.HashBody(p.Body) == p.Hash {
+		_, ferr := s.readArtifact(p.Path, p.Hash)
+		return p.Body, ferr != nil, nil
+	}
+	body, err = s.readArtifact(p.Path, p.Hash)
+	return body, false, err
+}
+
+func tamperNotice(path string) string {
+	return path + " was changed on disk after it was proposed: this card shows, edits and accepts the proposed text, not the file"
+}
+
+func joinNotice(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + " · " + b
+}
+
 // reminder returns the Plan reminder appended to a Plan turn's prompt: the
 // full contract on the first delivered reminder of an episode, a one-line
 // reference afterwards.
 func reminder(full bool) string {
 	if full {
-		return "<plan_mode_reminder>\n" + proposal.ReminderFull() + "\n</plan_mode_reminder>"
+		return "<plan_mode_reminder>\n" + proposal.ReminderFull() + "\n" + notesReminder + "\n</plan_mode_reminder>"
 	}
-	return "<plan_mode_reminder>" + proposal.ReminderRef() + "</plan_mode_reminder>"
+	return "<plan_mode_reminder>" + proposal.ReminderRef() + " " + notesReminder + "</plan_mode_reminder>"
 }

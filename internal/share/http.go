@@ -1,6 +1,7 @@
 package share
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"embed"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -136,9 +138,44 @@ func (s *Server) authed(min Tier, h func(http.ResponseWriter, *http.Request, gue
 type State struct {
 	Tier      Tier          `json:"tier"`
 	ExpiresAt time.Time     `json:"expires_at"`
-	Session   session.Info  `json:"session"`
+	Session   GuestSession  `json:"session"`
 	Approval  ApprovalState `json:"approval"`
 	Actions   Actions       `json:"actions"`
+}
+
+// GuestSession is [session.Info] as a page sees it: the repository's
+// name, never the absolute path of the host's checkout.
+type GuestSession struct {
+	session.Info
+	Workspace  string `json:"workspace"` // the repository's name (shadows Info's path)
+	Repository string `json:"repository"`
+}
+
+func guestSession(in session.Info) GuestSession {
+	name := repoName(in.Workspace)
+	return GuestSession{Info: in, Workspace: name, Repository: name}
+}
+
+func repoName(ws string) string {
+	if ws == "" {
+		return ""
+	}
+	return filepath.Base(ws)
+}
+
+// hidePaths replaces the host's absolute workspace path in an event's
+// JSON with the repository's name, wherever it occurs (a fork's directory,
+// a tool's output).
+func hidePaths(data []byte, ws string) []byte {
+	if ws == "" || ws == "/" {
+		return data
+	}
+	b, _ := json.Marshal(ws)
+	esc := b[1 : len(b)-1]
+	if !bytes.Contains(data, esc) {
+		return data
+	}
+	return bytes.ReplaceAll(data, esc, []byte(repoName(ws)))
 }
 
 // ApprovalState is the approval card as the page shows it: the proposal as
@@ -211,7 +248,7 @@ func actionsFor(t Tier, a ApprovalState) Actions {
 
 func (s *Server) state(w http.ResponseWriter, r *http.Request, g guest) {
 	a := s.approvalState(g.sess)
-	writeJSON(w, http.StatusOK, State{Tier: g.tier, ExpiresAt: g.expires, Session: g.sess.Info(), Approval: a, Actions: actionsFor(g.tier, a)})
+	writeJSON(w, http.StatusOK, State{Tier: g.tier, ExpiresAt: g.expires, Session: guestSession(g.sess.Info()), Approval: a, Actions: actionsFor(g.tier, a)})
 }
 
 // events streams the session's event log as Server-Sent Events: persisted
@@ -261,11 +298,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, g guest) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	last := since
+	ws := g.sess.Info().Workspace
 	send := func(ev session.Event) {
 		if ev.Seq <= last {
 			return
 		}
 		last = ev.Seq
+		ev.Data = hidePaths(ev.Data, ws)
 		b, _ := json.Marshal(ev)
 		fmt.Fprintf(w, "id: %d\ndata: %s\n\n", ev.Seq, b)
 	}

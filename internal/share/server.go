@@ -450,6 +450,28 @@ func (s *Server) publish(ev session.Event) {
 // Links returns the live (unexpired) links of session sid, without URLs,
 // weakest tier first; nil if it is not shared. Links inherited from a
 // handed-off room are not listed.
+// Following returns the links serving sid now: its own while it is
+// shared, or, after a Worktree handoff moved its share to the fork, the
+// fork's (following each fork on, at most [maxHops]), with the session
+// they belong to. It returns sid and nil when nothing is shared.
+func (s *Server) Following(ctx context.Context, sid string) (owner string, links []Link) {
+	owner = sid
+	for range maxHops {
+		if ls := s.Links(owner); ls != nil {
+			return owner, ls
+		}
+		if s.cfg.Manager == nil {
+			break
+		}
+		sess, err := s.cfg.Manager.Get(ctx, owner)
+		if err != nil || sess.Info().ForkedTo == "" {
+			break
+		}
+		owner = sess.Info().ForkedTo
+	}
+	return sid, nil
+}
+
 func (s *Server) Links(sid string) []Link {
 	s.loadNow()
 	s.mu.Lock()

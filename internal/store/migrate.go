@@ -118,6 +118,9 @@ var migrations = []string{
 	// permission outside Plan), counted apart from blocked_total, which
 	// counts Plan refusals only.
 	`ALTER TABLE sessions ADD COLUMN refused_total INTEGER NOT NULL DEFAULT 0;`,
+	// 9: the proposal's body beside its hash, so what is shown and
+	// accepted never depends on a file anyone may rewrite.
+	`ALTER TABLE proposals ADD COLUMN body TEXT NOT NULL DEFAULT '';`,
 }
 
 func (s *Store) migrate(ctx context.Context, steps []string) error {

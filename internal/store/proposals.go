@@ -8,14 +8,16 @@ import (
 	"time"
 )
 
-// Proposal is a session's proposal metadata. Path is session-relative
-// (under the work:// root); the body lives in that file.
+// Proposal is a session's proposal. Path is session-relative (under the
+// work:// root) and holds a copy of the body; Body is the text whose hash
+// is Hash ("" for rows written before the body was stored).
 type Proposal struct {
 	SessionID    string
 	Status       string
 	Title        string
 	Path         string
 	Hash         string
+	Body         string
 	PersonEdited bool
 	Selection    string // JSON, owned by the approval model
 	Rejections   int64
@@ -24,11 +26,11 @@ type Proposal struct {
 
 // PutProposalTx inserts or replaces a session's proposal row.
 func PutProposalTx(ctx context.Context, tx *sql.Tx, p Proposal) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO proposals (session_id, status, title, path, hash, person_edited, selection, rejections, updated_at)
-		VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET status=excluded.status, title=excluded.title,
-		path=excluded.path, hash=excluded.hash, person_edited=excluded.person_edited, selection=excluded.selection,
+	_, err := tx.ExecContext(ctx, `INSERT INTO proposals (session_id, status, title, path, hash, body, person_edited, selection, rejections, updated_at)
+		VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET status=excluded.status, title=excluded.title,
+		path=excluded.path, hash=excluded.hash, body=excluded.body, person_edited=excluded.person_edited, selection=excluded.selection,
 		rejections=excluded.rejections, updated_at=excluded.updated_at`,
-		p.SessionID, p.Status, p.Title, p.Path, p.Hash, p.PersonEdited, p.Selection, p.Rejections, now())
+		p.SessionID, p.Status, p.Title, p.Path, p.Hash, p.Body, p.PersonEdited, p.Selection, p.Rejections, now())
 	if err != nil {
 		return fmt.Errorf("save proposal of %s: %w", p.SessionID, err)
 	}
@@ -44,8 +46,8 @@ func (s *Store) PutProposal(ctx context.Context, p Proposal) error {
 func (s *Store) GetProposal(ctx context.Context, sessionID string) (Proposal, error) {
 	var p Proposal
 	var updated string
-	err := s.db.QueryRowContext(ctx, `SELECT session_id, status, title, path, hash, person_edited, selection, rejections, updated_at
-		FROM proposals WHERE session_id = ?`, sessionID).Scan(&p.SessionID, &p.Status, &p.Title, &p.Path, &p.Hash,
+	err := s.db.QueryRowContext(ctx, `SELECT session_id, status, title, path, hash, body, person_edited, selection, rejections, updated_at
+		FROM proposals WHERE session_id = ?`, sessionID).Scan(&p.SessionID, &p.Status, &p.Title, &p.Path, &p.Hash, &p.Body,
 		&p.PersonEdited, &p.Selection, &p.Rejections, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, fmt.Errorf("proposal of %s: %w", sessionID, ErrNotFound)
