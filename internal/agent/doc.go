@@ -18,4 +18,28 @@
 // A child agent inherits its parent turn's gate, Plan stamp included; under
 // Plan it gets its own short Plan note and refusal wording (investigate and
 // report back), never the root agent's "end with a <proposed_plan> block".
+//
+// Write-side path policy: a file tool declares the paths a call writes
+// ([Meta.Writes]); the gate classifies each one on its resolved path
+// ([Roots.ClassifyWrite]) — never by tool name:
+//
+//   - work:// outside plans/ is the model's scratch area (keep notes under
+//     [NotesDir]): the only writes allowed in Plan.
+//   - work://plans/ holds the published plan, which belongs to the session:
+//     refused in every mode ([CodePublishedPlan]).
+//   - Repository control files (.git/** in any letter case or spelling git
+//     accepts on some file system, through "..", symlinks or an absolute
+//     path, and the git directory a linked worktree's .git file names) and
+//     planbridge's project configuration (.planbridge/**, skills folders)
+//     always ask the person with a warning, in every permission mode, and
+//     are refused where no person can answer ([Gate.Unattended],
+//     [CodeProtectedPath]).
+//
+// Executors check again on the path they really write and refuse a
+// protected path unless the person confirmed that call, so the gate's
+// earlier look cannot be outrun. apply_patch is all or nothing: every hunk
+// is validated and every file staged before the first is moved into place,
+// a failure restores the originals, a path named twice is refused, and
+// deleting a symlink removes the link. [Redacting] wraps an engine so no
+// configured secret leaves it.
 package agent

@@ -30,7 +30,26 @@
 //     shared at the same tiers and expiry, each connected page gets an
 //     "open" frame with the link of its own tier, and the old room ends
 //     with a continuation notice ([Server.Handoff], [Server.HandoffFailed]).
-//   - Secrets are never logged.
+//   - Secrets are never logged; every minted secret is also given to
+//     [Config.Redact], so events, stored rows and log lines mask it.
+//   - Bounds: a Host header other than a loopback name or address, the
+//     listener's own specific address or the host of [Config.BaseURL] is
+//     answered 421 (DNS rebinding never reaches a handler). Read, write
+//     and idle timeouts close sockets that promise a body and never send
+//     it, send nothing, or idle between requests; connections over
+//     [Config.MaxConns] in total or [Config.MaxConnsPerAddr] per remote
+//     address are closed as soon as they are accepted; headers are at most
+//     [MaxHeaderBytes] and action bodies 1 MiB. Event streams are exempt
+//     from the request deadlines (each write gets its own, and a heartbeat
+//     goes out every 15 s) and capped at [Config.MaxStreamsPerLink] per
+//     link (429 too_many_streams). A prompt from a link meets the
+//     session's own caps (1 MiB, 16 queued: 413 prompt_too_large, 429
+//     queue_full) and runs as an unattended turn: a write to a repository
+//     control file is refused, not asked.
+//   - Exposure: pages see the repository's name, never the absolute path
+//     of the host's checkout (in the state and in every streamed event).
+//   - [Server.Following] lists the links serving a session now: after a
+//     Worktree handoff, the fork's.
 //   - Restarts: rooms and links are written to the store when links are
 //     minted and when a room ends (stopped, handoff, handoff failed): the
 //     SHA-256 of each secret only, with tier, expiry, room and session,
