@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -42,6 +44,59 @@ const fsmonitorConfig = "[core]\n\tfsmonitor = touch pwned\n"
 // in edits and full-auto, and is refused outright from a share link, where
 // nobody can answer.
 func TestControlFilesAskInEveryMode(t *testing.T) {
+	t.Run("root", func(t *testing.T) { testControlFiles(t, false) })
+	t.Run("nobody", func(t *testing.T) { testControlFiles(t, true) })
+}
+
+// nobody is uid/gid 65534.
+const nobody = 65534
+
+// startServeAs starts `planbridge serve`, as nobody when unprivileged is
+// set: the directories it needs are handed to nobody first.
+func startServeAs(t *testing.T, unprivileged bool, stateDir string, owned []string, extra ...string) *proc {
+	t.Helper()
+	if !unprivileged {
+		return startServe(t, stateDir, extra...)
+	}
+	if os.Geteuid() != 0 {
+		return startServe(t, stateDir, extra...) // already unprivileged
+	}
+	os.Chmod(filepath.Dir(binary), 0o755)
+	for _, d := range append(owned, stateDir) {
+		filepath.Walk(d, func(p string, _ os.FileInfo, err error) error {
+			if err == nil {
+				os.Lchown(p, nobody, nobody)
+			}
+			return nil
+		})
+		// Its parents (test temp dirs) must be traversable.
+		for p := filepath.Dir(d); p != "/" && p != "."; p = filepath.Dir(p) {
+			if st, err := os.Stat(p); err == nil && st.Mode().Perm()&0o001 == 0 {
+				os.Chmod(p, st.Mode().Perm()|0o011)
+			}
+		}
+	}
+	cmd := exec.Command(binary, append([]string{"serve", "--state-dir", stateDir}, extra...)...)
+	cmd.Env = append(os.Environ(), "HOME="+stateDir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	p := &proc{cmd: cmd, stderr: &bytes.Buffer{}, state: stateDir}
+	cmd.Stderr = p.stderr
+	var err error
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if p.stdout, err = cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.c = rpc.NewClient(context.Background(), p.stdout, p.stdin)
+	t.Cleanup(func() { p.stop() })
+	return p
+}
+
+func testControlFiles(t *testing.T, unprivileged bool) {
 	ctx := ctxT(t)
 	ws := gitRepo(t, map[string]string{"a.txt": "a\n"})
 	cfgPath := filepath.Join(ws, ".git", "config")
@@ -59,7 +114,7 @@ func TestControlFilesAskInEveryMode(t *testing.T) {
 		writes("a.txt"),                // edits, an ordinary file: no question
 		writes(".git/info/attributes"), // full-auto, allowed by the person
 	}, ",")+"]")
-	p := startServe(t, t.TempDir(), "--engine", "script", "--script", script, "--share-listen", "127.0.0.1:0")
+	p := startServeAs(t, unprivileged, t.TempDir(), []string{ws, filepath.Dir(script)}, "--engine", "script", "--script", script, "--share-listen", "127.0.0.1:0")
 	s := createSession(t, ctx, p.c, ws)
 	var mu sync.Mutex
 	var asked []string
@@ -167,15 +222,25 @@ func TestControlFilesAskInEveryMode(t *testing.T) {
 // TestStateFileModesUnderUmask000: the state directory is 0700 and the
 // database with its WAL and shared-memory files 0600, fresh or pre-existing.
 func TestStateFileModesUnderUmask000(t *testing.T) {
+	t.Run("root", func(t *testing.T) { testStateFileModes(t, false) })
+	t.Run("nobody", func(t *testing.T) { testStateFileModes(t, true) })
+}
+
+func testStateFileModes(t *testing.T, unprivileged bool) {
 	ctx := ctxT(t)
-	fresh := filepath.Join(t.TempDir(), "fresh")
+	freshParent := t.TempDir()
+	fresh := filepath.Join(freshParent, "fresh")
 	open := t.TempDir()
 	os.Chmod(open, 0o777)
 	os.WriteFile(filepath.Join(open, "state.db"), nil, 0o666)
 	os.Chmod(filepath.Join(open, "state.db"), 0o666)
 	for _, dir := range []string{fresh, open} {
 		old := syscall.Umask(0)
-		p := startServe(t, dir)
+		owned := []string{}
+		if dir == fresh {
+			owned = append(owned, freshParent) // nobody creates fresh itself
+		}
+		p := startServeAs(t, unprivileged, dir, owned)
 		syscall.Umask(old)
 		createSession(t, ctx, p.c, t.TempDir())
 		if err := p.c.Call(ctx, "session/list", nil, nil); err != nil {
@@ -198,8 +263,6 @@ func TestStateFileModesUnderUmask000(t *testing.T) {
 		p.stop()
 	}
 }
-
-var _ = rpc.Event{}
 
 // TestEchoedKeyNeverLeaves: a provider that echoes the API key — in its
 // streamed text, split across chunks, and in a 401 error body — gets it

@@ -255,4 +255,29 @@ func TestApplyPatchAtomic(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(env.Roots.Work, "notes", "a.md")); string(b) != "x\n" {
 		t.Fatalf("work://notes/a.md changed: %q", b)
 	}
+	os.WriteFile(filepath.Join(env.Roots.Work, "blocker"), []byte("file\n"), 0o644)
+	wp = "--- work://notes/a.md\n+++ work://notes/a.md\n@@ -1 +1 @@\n-x\n+y\n--- /dev/null\n+++ work://blocker/b.md\n@@ -0,0 +1 @@\n+z\n"
+	if _, err := applyPatchTool.Run(context.Background(), env, patchArgs(wp)); err == nil {
+		t.Fatal("work:// patch whose second file cannot be written applied")
+	}
+	if b, _ := os.ReadFile(filepath.Join(env.Roots.Work, "notes", "a.md")); string(b) != "x\n" {
+		t.Fatalf("work://notes/a.md changed by a failed patch: %q", b)
+	}
+
+	// Unprivileged, a directory without write permission fails the move
+	// itself (root writes anyway; the injected failure above covers it).
+	if os.Geteuid() != 0 {
+		ro := filepath.Join(ws, "ro")
+		os.MkdirAll(ro, 0o755)
+		os.WriteFile(filepath.Join(ro, "r.txt"), []byte("r\n"), 0o644)
+		os.Chmod(ro, 0o555)
+		defer os.Chmod(ro, 0o755)
+		p := "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+A\n--- a/ro/r.txt\n+++ b/ro/r.txt\n@@ -1 +1 @@\n-r\n+R\n"
+		if _, err := applyPatchTool.Run(context.Background(), env, patchArgs(p)); err == nil {
+			t.Fatal("patch into a read-only directory applied")
+		}
+		if read("a.txt") != "a\n" {
+			t.Fatalf("first file changed although the second could not be written: %q", read("a.txt"))
+		}
+	}
 }
