@@ -488,3 +488,53 @@ func TestPublishedPlanTamper(t *testing.T) {
 		t.Fatalf("accepted %q, want the proposed text", b)
 	}
 }
+
+// TestGoalContinuationCannotWriteControlFiles: an automatic Goal
+// continuation has nobody to ask, so a .git/config write is refused, not
+// asked, even in full-auto.
+func TestGoalContinuationCannotWriteControlFiles(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"a.txt": "a\n"})
+	cfgPath := filepath.Join(ws, ".git", "config")
+	original, _ := os.ReadFile(cfgPath)
+	script := writeScript(t, fmt.Sprintf(`[
+	 {"text": "Starting.\n"},
+	 {"expect_contains": ["Continue working toward the active Goal."], "tool_calls": [{"name": "write_file", "arguments": {"path": ".git/config", "content": %q}}]},
+	 {"text": "Tried.\n"},
+	 {"expect_contains": ["Continue working toward the active Goal."], "text": "Done.\n", "tool_calls": [{"name": "update_goal", "arguments": {"status": "complete", "summary": "done"}}]},
+	 {"text": "Complete.\n"}]`, fsmonitorConfig))
+	p := startServe(t, t.TempDir(), "--engine", "script", "--script", script)
+	s := createSession(t, ctx, p.c, ws)
+	asked := 0
+	var mu sync.Mutex
+	p.c.OnAsk(func(json.RawMessage) any {
+		mu.Lock()
+		asked++
+		mu.Unlock()
+		return map[string]bool{"allow": true}
+	})
+	if err := p.c.Call(ctx, "session/setPermissionMode", map[string]string{"session": s.ID, "mode": "full-auto"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "/goal tidy the repository"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitGoal(t, ctx, p.c, s.ID, "complete")
+	if b, _ := os.ReadFile(cfgPath); !bytes.Equal(b, original) {
+		t.Fatalf(".git/config changed by a Goal continuation: %q", b)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if asked != 0 {
+		t.Errorf("asked %d times during unattended Goal turns", asked)
+	}
+	refused := false
+	for _, e := range p.c.Events() {
+		if e.Kind == "blocked" && strings.Contains(string(e.Data), `"code":"protected_path"`) {
+			refused = true
+		}
+	}
+	if !refused {
+		t.Error("no protected_path refusal")
+	}
+}
