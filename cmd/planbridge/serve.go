@@ -61,10 +61,9 @@ func newEngine(ctx context.Context, st *store.Store, red *redact.Set, cfg agent.
 	if err != nil {
 		return nil, red.Error(err)
 	}
-	if cfg.Kind == "openai" {
-		// The key in use, wherever it came from, is masked everywhere.
-		red.Add(cfg.APIKey, agent.OpenAIConfigFromEnv(os.Getenv).APIKey)
-	}
+	// Every key configured, wherever it came from, is masked everywhere
+	// (also those of engines not in use: a tool's output may show them).
+	red.Add(cfg.APIKey, agent.OpenAIConfigFromEnv(os.Getenv).APIKey, agent.AnthropicConfigFromEnv(os.Getenv).APIKey)
 	if sc, ok := eng.(*agent.Script); ok {
 		abs, _ := filepath.Abs(cfg.Script)
 		key := "script-cursor:" + abs
@@ -134,6 +133,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer closeLog()
 	red := &redact.Set{}
+	red.Add(agent.OpenAIConfigFromEnv(os.Getenv).APIKey, agent.AnthropicConfigFromEnv(os.Getenv).APIKey)
 	lg = slog.New(red.Handler(lg.Handler()))
 	ctx := context.Background()
 	st, err := store.Open(ctx, cf.dir())
