@@ -151,8 +151,13 @@ func TestQueuedPromptsCapped(t *testing.T) {
 	}
 	big := strings.Repeat("x", session.MaxPromptBytes+1)
 	r = f.call(full, "POST", "/prompt", map[string]string{"text": big})
-	if r.Status == http.StatusOK {
-		t.Fatalf("oversized prompt accepted")
+	if r.Status != http.StatusRequestEntityTooLarge || r.Body["code"] != session.CodePromptTooLarge {
+		t.Fatalf("oversized prompt: %d %.200s", r.Status, r.Raw)
+	}
+	huge := strings.Repeat(`"`, 3*session.MaxPromptBytes) // escapes to twice that
+	r = f.call(full, "POST", "/prompt", map[string]string{"text": huge})
+	if r.Status != http.StatusRequestEntityTooLarge || r.Body["code"] != "body_too_large" {
+		t.Fatalf("oversized body: %d %.200s", r.Status, r.Raw)
 	}
 	f.sess.Interrupt()
 }

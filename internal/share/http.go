@@ -27,8 +27,9 @@ var assets embed.FS
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
 	"img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
-// maxBody bounds an action's JSON body.
-const maxBody = 1 << 20
+// maxBody bounds an action's JSON body: room for a prompt of the
+// session's largest size ([session.MaxPromptBytes]), JSON-escaped.
+const maxBody = 2*session.MaxPromptBytes + 4<<10
 
 // pingEvery keeps idle streams alive and detects gone pages.
 const pingEvery = 15 * time.Second
@@ -440,6 +441,11 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the request body is larger than %d bytes", maxBody))
+			return false
+		}
 		writeError(w, http.StatusBadRequest, "invalid_params", "invalid JSON body: "+err.Error())
 		return false
 	}
