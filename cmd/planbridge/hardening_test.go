@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"planbridge/rpc"
 )
@@ -536,5 +537,50 @@ func TestGoalContinuationCannotWriteControlFiles(t *testing.T) {
 	}
 	if !refused {
 		t.Error("no protected_path refusal")
+	}
+}
+
+// TestShareLinksFollowTheFork: after a Worktree handoff, share/links on the
+// planning session lists the links that followed the fork, with the
+// fork's id, and the fork's page shows the repository's name only.
+func TestShareLinksFollowTheFork(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
+	state := t.TempDir()
+	p := startServe(t, state, "--engine", "script", "--script", writeScript(t, forkScript()), "--share-listen", "127.0.0.1:0")
+	s, v := prepareFork(t, ctx, p, ws)
+	var shared struct{ Links []shareLink }
+	if err := p.c.Call(ctx, "share/start", map[string]any{"session": s.ID, "tiers": []string{"view", "owner"}}, &shared); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt, "branch": "feature/rename"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	fe, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool { return e.Kind == "forked" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var forked struct{ Fork string }
+	json.Unmarshal(fe.Data, &forked)
+	var got struct {
+		Links   []struct{ Tier string }
+		Session string
+	}
+	for {
+		if err := p.c.Call(ctx, "share/links", map[string]string{"session": s.ID}, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Session == forked.Fork || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got.Session != forked.Fork || len(got.Links) != 2 {
+		t.Fatalf("share/links after the handoff: %+v (fork %s)", got, forked.Fork)
+	}
+	// The old link's answer leads to the fork; neither shows the checkout's path.
+	code, body := getState(t, shared.Links[0].URL)
+	if code != 410 || strings.Contains(body, ws) {
+		t.Fatalf("old room: %d %s", code, body)
 	}
 }
