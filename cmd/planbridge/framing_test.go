@@ -97,7 +97,8 @@ func TestIDsEchoedExactly(t *testing.T) {
 			}
 			continue
 		}
-		if r.code() != 0 {
+		// The cancel for -1 may land before or after its answer.
+		if r.code() != 0 && !(string(r["id"]) == "-1" && r.code() == -32800) {
 			t.Errorf("id %s: error %s", r["id"], r["error"])
 		}
 		got[string(r["id"])] = true

@@ -36,6 +36,9 @@ type Meta struct {
 	// target is the session's scratch area, and a repository control file
 	// always needs the person. An error means the call cannot run.
 	Writes func(args json.RawMessage) ([]string, error)
+	// OfferInPlan offers a writing tool to the model in Plan, for the
+	// session's scratch area (exposure only: the gate decides from Writes).
+	OfferInPlan bool
 }
 
 // Tool is one callable tool.
@@ -427,7 +430,7 @@ func PatchTargets(args json.RawMessage) ([]string, error) {
 var applyPatchTool = &Tool{
 	Spec: ToolSpec{Name: "apply_patch", Description: "Apply a unified diff (as git apply takes it) to workspace or work:// files, all or nothing.",
 		Parameters: schema(`"patch":{"type":"string"}`, "patch")},
-	Meta: Meta{Edits: true, Writes: patchWrites},
+	Meta: Meta{Edits: true, Writes: patchWrites, OfferInPlan: true},
 	Run: func(ctx context.Context, env *Env, args json.RawMessage) (string, error) {
 		a, err := decode[struct{ Patch string }](args)
 		if err != nil {

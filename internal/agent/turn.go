@@ -69,7 +69,7 @@ func (t *Turn) Run(ctx context.Context) (TurnResult, error) {
 			return false
 		}
 		return !t.Gate.Plan || tool.Meta.ReadOnly || tool.Meta.SessionOnly || tool.Meta.Delegates ||
-			tool.Meta.Writes != nil || tool.Spec.Name == "bash"
+			tool.Meta.OfferInPlan || tool.Spec.Name == "bash"
 	})
 	defer func() {
 		res.Usage.Add(t.childUsage)
