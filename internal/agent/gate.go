@@ -160,7 +160,7 @@ func (g Gate) decidePlan(t *Tool, call ToolCall) Decision {
 		}
 		for _, p := range targets {
 			if !IsWorkPath(p) {
-				return refuse(fmt.Sprintf("%s may only change work:// files in Plan (keep notes under %s); %q is a workspace file, so the whole call was refused.", name, NotesDir, p))
+				return refuse(fmt.Sprintf("%s of the workspace file %q is not allowed while Plan is on (in Plan only work:// files change: keep notes under %s), so the whole call was refused.", name, p, NotesDir))
 			}
 			w, err := g.Roots.ClassifyWrite(p, g.Protected...)
 			if err != nil {
