@@ -54,10 +54,10 @@ func TestIDScanner(t *testing.T) {
 	for body, want := range map[string]string{
 		`{"jsonrpc":"2.0","id":-1,"method":"x"}`:              `-1`,
 		`{"params":{"id":5,"x":"id"},"id":"a\"b","method":1}`: `"a\"b"`,
-		`{"method":"x","params":["id",{"id":1}],"id" : 7 }`:    `7`,
-		`{"idx":1,"method":"x"}`:                               ``,
-		`{"id":{"nested":1}}`:                                  ``,
-		`[{"id":1}]`:                                           ``,
+		`{"method":"x","params":["id",{"id":1}],"id" : 7 }`:   `7`,
+		`{"idx":1,"method":"x"}`:                              ``,
+		`{"id":{"nested":1}}`:                                 ``,
+		`[{"id":1}]`:                                          ``,
 	} {
 		sc := &idScanner{}
 		sc.Write([]byte(body))
