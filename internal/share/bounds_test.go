@@ -189,3 +189,20 @@ func TestBrowserShowsProposedTextAfterTamper(t *testing.T) {
 		t.Fatalf("state: %s", r.Raw)
 	}
 }
+
+// An event stream outlives the read and write timeouts that close stalled
+// sockets: idle longer than both, it still delivers the next event.
+func TestStreamOutlivesRequestTimeouts(t *testing.T) {
+	f := newFixture(t, script(), withBounds, func(c *share.Config) { c.WriteTimeout = time.Second })
+	view := f.share(share.View)[share.View]
+	s := openSSE(t, endpoint(view, "/events"), secretOf(t, view), nil)
+	// Wait past every deadline (read 1 s, write 1 s, idle 1 s) with
+	// nothing sent, then make something happen.
+	time.Sleep(2500 * time.Millisecond)
+	if _, err := f.sess.Queue("after the timeouts"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.next(t, kind("user")); !ok {
+		t.Fatal("the stream was closed by a request timeout")
+	}
+}

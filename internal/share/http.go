@@ -281,13 +281,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, g guest) {
 	// and response deadlines, and each write gets its own instead, so a
 	// page that stops reading is cut rather than held.
 	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Time{})
+	rc.SetReadDeadline(time.Time{}) // net/http does too once the request is read; said here, not relied on
 	writeTimeout := s.cfg.limits().write
-	rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	flush := func() {
-		rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		fl.Flush()
-	}
+	// arm gives the writes that follow their own deadline; it runs before
+	// every write, since an idle stream outlives the previous one.
+	arm := func() { rc.SetWriteDeadline(time.Now().Add(writeTimeout)) }
+	arm()
+	flush := func() { fl.Flush() }
 	defer g.room.unsubscribe(st)
 	past, err := g.sess.Events(r.Context(), since)
 	if err != nil {
@@ -307,11 +307,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, g guest) {
 		last = ev.Seq
 		ev.Data = hidePaths(ev.Data, ws)
 		b, _ := json.Marshal(ev)
+		arm()
 		fmt.Fprintf(w, "id: %d\ndata: %s\n\n", ev.Seq, b)
 	}
 	for _, ev := range past {
 		send(ev)
 	}
+	arm()
 	fmt.Fprint(w, ": live\n\n")
 	flush()
 	expiry := time.NewTimer(g.expires.Sub(s.cfg.Now()))
@@ -320,6 +322,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, g guest) {
 	defer ping.Stop()
 	control := func(name string, v any) {
 		b, _ := json.Marshal(v)
+		arm()
 		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
 		flush()
 	}
@@ -329,6 +332,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, g guest) {
 			send(ev)
 			flush()
 		case <-ping.C:
+			arm()
 			fmt.Fprint(w, ": ping\n\n")
 			flush()
 		case <-st.lag:
