@@ -221,6 +221,13 @@ type Comment struct {
 // Feedback sends the person's revision request to the model inside a
 // delimited envelope. Plan stays on; the selection survives.
 func (s *Session) Feedback(ctx context.Context, attempt, text string, comments []Comment) error {
+	n := len(text)
+	for _, c := range comments {
+		n += len(c.Text)
+	}
+	if n > MaxPromptBytes {
+		return errorf(CodePromptTooLarge, "the feedback is %d bytes; the limit is %d (1 MiB)", n, MaxPromptBytes)
+	}
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(text))
 	s.mu.Lock()

@@ -206,3 +206,16 @@ func TestStreamOutlivesRequestTimeouts(t *testing.T) {
 		t.Fatal("the stream was closed by a request timeout")
 	}
 }
+
+func TestFeedbackSizeCapped(t *testing.T) {
+	f := newFixture(t, script())
+	v := f.propose()
+	full := f.share(share.Full)[share.Full]
+	r := f.call(full, "POST", "/feedback", map[string]string{"attempt": v.Attempt, "text": strings.Repeat("f", session.MaxPromptBytes+1)})
+	if r.Status != http.StatusRequestEntityTooLarge || r.Body["code"] != session.CodePromptTooLarge {
+		t.Fatalf("oversized feedback: %d %.200s", r.Status, r.Raw)
+	}
+	if after := f.sess.Approval(); !after.Pending || after.Attempt != v.Attempt {
+		t.Fatal("refused feedback changed the card")
+	}
+}
