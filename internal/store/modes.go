@@ -9,15 +9,16 @@ import (
 
 // File modes of the state directory: only its owner may read it, whatever
 // the umask or the modes a pre-existing directory had. SQLite creates the
-// -wal and -shm files with the database file's mode, so making state.db
-// 0600 before the first open covers them; existing ones are fixed too.
+// -wal and -shm files with the database file's mode, so state.db is made
+// 0600 before it is opened when it exists, and all three right after the
+// open (nothing else can reach them meanwhile: the directory is 0700).
 const (
 	stateDirMode = 0o700
 	dbFileMode   = 0o600
 )
 
 // secureStateDir creates dir (0700) or tightens an existing one, and
-// creates or tightens state.db and its -wal and -shm files (0600).
+// tightens the database files already there ([secureDBFiles]).
 func secureStateDir(dir string) error {
 	if err := os.MkdirAll(dir, stateDirMode); err != nil {
 		return fmt.Errorf("create state dir: %w", err)
@@ -31,12 +32,14 @@ func secureStateDir(dir string) error {
 			return fmt.Errorf("state dir %s is readable by others and cannot be made private: %w", dir, err)
 		}
 	}
+	return secureDBFiles(dir)
+}
+
+// secureDBFiles makes state.db and its -wal and -shm files 0600, those
+// that exist: before the database is opened (so files SQLite creates next
+// take the database's mode) and again after (for the ones it just made).
+func secureDBFiles(dir string) error {
 	db := filepath.Join(dir, "state.db")
-	f, err := os.OpenFile(db, os.O_RDWR|os.O_CREATE, dbFileMode)
-	if err != nil {
-		return fmt.Errorf("open database: %w", err)
-	}
-	f.Close()
 	for _, p := range []string{db, db + "-wal", db + "-shm"} {
 		st, err := os.Lstat(p)
 		if errors.Is(err, os.ErrNotExist) {

@@ -60,6 +60,10 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := secureDBFiles(dir); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
