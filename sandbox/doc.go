@@ -1,0 +1,63 @@
+// Package sandbox confines a command to reading: it runs any program so
+// that it cannot write (except to /dev/null), cannot read outside a set of
+// read roots and the system's program directories, cannot reach the
+// network or other processes, and cannot exhaust the machine. It is the OS
+// layer under Plan's read-only shell, usable and testable on its own
+// (`planbridge sandbox -- CMD`), and it imports no project package.
+//
+// # Layers
+//
+// A [Sandbox] starts the program through a small launcher: the current
+// executable re-executed with a marker argument, which [Main] (called first
+// thing in main, and in TestMain of test binaries that run sandboxed
+// commands) recognises. The layers, each applied when this machine has it
+// and reported by [Probe] either way:
+//
+//   - bwrap (bubblewrap), when installed and working: every namespace
+//     unshared (user, pid, ipc, net, uts, cgroup), --cap-drop ALL,
+//     --new-session, --die-with-parent, a read-only tmpfs root holding only
+//     the system directories and the read roots (bound read-only), a fresh
+//     /proc for the new pid namespace, a minimal /dev, 1 MiB tmpfs on /tmp
+//     and $HOME, and the hidden paths covered by empty tmpfs. Outside
+//     sockets, other projects and the state directory are simply absent.
+//   - Landlock, at the ABI the kernel has (detected at run time): reads
+//     only beneath the read roots and the system set; writes only to
+//     /dev/null; TCP bind and connect denied (ABI ≥ 4); signals and
+//     abstract unix sockets scoped to the sandbox (ABI ≥ 6). /proc is
+//     readable only when bwrap gave the sandbox its own pid namespace.
+//   - seccomp: socket(2), io_uring, keyrings, bpf, perf events and
+//     userfaultfd fail with EACCES, which closes pathname unix sockets
+//     and UDP that Landlock's ABI may not cover.
+//   - capabilities: the bounding, ambient, effective, permitted and
+//     inheritable sets are emptied, SECBIT_NOROOT is locked and
+//     no_new_privs is set, so uid 0 inside is powerless (no remount, no
+//     kill of foreign processes, no setuid gain).
+//   - resource limits: address space, CPU time, file size 0, no core
+//     dumps, open files, and a process count. RLIMIT_NPROC does not apply
+//     to the real uid 0, so as root the count is enforced by a pids cgroup
+//     (created per command when a pids hierarchy is writable, removed
+//     afterwards); in a fresh user namespace (bwrap as non-root) the
+//     rlimit counts only the sandbox's processes.
+//
+// The timeout kills the whole tree: the launcher and everything it starts
+// run in their own process group, bwrap's pid namespace dies with its
+// first process, and the pids cgroup is emptied before it is removed.
+//
+// # Read policy
+//
+// [ReadPolicy] is the one read policy that both the sandbox rules and
+// in-process opens (the shell's redirections, globs and cd, the read_file
+// and grep tools) obey: a path is readable when, with every symlink
+// resolved, it lies beneath a read root and not beneath a hidden path, and
+// never under /proc, /sys or /dev (except /dev/null). [ReadPolicy.Open]
+// re-checks the resolution race-free with openat2(RESOLVE_BENEATH).
+//
+// # Not covered
+//
+// Without bwrap and Landlock (old kernels, containers without user
+// namespaces) only the capabilities, seccomp and resource limits remain;
+// [Probe] says so and callers must show it. Landlock cannot hide a path
+// beneath a read root (only bwrap's tmpfs can). As root without a writable
+// pids cgroup the process count is not bounded (the CPU limit and the
+// timeout still are); [Layers.Processes] says so.
+package sandbox

@@ -1,0 +1,382 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	"golang.org/x/sys/unix"
+)
+
+// launcherArg is os.Args[1] of the launcher: the running executable
+// started again to confine itself and exec the program.
+const launcherArg = "__planbridge-sandbox-launcher"
+
+// launcherInside is where bwrap binds the launcher in the sandbox.
+const launcherInside = "/.planbridge-sandbox-launcher"
+
+// noHome is HOME in a sandbox without bwrap: a directory that does not
+// exist.
+const noHome = "/nonexistent/planbridge-sandbox-home"
+
+// ExitSetup is the exit status of a launcher that could not set up the
+// sandbox; the program did not run. Its stderr says why.
+const ExitSetup = 125
+
+// fixedPath is where the launcher looks up a program given by name.
+const fixedPath = "/usr/local/bin:/usr/bin:/bin"
+
+var mainCalled atomic.Bool
+
+// Main must be called first thing in main (and in TestMain of a test
+// binary that starts sandboxed programs). In an ordinary start it returns
+// at once; started as the launcher, it confines the process and execs the
+// program, and never returns.
+func Main() {
+	mainCalled.Store(true)
+	if len(os.Args) < 3 || os.Args[1] != launcherArg {
+		return
+	}
+	// Capabilities and seccomp are per thread: set them up and exec from
+	// one thread.
+	runtime.LockOSThread()
+	err := launch(os.Args[2])
+	fmt.Fprintf(os.Stderr, "planbridge sandbox: %v\n", err)
+	os.Exit(ExitSetup)
+}
+
+// spec is what the launcher is told, JSON-encoded in os.Args[2].
+type spec struct {
+	Read     []string `json:"read"`
+	Hidden   []string `json:"hidden,omitempty"`
+	Limits   Limits   `json:"limits"`
+	Dir      string   `json:"dir"`
+	Landlock bool     `json:"landlock,omitempty"`
+	Cgroup   string   `json:"cgroup,omitempty"` // join this cgroup (outer stage)
+	Bwrap    string   `json:"bwrap,omitempty"`  // exec bwrap (outer stage)
+	Proc     bool     `json:"proc,omitempty"`   // /proc is a private pid namespace's
+	UserNS   bool     `json:"userns,omitempty"` // inside a fresh user namespace
+	Argv     []string `json:"argv"`
+}
+
+func (s spec) encode() (string, error) {
+	b, err := json.Marshal(s)
+	return string(b), err
+}
+
+// launch confines this process as sp says and execs the program; it
+// returns only on failure.
+func launch(arg string) error {
+	var sp spec
+	if err := json.Unmarshal([]byte(arg), &sp); err != nil || len(sp.Argv) == 0 {
+		return fmt.Errorf("bad launcher arguments")
+	}
+	if sp.Cgroup != "" {
+		if err := os.WriteFile(filepath.Join(sp.Cgroup, "cgroup.procs"), []byte("0"), 0); err != nil {
+			return fmt.Errorf("join the pids cgroup: %w", err)
+		}
+		sp.Cgroup = ""
+	}
+	if sp.Bwrap != "" {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		bw := sp.Bwrap
+		sp.Bwrap = ""
+		sp.UserNS = os.Geteuid() != 0
+		enc, err := sp.encode()
+		if err != nil {
+			return err
+		}
+		args := append([]string{"bwrap"}, bwrapArgs(sp, self)...)
+		args = append(args, launcherInside, launcherArg, enc)
+		return fmt.Errorf("exec bwrap: %w", syscall.Exec(bw, args, os.Environ()))
+	}
+	return confineAndExec(sp)
+}
+
+// systemDirs are readable by every sandboxed program: programs, libraries
+// and their data. /etc is not among them: only the files below.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// systemEtc are the /etc entries commands need: the dynamic loader's cache
+// and configuration, user and group names (ls -l, id; no passwords live in
+// passwd), name-service switch, time zone, locale aliases, the
+// alternatives links (awk is /etc/alternatives/awk), file(1)'s local magic
+// and git's system configuration (git fails when it exists but cannot be
+// read). Nothing that holds a secret.
+var systemEtc = []string{"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/nsswitch.conf",
+	"/etc/passwd", "/etc/group", "/etc/localtime", "/etc/timezone", "/etc/locale.alias", "/etc/alternatives",
+	"/etc/magic", "/etc/magic.mime", "/etc/gitconfig", "/etc/gitattributes"}
+
+// systemDev are the device files programs may read.
+var systemDev = []string{"/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"}
+
+// bwrapArgs are bwrap's options for sp; the launcher command follows.
+func bwrapArgs(sp spec, launcher string) []string {
+	a := []string{"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"}
+	for _, d := range systemDirs {
+		fi, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case fi.Mode()&os.ModeSymlink != 0:
+			if t, err := os.Readlink(d); err == nil {
+				a = append(a, "--symlink", t, d)
+			}
+		default:
+			a = append(a, "--ro-bind", d, d)
+		}
+	}
+	for _, f := range systemEtc {
+		a = append(a, "--ro-bind-try", f, f)
+	}
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--size", "1048576", "--tmpfs", "/tmp")
+	if home := os.Getenv("HOME"); filepath.IsAbs(home) && home != "/" && !underSystem(home) {
+		a = append(a, "--size", "1048576", "--tmpfs", filepath.Clean(home))
+	}
+	for _, r := range sp.Read {
+		a = append(a, "--ro-bind", r, r)
+	}
+	for _, h := range sp.Hidden {
+		if fi, err := os.Stat(h); err == nil && fi.IsDir() {
+			a = append(a, "--size", "4096", "--tmpfs", h)
+		} else if err == nil {
+			a = append(a, "--ro-bind", "/dev/null", h)
+		}
+	}
+	a = append(a, "--ro-bind", launcher, launcherInside, "--remount-ro", "/", "--chdir", sp.Dir, "--")
+	return a
+}
+
+func underSystem(p string) bool {
+	for _, d := range append(systemDirs, "/etc", "/proc", "/sys", "/dev") {
+		if beneath(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// confineAndExec is the inner stage: limits, capabilities, Landlock and
+// seccomp, then exec.
+func confineAndExec(sp spec) error {
+	if err := setLimits(sp); err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
+	if sp.Landlock {
+		if err := restrictLandlock(sp); err != nil {
+			return fmt.Errorf("landlock: %w", err)
+		}
+	}
+	if err := installSeccomp(); err != nil && !errors.Is(err, errNoSeccomp) {
+		return fmt.Errorf("seccomp: %w", err)
+	}
+	if err := os.Chdir(sp.Dir); err != nil {
+		return err
+	}
+	env := os.Environ()
+	if !sp.Proc {
+		// Without bwrap's empty tmpfs the real home is there but
+		// unreadable, and git fails on a configuration file it cannot
+		// read: point HOME at nothing.
+		env = append(env, "HOME="+noHome)
+	}
+	path := sp.Argv[0]
+	if !strings.Contains(path, "/") {
+		found := ""
+		for _, d := range filepath.SplitList(fixedPath) {
+			p := filepath.Join(d, path)
+			if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+				found = p
+				break
+			}
+		}
+		if found == "" {
+			return fmt.Errorf("%s: not found in %s", path, fixedPath)
+		}
+		path = found
+	}
+	return fmt.Errorf("exec %s: %w", sp.Argv[0], syscall.Exec(path, sp.Argv, env))
+}
+
+func setLimits(sp spec) error {
+	l := sp.Limits.withDefaults()
+	nproc := l.Processes
+	if os.Geteuid() != 0 && !sp.UserNS {
+		// RLIMIT_NPROC counts every process of the real uid: leave room
+		// for those already running.
+		nproc += uint64(countProcesses(os.Getuid()))
+	}
+	for _, lim := range []struct {
+		res int
+		v   uint64
+	}{
+		{unix.RLIMIT_AS, l.AddressSpace},
+		{unix.RLIMIT_CPU, l.CPUSeconds},
+		{unix.RLIMIT_FSIZE, 0},
+		{unix.RLIMIT_CORE, 0},
+		{unix.RLIMIT_NOFILE, l.OpenFiles},
+		{unix.RLIMIT_NPROC, nproc},
+		{unix.RLIMIT_MEMLOCK, 0},
+		{unix.RLIMIT_MSGQUEUE, 0},
+	} {
+		rl := unix.Rlimit{Cur: lim.v, Max: lim.v}
+		var old unix.Rlimit
+		if err := unix.Getrlimit(lim.res, &old); err == nil && old.Max < lim.v {
+			rl = unix.Rlimit{Cur: old.Max, Max: old.Max}
+		}
+		if err := unix.Setrlimit(lim.res, &rl); err != nil {
+			return fmt.Errorf("setrlimit %d: %w", lim.res, err)
+		}
+	}
+	return nil
+}
+
+// countProcesses counts the processes whose real uid is uid.
+func countProcesses(uid int) int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	want := strconv.Itoa(uid)
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" {
+				if f[1] == want {
+					n++
+				}
+				break
+			}
+		}
+	}
+	return n
+}
+
+// dropCapabilities empties every capability set and, where this process
+// may, the bounding set and the securebits that would give uid 0 its
+// capabilities back on exec.
+func dropCapabilities() error {
+	for c := 0; c <= 63; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); errors.Is(err, unix.EINVAL) {
+			break // past the last capability
+		}
+	}
+	unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	const secbits = 1<<0 | 1<<1 | 1<<2 | 1<<3 | 1<<4 | 1<<5 // NOROOT, NO_SETUID_FIXUP, KEEP_CAPS, each locked
+	unix.Prctl(unix.PR_SET_SECUREBITS, secbits&^(1<<4), 0, 0, 0)
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("drop capabilities: %w", err)
+	}
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("check capabilities: %w", err)
+	}
+	if data[0].Effective|data[0].Permitted|data[1].Effective|data[1].Permitted != 0 {
+		return fmt.Errorf("capabilities remain after dropping them")
+	}
+	return nil
+}
+
+func restrictLandlock(sp spec) error {
+	var dirs, files []string
+	add := func(p string) {
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			dirs = append(dirs, p)
+		default:
+			files = append(files, p)
+		}
+	}
+	for _, p := range systemDirs {
+		add(p)
+	}
+	for _, p := range append(append(systemEtc, systemDev...), sp.Read...) {
+		add(p)
+	}
+	if sp.Proc {
+		add("/proc")
+	}
+	rules := []landlock.Rule{landlock.RWFiles(os.DevNull)}
+	if len(dirs) > 0 {
+		rules = append(rules, landlock.RODirs(dirs...))
+	}
+	if len(files) > 0 {
+		rules = append(rules, landlock.ROFiles(files...))
+	}
+	return landlock.V7.BestEffort().Restrict(rules...)
+}
+
+var errNoSeccomp = errors.New("seccomp filters are not supported on this architecture")
+
+// seccompArch is the audit architecture of this build, 0 if unsupported.
+func seccompArch() uint32 {
+	switch runtime.GOARCH {
+	case "amd64":
+		return unix.AUDIT_ARCH_X86_64
+	case "arm64":
+		return unix.AUDIT_ARCH_AARCH64
+	}
+	return 0
+}
+
+// deniedSyscalls fail with EACCES in the sandbox: sockets of every family
+// (pathname unix sockets and UDP are beyond Landlock ABI 7; read-only
+// programs need none), io_uring (a second door to the same operations),
+// the keyrings, bpf, perf events and userfaultfd.
+var deniedSyscalls = []uint32{unix.SYS_SOCKET, unix.SYS_IO_URING_SETUP, unix.SYS_KEYCTL, unix.SYS_ADD_KEY,
+	unix.SYS_REQUEST_KEY, unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_USERFAULTFD}
+
+func installSeccomp() error {
+	arch := seccompArch()
+	if arch == 0 {
+		return errNoSeccomp
+	}
+	const (
+		ldAbs  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge    = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		ret    = unix.BPF_RET | unix.BPF_K
+		denied = unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)
+	)
+	prog := []unix.SockFilter{
+		{Code: ldAbs, K: 4}, // seccomp_data.arch
+		{Code: jeq, K: arch, Jt: 1},
+		{Code: ret, K: unix.SECCOMP_RET_KILL_PROCESS},
+		{Code: ldAbs, K: 0}, // seccomp_data.nr
+		{Code: jge, K: 0x40000000, Jf: 1}, // the x32 ABI
+		{Code: ret, K: denied},
+	}
+	for _, nr := range deniedSyscalls {
+		prog = append(prog, unix.SockFilter{Code: jeq, K: nr, Jf: 1}, unix.SockFilter{Code: ret, K: denied})
+	}
+	prog = append(prog, unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW})
+	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fp)), 0, 0)
+}

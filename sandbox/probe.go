@@ -1,0 +1,208 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+func probe() Layers {
+	l := Layers{Root: os.Geteuid() == 0}
+	if v, err := ll.LandlockGetABIVersion(); err == nil {
+		l.LandlockABI = v
+	}
+	l.Bwrap, l.BwrapWhy = probeBwrap()
+	l.UserNS = userNamespaces()
+	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err == nil && seccompArch() != 0 {
+		l.Seccomp = true
+	}
+	l.cgroupRoot = pidsCgroupRoot()
+	switch {
+	case l.cgroupRoot != "":
+		l.Processes = "pids cgroup"
+	case l.Root:
+		l.Processes = "NOT bounded (uid 0 is exempt from RLIMIT_NPROC and no pids cgroup is writable)"
+	case l.Bwrap != "":
+		l.Processes = "RLIMIT_NPROC in a fresh user namespace"
+	default:
+		l.Processes = "RLIMIT_NPROC above the user's running processes"
+	}
+	return l
+}
+
+// userNamespaces reports whether unprivileged user namespaces are enabled.
+func userNamespaces() bool {
+	for _, f := range []string{"/proc/sys/kernel/unprivileged_userns_clone", "/proc/sys/user/max_user_namespaces"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if strings.TrimSpace(string(b)) == "0" {
+			return false
+		}
+	}
+	return true
+}
+
+// probeBwrap finds bwrap in the fixed PATH and checks that it starts a
+// program here with the options the sandbox uses (it cannot in some
+// containers). It returns bwrap's path, or "" and why it is unusable.
+func probeBwrap() (path, why string) {
+	for _, d := range filepath.SplitList(fixedPath) {
+		if fi, err := os.Stat(filepath.Join(d, "bwrap")); err == nil && fi.Mode().IsRegular() {
+			path = filepath.Join(d, "bwrap")
+			break
+		}
+	}
+	if path == "" {
+		return "", "bwrap not found"
+	}
+	truePath := ""
+	for _, p := range []string{"/usr/bin/true", "/bin/true"} {
+		if _, err := os.Stat(p); err == nil {
+			truePath = p
+			break
+		}
+	}
+	if truePath == "" {
+		return "", "cannot test bwrap: true not found"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	args := bwrapArgs(spec{Dir: "/"}, truePath)
+	args = append(args, launcherInside)
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(out.String())
+		if i := strings.IndexByte(msg, '\n'); i >= 0 {
+			msg = msg[:i]
+		}
+		if msg == "" {
+			msg = err.Error()
+		}
+		return "", "bwrap does not work here: " + msg
+	}
+	return path, ""
+}
+
+// pidsCgroupRoot returns this process's cgroup directory in a pids
+// hierarchy (v1 or v2) where a child cgroup with pids.max can be created,
+// or "".
+func pidsCgroupRoot() string {
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	own, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	var v1, v2 string
+	sc := bufio.NewScanner(bytes.NewReader(mounts))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		// id parent major:minor root mountpoint opts ... - fstype source superopts
+		for i, w := range f {
+			if w != "-" || i+3 > len(f)-1 {
+				continue
+			}
+			switch fstype, super := f[i+1], f[i+3]; {
+			case fstype == "cgroup" && hasOpt(super, "pids") && f[3] == "/":
+				v1 = f[4]
+			case fstype == "cgroup2" && f[3] == "/":
+				v2 = f[4]
+			}
+		}
+	}
+	var candidates []string
+	for _, line := range strings.Split(string(own), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case v1 != "" && hasOpt(parts[1], "pids"):
+			candidates = append(candidates, filepath.Join(v1, parts[2]))
+		case v2 != "" && parts[0] == "0" && parts[1] == "":
+			candidates = append(candidates, filepath.Join(v2, parts[2]))
+		}
+	}
+	for _, c := range candidates {
+		cg, err := newCgroup(c, 1)
+		if err == nil {
+			cg.destroy()
+			return c
+		}
+	}
+	return ""
+}
+
+func hasOpt(opts, name string) bool {
+	for _, o := range strings.Split(opts, ",") {
+		if o == name {
+			return true
+		}
+	}
+	return false
+}
+
+// cgroup is one sandbox's pids cgroup. A nil *cgroup does nothing.
+type cgroup struct{ dir string }
+
+var cgroupSeq atomic.Int64
+
+func newCgroup(root string, max uint64) (*cgroup, error) {
+	dir := filepath.Join(root, fmt.Sprintf("planbridge-sandbox-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	cg := &cgroup{dir: dir}
+	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(fmt.Sprint(max)), 0); err != nil {
+		cg.destroy()
+		return nil, err
+	}
+	return cg, nil
+}
+
+// kill sends SIGKILL to every process in the cgroup.
+func (c *cgroup) kill() {
+	if c == nil {
+		return
+	}
+	b, _ := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
+	for _, f := range strings.Fields(string(b)) {
+		var pid int
+		if _, err := fmt.Sscan(f, &pid); err == nil && pid > 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// destroy kills what is left and removes the cgroup, waiting briefly for
+// the killed processes to be gone.
+func (c *cgroup) destroy() {
+	if c == nil {
+		return
+	}
+	for i := 0; i < 400; i++ {
+		c.kill()
+		err := os.Remove(c.dir)
+		if err == nil || os.IsNotExist(err) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

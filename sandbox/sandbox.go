@@ -1,0 +1,279 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Limits are the resource limits of every sandboxed process. Zero fields
+// take the defaults of [DefaultLimits]; the file size limit is always 0.
+type Limits struct {
+	// AddressSpace bounds each process's virtual memory, in bytes.
+	AddressSpace uint64
+	// Processes bounds the processes and threads of one sandbox.
+	Processes uint64
+	// CPUSeconds bounds each process's CPU time.
+	CPUSeconds uint64
+	// OpenFiles bounds each process's descriptors.
+	OpenFiles uint64
+}
+
+// DefaultLimits are the limits a zero [Limits] field takes.
+var DefaultLimits = Limits{AddressSpace: 2 << 30, Processes: 256, CPUSeconds: 60, OpenFiles: 1024}
+
+func (l Limits) withDefaults() Limits {
+	if l.AddressSpace == 0 {
+		l.AddressSpace = DefaultLimits.AddressSpace
+	}
+	if l.Processes == 0 {
+		l.Processes = DefaultLimits.Processes
+	}
+	if l.CPUSeconds == 0 {
+		l.CPUSeconds = DefaultLimits.CPUSeconds
+	}
+	if l.OpenFiles == 0 {
+		l.OpenFiles = DefaultLimits.OpenFiles
+	}
+	return l
+}
+
+// Config describes one sandbox.
+type Config struct {
+	// ReadRoots are the directories (or files) the program may read, the
+	// workspace first. Symlinks are resolved; missing ones are dropped.
+	ReadRoots []string
+	// Hidden are paths beneath a read root that must not be read (the
+	// state directory when it lies in the workspace): refused by the read
+	// policy and covered by an empty tmpfs under bwrap.
+	Hidden []string
+	// Limits are the resource limits; zero fields take the defaults.
+	Limits Limits
+	// NoBwrap skips bwrap even where it works (tests use it to show the
+	// other layers hold alone).
+	NoBwrap bool
+	// Launcher is the executable that calls [Main] first thing; empty
+	// means the running executable.
+	Launcher string
+}
+
+// Sandbox starts programs under one [Config]. Safe for concurrent use.
+type Sandbox struct {
+	cfg    Config
+	policy *ReadPolicy
+	layers Layers
+	launch string
+}
+
+// ErrNoLauncher is returned by [New] when the running program did not call
+// [Main] and no Launcher was configured: starting it again with the marker
+// would run the program itself, not the launcher.
+var ErrNoLauncher = errors.New("sandbox: the launcher is not installed (call sandbox.Main first thing in main)")
+
+// New returns a sandbox for cfg, probing the machine's layers once per
+// process.
+func New(cfg Config) (*Sandbox, error) {
+	pol, err := NewReadPolicy(cfg.ReadRoots, cfg.Hidden)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Limits = cfg.Limits.withDefaults()
+	launch := cfg.Launcher
+	if launch == "" {
+		if !mainCalled.Load() {
+			return nil, ErrNoLauncher
+		}
+		if launch, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("sandbox: find the launcher: %w", err)
+		}
+	}
+	l := Probe()
+	if cfg.NoBwrap {
+		l.Bwrap, l.BwrapWhy = "", "disabled"
+	}
+	return &Sandbox{cfg: cfg, policy: pol, layers: l, launch: launch}, nil
+}
+
+// Policy returns the read policy the sandbox enforces.
+func (s *Sandbox) Policy() *ReadPolicy { return s.policy }
+
+// Layers returns the layers this sandbox applies.
+func (s *Sandbox) Layers() Layers { return s.layers }
+
+// Cmd is a sandboxed program, prepared by [Sandbox.Command]. Start, Wait
+// and Run behave as [exec.Cmd]'s; Wait also kills whatever the program
+// left running and removes its cgroup.
+type Cmd struct {
+	*exec.Cmd
+	cg *cgroup
+}
+
+// Command returns the Cmd that runs argv (argv[0] an absolute path, or a
+// name looked up in the fixed PATH inside the sandbox) in dir with env.
+// The program runs in its own process group; when ctx is done the whole
+// tree is killed.
+func (s *Sandbox) Command(ctx context.Context, dir string, argv, env []string) (*Cmd, error) {
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("sandbox: no program")
+	}
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("sandbox: directory %q is not absolute", dir)
+	}
+	sp := spec{Read: s.policy.roots, Hidden: s.policy.hidden, Limits: s.cfg.Limits, Dir: dir,
+		Landlock: s.layers.LandlockABI > 0, Argv: argv}
+	c := &Cmd{}
+	if s.layers.cgroupRoot != "" {
+		cg, err := newCgroup(s.layers.cgroupRoot, s.cfg.Limits.Processes)
+		if err == nil {
+			c.cg = cg
+			sp.Cgroup = cg.dir
+		}
+	}
+	if s.layers.Bwrap != "" {
+		sp.Bwrap = s.layers.Bwrap
+		sp.Proc = true
+	}
+	enc, err := sp.encode()
+	if err != nil {
+		c.cg.destroy()
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, s.launch, launcherArg, enc)
+	cmd.Args[0] = "planbridge-sandbox"
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		c.cg.kill()
+		return nil
+	}
+	cmd.WaitDelay = time.Second
+	c.Cmd = cmd
+	return c, nil
+}
+
+// Start starts the program; on failure the cgroup is removed. When the
+// caller set SysProcAttr.Credential, the cgroup is handed to that user so
+// the launcher can join it.
+func (c *Cmd) Start() error {
+	if cr := c.SysProcAttr.Credential; cr != nil && c.cg != nil {
+		os.Chown(filepath.Join(c.cg.dir, "cgroup.procs"), int(cr.Uid), int(cr.Gid))
+	}
+	if err := c.Cmd.Start(); err != nil {
+		c.cg.destroy()
+		return err
+	}
+	return nil
+}
+
+// Wait waits for the program, then kills what is left of its tree and
+// removes its cgroup.
+func (c *Cmd) Wait() error {
+	err := c.Cmd.Wait()
+	if c.Process != nil {
+		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+	}
+	c.cg.destroy()
+	return err
+}
+
+// Run starts the program and waits for it.
+func (c *Cmd) Run() error {
+	if err := c.Start(); err != nil {
+		return err
+	}
+	return c.Wait()
+}
+
+// Layers reports which confinement layers work on this machine.
+type Layers struct {
+	// LandlockABI is the kernel's Landlock ABI version, 0 when absent.
+	LandlockABI int
+	// Bwrap is the path of a working bwrap, "" when unusable (BwrapWhy).
+	Bwrap, BwrapWhy string
+	// UserNS reports that unprivileged user namespaces can be created.
+	UserNS bool
+	// Seccomp reports that a seccomp filter can be installed.
+	Seccomp bool
+	// Root reports that this process runs as uid 0.
+	Root bool
+	// Processes says how the process count is bounded.
+	Processes string
+
+	cgroupRoot string // pids hierarchy directory to create cgroups in
+}
+
+// None reports that no OS layer confines file access: no Landlock and no
+// bwrap (capabilities, seccomp and limits may still apply).
+func (l Layers) None() bool { return l.LandlockABI == 0 && l.Bwrap == "" }
+
+// Summary is a one-line description, e.g.
+// "landlock ABI 7, bwrap, seccomp, rlimits (processes: pids cgroup)", or
+// one starting with "NO OS CONFINEMENT" when [Layers.None].
+func (l Layers) Summary() string {
+	var parts []string
+	if l.LandlockABI > 0 {
+		parts = append(parts, fmt.Sprintf("landlock ABI %d", l.LandlockABI))
+	}
+	if l.Bwrap != "" {
+		parts = append(parts, "bwrap")
+	}
+	if l.Seccomp {
+		parts = append(parts, "seccomp")
+	}
+	parts = append(parts, "rlimits (processes: "+l.Processes+")")
+	s := strings.Join(parts, ", ")
+	if l.None() {
+		return "NO OS CONFINEMENT of file access (no Landlock, no bwrap: " + l.BwrapWhy + "); only " + s
+	}
+	return s
+}
+
+// Lines describes each layer as (name, state, active) for a report.
+func (l Layers) Lines() [][3]string {
+	on := func(b bool) string {
+		if b {
+			return "active"
+		}
+		return "missing"
+	}
+	ll := fmt.Sprintf("ABI %d", l.LandlockABI)
+	if l.LandlockABI == 0 {
+		ll = "not supported by this kernel"
+	}
+	bw := l.Bwrap
+	if bw == "" {
+		bw = l.BwrapWhy
+	}
+	userns := "unprivileged user namespaces available"
+	if !l.UserNS {
+		userns = "unprivileged user namespaces unavailable"
+	}
+	return [][3]string{
+		{"landlock", ll, on(l.LandlockABI > 0)},
+		{"bwrap", bw, on(l.Bwrap != "")},
+		{"userns", userns, on(l.UserNS)},
+		{"seccomp", "socket, io_uring, keyctl, bpf denied", on(l.Seccomp)},
+		{"rlimits", "address space, cpu, file size 0, processes: " + l.Processes, "active"},
+	}
+}
+
+var (
+	probeOnce sync.Once
+	probed    Layers
+)
+
+// Probe reports the layers that work here. It runs bwrap once per process
+// and caches the answer.
+func Probe() Layers {
+	probeOnce.Do(func() { probed = probe() })
+	return probed
+}

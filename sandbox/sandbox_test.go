@@ -1,0 +1,259 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	Main()
+	if h := os.Getenv("SANDBOX_TEST_HELPER"); h != "" {
+		os.Exit(helper(h, os.Getenv("SANDBOX_TEST_ADDR")))
+	}
+	os.Exit(m.Run())
+}
+
+// helper runs inside the sandbox as the attacking program: it tries to
+// connect to addr and prints "connected" when it could.
+func helper(kind, addr string) int {
+	conn, err := net.DialTimeout(kind, addr, 2*time.Second)
+	if err != nil {
+		fmt.Println("refused:", err)
+		return 1
+	}
+	conn.Write([]byte("hello from the sandbox\n"))
+	conn.Close()
+	fmt.Println("connected")
+	return 0
+}
+
+// worldDir returns a new directory every user can enter, owned by uid.
+func worldDir(t *testing.T, uid int) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "sandbox-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	os.Chmod(d, 0o755)
+	return d
+}
+
+// fixture is the world outside and inside one sandbox.
+type fixture struct {
+	ws, home, state, bin string
+	uid                  int
+	secret               string
+}
+
+func newFixture(t *testing.T, uid int) *fixture {
+	t.Helper()
+	f := &fixture{ws: worldDir(t, uid), home: worldDir(t, 0), state: worldDir(t, 0), bin: worldDir(t, 0), uid: uid,
+		secret: "TOPSECRET-" + fmt.Sprint(time.Now().UnixNano())}
+	os.MkdirAll(filepath.Join(f.home, ".ssh"), 0o755)
+	// World-readable on purpose: only the sandbox stands in the way.
+	os.WriteFile(filepath.Join(f.home, ".ssh", "id_ed25519"), []byte(f.secret+"\n"), 0o644)
+	os.WriteFile(filepath.Join(f.state, "state.db"), []byte(f.secret+"\n"), 0o644)
+	os.WriteFile(filepath.Join(f.ws, "notes.txt"), []byte("alpha\nbeta\n"), 0o644)
+	git := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = f.ws
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	git("add", ".")
+	git("commit", "-q", "-m", "first commit")
+	exec.Command("chown", "-R", fmt.Sprintf("%d:%d", uid, uid), f.ws).Run()
+	// A copy of the test binary that every user may run, as the helper.
+	self, _ := os.Executable()
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.bin, "helper"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fixture) sandbox(t *testing.T, noBwrap bool, lim Limits) *Sandbox {
+	t.Helper()
+	sb, err := New(Config{ReadRoots: []string{f.ws, f.bin}, NoBwrap: noBwrap, Launcher: filepath.Join(f.bin, "helper"),
+		Limits: lim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sb
+}
+
+// run runs argv in the sandbox as f.uid and returns its combined output
+// and exit status.
+func (f *fixture) run(t *testing.T, sb *Sandbox, env []string, argv ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	env = append([]string{"PATH=" + fixedPath, "HOME=" + f.home}, env...)
+	cmd, err := sb.Command(ctx, f.ws, argv, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if f.uid != 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(f.uid), Gid: uint32(f.uid)}
+	}
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("%q did not end within a minute: %s", argv, out.String())
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%q: %v", argv, err)
+	}
+	return out.String(), code
+}
+
+func TestProbe(t *testing.T) {
+	l := Probe()
+	t.Logf("layers: %s", l.Summary())
+	if l.LandlockABI < 4 {
+		t.Errorf("Landlock ABI %d; these machines have 7", l.LandlockABI)
+	}
+	if l.Bwrap == "" {
+		t.Errorf("bwrap unusable: %s", l.BwrapWhy)
+	}
+	if !l.Seccomp {
+		t.Errorf("seccomp unavailable")
+	}
+}
+
+// TestContained attacks the sandbox from inside, as root and as uid
+// 65534, with every layer and with Landlock, seccomp and limits alone
+// (no bwrap): every attack must fail and ordinary reading must work.
+func TestContained(t *testing.T) {
+	for _, uid := range []int{0, 65534} {
+		for _, noBwrap := range []bool{false, true} {
+			t.Run(fmt.Sprintf("uid=%d/bwrap=%v", uid, !noBwrap), func(t *testing.T) {
+				testContained(t, uid, noBwrap)
+			})
+		}
+	}
+}
+
+func testContained(t *testing.T, uid int, noBwrap bool) {
+	f := newFixture(t, uid)
+	sb := f.sandbox(t, noBwrap, Limits{})
+	small := f.sandbox(t, noBwrap, Limits{Processes: 64, AddressSpace: 256 << 20})
+	sh := func(script string) (string, int) { return f.run(t, sb, nil, "sh", "-c", script) }
+
+	// Reading in the workspace works.
+	if out, code := sh("cat notes.txt && git log --format=%s && rg -n beta notes.txt && ls"); code != 0 ||
+		!strings.Contains(out, "alpha\nbeta\n") || !strings.Contains(out, "first commit") || !strings.Contains(out, "2:beta") {
+		t.Errorf("reading the workspace: exit %d\n%s", code, out)
+	}
+
+	// Writes: the workspace, /tmp, /dev/shm, $HOME.
+	for _, target := range []string{filepath.Join(f.ws, "new"), filepath.Join(f.ws, "notes.txt"), "/tmp/fill", "/dev/shm/fill", filepath.Join(f.home, "x")} {
+		out, code := sh("dd if=/dev/zero of=" + target + " bs=1M count=64 && echo WROTE")
+		if code == 0 || strings.Contains(out, "WROTE") {
+			t.Errorf("writing %s: exit %d\n%s", target, code, out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "notes.txt")); string(b) != "alpha\nbeta\n" {
+		t.Errorf("notes.txt changed: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "new")); err == nil {
+		t.Errorf("a file was created in the workspace")
+	}
+	for _, m := range []string{"mount -o remount,rw /", "mount -o remount,rw,bind " + f.ws, "mount -t tmpfs none " + f.ws} {
+		if out, code := sh(m + " && touch " + f.ws + "/mounted && echo MOUNTED"); code == 0 || strings.Contains(out, "MOUNTED") {
+			t.Errorf("%s: exit %d\n%s", m, code, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "mounted")); err == nil {
+		t.Errorf("a remount let the sandbox write")
+	}
+
+	// Secrets outside the workspace.
+	for _, p := range []string{filepath.Join(f.home, ".ssh", "id_ed25519"), filepath.Join(f.state, "state.db")} {
+		if out, _ := sh("cat " + p + "; ls " + filepath.Dir(p)); strings.Contains(out, f.secret) || strings.Contains(out, filepath.Base(p)+"\n") {
+			t.Errorf("read %s:\n%s", p, out)
+		}
+	}
+
+	// Another process: its environment, and killing it.
+	victim := exec.Command("sleep", "120")
+	victim.Env = []string{"VICTIM_SECRET=" + f.secret}
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Process.Kill()
+	pid := fmt.Sprint(victim.Process.Pid)
+	if out, _ := sh("cat /proc/" + pid + "/environ; cat /proc/1/environ; kill -9 " + pid + "; kill -9 -1"); strings.Contains(out, f.secret) {
+		t.Errorf("read the victim's environment:\n%s", out)
+	}
+	if err := victim.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the sandbox killed an outside process: %v", err)
+	}
+
+	// Sockets outside: a pathname and an abstract unix socket, TCP on
+	// loopback.
+	sockDir := worldDir(t, 0)
+	for _, l := range []struct{ kind, addr string }{
+		{"unix", filepath.Join(sockDir, "s.sock")},
+		{"unix", "@planbridge-sandbox-test-" + fmt.Sprint(os.Getpid())},
+		{"tcp", "127.0.0.1:0"},
+	} {
+		ln, err := net.Listen(l.kind, l.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.kind == "unix" && !strings.HasPrefix(l.addr, "@") {
+			os.Chmod(l.addr, 0o777)
+		}
+		got := make(chan string, 1)
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				got <- ""
+				return
+			}
+			b, _ := io.ReadAll(c)
+			c.Close()
+			got <- string(b)
+		}()
+		out, _ := f.run(t, sb, []string{"SANDBOX_TEST_HELPER=" + l.kind, "SANDBOX_TEST_ADDR=" + ln.Addr().String()}, filepath.Join(f.bin, "helper"))
+		ln.Close()
+		if line := <-got; line != "" || !strings.Contains(out, "refused") {
+			t.Errorf("%s %s: the sandbox reached it (%q):\n%s", l.kind, ln.Addr(), line, out)
+		}
+	}
+
+	// Resources: processes, memory, CPU-bound work ends with the limits.
+	sh = func(script string) (string, int) { return f.run(t, small, nil, "sh", "-c", script) }
+	out, _ := sh(`i=0; while [ $i -lt 5000 ]; do sleep 30 & i=$((i+1)); done; echo started $i`)
+	if strings.Contains(out, "started 5000") {
+		t.Errorf("started 5000 background processes:\n%.300s", out)
+	}
+	if out, code := sh("sort /dev/zero"); code == 0 {
+		t.Errorf("sort /dev/zero: exit %d\n%.300s", code, out)
+	}
+	if out, code := sh("head -c 100000000 /dev/zero | tac | wc -c"); strings.Contains(out, "100000000") {
+		t.Errorf("tac spooled 100 MB: exit %d\n%.300s", code, out)
+	}
+}
