@@ -5,26 +5,32 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
+
+	"planbridge/sandbox"
 )
 
 // Run classifies src and, when it is allowed, executes the same parsed
 // program in r.Dir with stdin from /dev/null. A refusal is not an error: it
 // is reported in the Result. The error is non-nil when ctx is cancelled
 // (ctx.Err()), when the timeout fires (wrapping [ErrTimeout]) or when the
-// interpreter fails; the Result then still holds the output so far. Run
-// returns at most about two seconds after the timeout even if in-process
-// work (a glob over a huge tree) has not noticed it yet; that work is then
-// abandoned to finish in the background.
+// interpreter fails; the Result then still holds the output so far. When
+// Run returns, every program it started has been killed and reaped and no
+// goroutine it started is left: in-process work (globs, reads) checks the
+// context and a glob budget ([MaxGlobEntries]).
 func (r *Runner) Run(ctx context.Context, src string) (Result, error) {
 	file, v := parseAndClassify(src)
 	if !v.Allow {
@@ -43,11 +49,15 @@ func (r *Runner) Run(ctx context.Context, src string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	r.probeOnce.Do(func() {
-		if !r.noConfine {
-			r.bwrapPath, _ = probeBwrap()
+	x := &executor{env: scrubEnv(os.Environ(), r.Env)}
+	if x.policy, err = sandbox.NewReadPolicy(r.readRoots(dir), r.Hidden); err != nil {
+		return Result{}, err
+	}
+	if !r.noConfine {
+		if x.sb, err = sandbox.New(sandbox.Config{ReadRoots: x.policy.Roots(), Hidden: x.policy.Hidden(), Limits: r.Limits}); err != nil {
+			return Result{}, err
 		}
-	})
+	}
 
 	tctx, cancelTimeout := context.WithTimeout(ctx, timeout)
 	defer cancelTimeout()
@@ -61,7 +71,6 @@ func (r *Runner) Run(ctx context.Context, src string) (Result, error) {
 	}
 	defer devnull.Close()
 
-	x := &executor{env: scrubEnv(os.Environ(), r.Env), bwrap: r.bwrapPath}
 	ir, err := interp.New(
 		interp.Dir(dir),
 		interp.Env(expand.ListEnviron(x.env...)),
@@ -69,25 +78,17 @@ func (r *Runner) Run(ctx context.Context, src string) (Result, error) {
 		interp.CallHandler(x.call),
 		interp.ExecHandlers(x.middleware),
 		interp.OpenHandler(x.open),
+		interp.ReadDirHandler2(x.readDir),
+		interp.StatHandler(x.stat),
+		interp.AccessHandler(x.access),
 	)
 	if err != nil {
 		return Result{}, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- ir.Run(runCtx, file) }()
-	var runErr error
-	select {
-	case runErr = <-done:
-	case <-runCtx.Done():
-		// External programs are killed by now; in-process work notices the
-		// cancellation between commands. Do not wait without bound for a
-		// pathological in-process expansion.
-		select {
-		case runErr = <-done:
-		case <-time.After(2 * time.Second):
-			runErr = runCtx.Err()
-		}
-	}
+	// Every handler honours runCtx (external programs are killed, reads
+	// and globs stop), so waiting here is bounded and nothing the
+	// interpreter started outlives Run.
+	runErr := ir.Run(runCtx, file)
 
 	res := Result{}
 	res.Output, res.Truncated = out.result()
@@ -134,8 +135,10 @@ func orDefault[T int | time.Duration](v, def T) T {
 // executor holds the per-Run state the interpreter handlers share.
 // Pipelines run handlers concurrently; mu guards refused.
 type executor struct {
-	env   []string
-	bwrap string
+	env    []string
+	policy *sandbox.ReadPolicy
+	sb     *sandbox.Sandbox // nil only in tests of the policy alone
+	globs  atomic.Int64     // directory entries read for globs
 
 	mu      sync.Mutex
 	refused string // first refusal reason
@@ -159,6 +162,9 @@ func (x *executor) refusal() string {
 // call re-checks every simple command, builtins included, on its expanded
 // argv.
 func (x *executor) call(ctx context.Context, args []string) ([]string, error) {
+	if x.refusal() != "" {
+		return nil, errRefused // an in-process read or glob was refused
+	}
 	if reason := checkArgv(args); reason != "" {
 		return nil, x.refuse(reason)
 	}
@@ -205,20 +211,23 @@ func (x *executor) exec(ctx context.Context, args []string) error {
 	return waitStatus(ctx, cmd)
 }
 
-// command builds the process for path argv in dir: in its own process
-// group, killed as a group when ctx is done, and inside bwrap when enabled.
+// command builds the process for path argv in dir: under the sandbox (its
+// own process group and confinement, the whole tree killed when ctx is
+// done), or, in tests of the policy alone, directly in its own process
+// group. Finish it with [waitStatus].
 func (x *executor) command(ctx context.Context, dir, path string, argv, env []string) *exec.Cmd {
-	var cmd *exec.Cmd
-	if x.bwrap != "" {
-		// bwrap resolves the bare name in the same fixed PATH, so the
+	if x.sb != nil {
+		// The launcher finds the name in the same fixed PATH, so the
 		// program sees its usual argv[0].
-		full := append(bwrapArgs(dir), filepath.Base(path))
-		cmd = exec.CommandContext(ctx, x.bwrap, append(full, argv...)...)
-		env = append(slices.Clip(env), sandboxTmp)
-	} else {
-		cmd = exec.CommandContext(ctx, path, argv...)
-		cmd.Args[0] = filepath.Base(path)
+		cmd, err := x.sb.Command(ctx, dir, append([]string{filepath.Base(path)}, argv...), env)
+		if err == nil {
+			return cmd
+		}
+		// Fail closed: a command that cannot start.
+		return exec.CommandContext(ctx, "/nonexistent/planbridge-sandbox: "+err.Error())
 	}
+	cmd := exec.CommandContext(ctx, path, argv...)
+	cmd.Args[0] = filepath.Base(path)
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -231,10 +240,7 @@ func (x *executor) command(ctx context.Context, dir, path string, argv, env []st
 
 // waitStatus runs cmd and maps its end to the interpreter's conventions.
 func waitStatus(ctx context.Context, cmd *exec.Cmd) error {
-	err := cmd.Start()
-	if err == nil {
-		err = cmd.Wait()
-	}
+	err := sandbox.Run(cmd)
 	var ee *exec.ExitError
 	switch {
 	case err == nil, errors.Is(err, exec.ErrWaitDelay):
@@ -246,6 +252,9 @@ func waitStatus(ctx context.Context, cmd *exec.Cmd) error {
 			}
 			return interp.ExitStatus(128 + int(ws.Signal()))
 		}
+		if ee.ExitCode() == sandbox.ExitSetup {
+			return interp.ExitStatus(ExitRefused) // the sandbox could not be set up; stderr says why
+		}
 		return interp.ExitStatus(ee.ExitCode())
 	default:
 		fmt.Fprintln(cmd.Stderr, err)
@@ -253,7 +262,9 @@ func waitStatus(ctx context.Context, cmd *exec.Cmd) error {
 	}
 }
 
-// open lets redirections read any file and write only /dev/null.
+// open lets redirections write only /dev/null and read what the read
+// policy allows (symlinks resolved, the open itself confined beneath the
+// root); anything else stops the program with a refusal.
 func (x *executor) open(ctx context.Context, path string, flag int, perm os.FileMode) (io.ReadWriteCloser, error) {
 	if path == os.DevNull {
 		return os.OpenFile(path, flag, perm)
@@ -261,17 +272,66 @@ func (x *executor) open(ctx context.Context, path string, flag int, perm os.File
 	if flag&(os.O_WRONLY|os.O_RDWR|os.O_APPEND|os.O_CREATE|os.O_TRUNC) != 0 {
 		return nil, x.refuse(fmt.Sprintf("opening %q for writing is not allowed", path))
 	}
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(interp.HandlerCtx(ctx).Dir, path)
+	f, err := x.policy.Open(interp.HandlerCtx(ctx).Dir, path)
+	if errors.Is(err, sandbox.ErrOutsideRoots) {
+		return nil, x.refuse(fmt.Sprintf("reading %q is not allowed: %s", path, readPolicyText))
 	}
-	// O_NONBLOCK keeps a FIFO without writers from blocking the open.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.SetNonblock(int(f.Fd()), false); err != nil {
-		f.Close()
+	return f, nil
+}
+
+// readPolicyText explains a refused read.
+const readPolicyText = "only the workspace, work:// and configured read roots may be read (never /proc, /sys or /dev)"
+
+// MaxGlobEntries bounds the directory entries one Run may read to expand
+// globs; past it the program is refused.
+const MaxGlobEntries = 200_000
+
+// readDir lists directories for globs: inside the read policy only,
+// within the glob budget, and not after the run was stopped.
+func (x *executor) readDir(ctx context.Context, path string) ([]fs.DirEntry, error) {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return f, nil
+	f, err := x.policy.Open(interp.HandlerCtx(ctx).Dir, path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var all []fs.DirEntry
+	for {
+		ents, err := f.ReadDir(1024)
+		all = append(all, ents...)
+		if x.globs.Add(int64(len(ents))) > MaxGlobEntries {
+			return nil, x.refuse(fmt.Sprintf("glob expansion read more than %d directory entries", MaxGlobEntries))
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err != nil || len(ents) == 0 {
+			break
+		}
+	}
+	slices.SortFunc(all, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return all, nil
+}
+
+// stat serves cd, test and globs: inside the read policy only.
+func (x *executor) stat(ctx context.Context, path string, follow bool) (fs.FileInfo, error) {
+	return x.policy.Stat(interp.HandlerCtx(ctx).Dir, path, follow)
+}
+
+// access serves test -r/-w/-x: inside the read policy only, and nothing
+// is writable.
+func (x *executor) access(ctx context.Context, path string, mode interp.AccessMode) error {
+	real, err := x.policy.Resolve(interp.HandlerCtx(ctx).Dir, path)
+	if err != nil {
+		return err
+	}
+	if mode&interp.AccessWrite != 0 && real != os.DevNull {
+		return &fs.PathError{Op: "access", Path: path, Err: syscall.EROFS}
+	}
+	return unix.Access(real, uint32(mode))
 }

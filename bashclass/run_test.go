@@ -4,40 +4,49 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"planbridge/sandbox"
 )
+
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	os.Exit(m.Run())
+}
 
 func TestConfinement(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Fatal("bwrap is not installed (apt-get install bubblewrap)")
 	}
 	got := Confinement()
-	if got != "bwrap" && !strings.HasPrefix(got, "none (bwrap does not work here") {
-		t.Fatalf("Confinement() = %q", got)
-	}
 	t.Logf("Confinement() = %q", got)
-	if got != "bwrap" {
-		return
+	if !strings.Contains(got, "landlock ABI") || !strings.Contains(got, "bwrap") {
+		t.Fatalf("Confinement() = %q; want Landlock and bwrap on these machines", got)
 	}
-	// Inside the sandbox the filesystem is read-only and there is no network.
+	// Inside the sandbox nothing can be written, even by a program the
+	// policy would never run.
 	dir := t.TempDir()
-	x := &executor{env: scrubEnv(nil, nil), bwrap: "/usr/bin/bwrap"}
-	bw, _ := exec.LookPath("bwrap")
-	x.bwrap = bw
+	sb, err := sandbox.New(sandbox.Config{ReadRoots: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &executor{env: scrubEnv(nil, nil), sb: sb}
 	touch, _ := lookPath("touch")
 	var out bytes.Buffer
 	cmd := x.command(context.Background(), dir, touch, []string{"made"}, x.env)
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err == nil {
-		t.Errorf("touch inside bwrap succeeded")
+	if err := waitStatus(context.Background(), cmd); err == nil {
+		t.Errorf("touch inside the sandbox succeeded")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "made")); err == nil {
-		t.Errorf("touch inside bwrap created a file")
+		t.Errorf("touch inside the sandbox created a file")
 	}
 }
 
@@ -350,24 +359,40 @@ func TestHostileHelpersOracle(t *testing.T) {
 	}
 }
 
+// oracleDiffers are rows where the Runner differs from bash on purpose.
+var oracleDiffers = map[string]string{
+	"cd": "cd with no operand goes to $HOME, which is outside the read roots",
+}
+
 // TestBashOracle runs the allowed rows under real bash and under the
-// Runner in a clean repository and compares output and exit status.
+// Runner in a clean repository and compares output and exit status. bash
+// runs inside the same sandbox, so both see the same files (a private
+// /tmp, no temporary files): the oracle checks the interpreter, the
+// confinement has its own tests.
 func TestBashOracle(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
+	if _, err := exec.LookPath("bash"); err != nil {
 		t.Fatal("bash is not installed")
 	}
 	dir := makeRepo(t, "")
 	env := scrubEnv(os.Environ(), nil)
 	r := &Runner{Dir: dir, Timeout: 20 * time.Second}
+	sb, err := sandbox.New(sandbox.Config{ReadRoots: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	compared := 0
 	for _, row := range verdictTable {
-		if !row.allow || row.noRun || row.noBash {
+		if !row.allow || row.noRun || row.noBash || oracleDiffers[row.cmd] != "" {
 			continue
 		}
-		cmd := exec.Command(bash, "--norc", "--noprofile", "-c", row.cmd)
-		cmd.Dir, cmd.Env = dir, env
-		want, err := cmd.CombinedOutput()
+		cmd, err := sb.Command(context.Background(), dir, []string{"bash", "--norc", "--noprofile", "-c", row.cmd}, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		err = sandbox.Run(cmd)
+		want := buf.Bytes()
 		wantCode := 0
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -386,4 +411,184 @@ func TestBashOracle(t *testing.T) {
 		}
 	}
 	t.Logf("compared %d rows with bash", compared)
+}
+
+// TestRunContainsInProcessReads attacks the reads the interpreter itself
+// makes (redirections, globs, cd, test) and the reads of the programs it
+// starts: the planbridge process's environment, stdin and other files
+// outside the workspace never reach the output, and the memory and
+// spooling hogs end as clean failures.
+func TestRunContainsInProcessReads(t *testing.T) {
+	const key = "sk-planbridge-fake-key-4c0ffee"
+	t.Setenv("OPENAI_API_KEY", key)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	writeFile(t, filepath.Join(home, ".ssh", "id_ed25519"), key+"\n", 0o644)
+	outside := t.TempDir()
+	writeFile(t, filepath.Join(outside, "sibling.txt"), key+"\n", 0o644)
+	dir := makeRepo(t, "")
+	for name, target := range map[string]string{
+		"CONTRIBUTING.md": "/proc/self/environ",
+		"env-of-parent":   "/proc/" + fmt.Sprint(os.Getpid()) + "/environ",
+		"stdin-link":      "/dev/stdin",
+		"fd0":             "/proc/self/fd/0",
+		"sibling":         filepath.Join(outside, "sibling.txt"),
+		"ssh":             filepath.Join(home, ".ssh"),
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &Runner{Dir: dir, Timeout: 20 * time.Second, Limits: sandbox.Limits{AddressSpace: 256 << 20}}
+	for _, tt := range []struct {
+		src    string
+		reason string // "" when a clean failure (no refusal) is the containment
+		mayRun bool   // the program reads only its own sandboxed self
+	}{
+		{"cat < /proc/self/environ", "/proc/self/environ", false},
+		// cat's own scrubbed environment, in its own pid namespace.
+		{"cat /proc/self/environ", "", true},
+		{"cat < /proc/" + fmt.Sprint(os.Getpid()) + "/environ", "environ", false},
+		{"cat /proc/" + fmt.Sprint(os.Getpid()) + "/environ", "", false},
+		{"cat < /proc/thread-self/environ", "thread-self", false},
+		{"cat < /dev/stdin", "/dev/stdin", false},
+		{"cat < /dev/fd/0", "/dev/fd/0", false},
+		{"cat /dev/fd/0", "", true}, // cat's stdin: /dev/null
+		{"cat < CONTRIBUTING.md", "CONTRIBUTING.md", false},
+		{"cat CONTRIBUTING.md", "", true}, // cat's own environment
+		{"head -c 1000 env-of-parent", "", false},
+		{"cat < env-of-parent", "env-of-parent", false},
+		{"cat < stdin-link", "stdin-link", false},
+		{"cat < fd0", "fd0", false},
+		{"cat < sibling", "sibling", false},
+		{"cat sibling", "", false},
+		{"cat ssh/id_ed25519", "", false},
+		{"cat < ssh/id_ed25519", "ssh/id_ed25519", false},
+		{"cat ~/.ssh/id_ed25519", "", false},
+		{"cat " + outside + "/*", "", false},
+		{"cd " + outside + " && cat sibling.txt", "", false},
+		{"cd /proc/self && cat environ", "", false},
+		{"for f in /proc/self/*; do echo $f; done", "", false},
+		{"grep -r sk- " + outside + " " + home, "", false},
+		{"rg sk- " + outside + " " + home, "", false},
+		{"sort /dev/zero", "", false},
+		{"cat /dev/zero | tac", "", false},
+	} {
+		res, err := r.Run(context.Background(), tt.src)
+		if err != nil && !errors.Is(err, ErrTimeout) {
+			t.Errorf("Run(%q): %v", tt.src, err)
+		}
+		if bytes.Contains(res.Output, []byte(key)) || bytes.Contains(res.Output, []byte("OPENAI_API_KEY")) {
+			t.Errorf("Run(%q) leaked the secret:\n%.500s", tt.src, res.Output)
+		}
+		if tt.reason != "" {
+			if !res.Refused || !strings.Contains(res.Reason, tt.reason) {
+				t.Errorf("Run(%q) = refused %v, reason %q, exit %d; want a refusal naming %q\n%.300s", tt.src, res.Refused, res.Reason, res.ExitCode, tt.reason, res.Output)
+			}
+			continue
+		}
+		if res.ExitCode == 0 && !tt.mayRun && !strings.HasPrefix(tt.src, "for ") {
+			t.Errorf("Run(%q) succeeded:\n%.300s", tt.src, res.Output)
+		}
+		if errors.Is(err, ErrTimeout) {
+			t.Errorf("Run(%q) ran into the timeout instead of a limit", tt.src)
+		}
+	}
+	// Reading inside the workspace still works, through symlinks too.
+	if err := os.Symlink("notes.txt", filepath.Join(dir, "inside-link")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background(), "cat < inside-link | head -n 1; cd sub && cat a.txt | wc -l; git log --format=%s | head -n 1")
+	if err != nil || res.Refused || !strings.HasPrefix(string(res.Output), "a:1 x\n2\n") {
+		t.Errorf("workspace reads: %v, refused %v (%s):\n%s", err, res.Refused, res.Reason, res.Output)
+	}
+}
+
+// TestRunGlobBomb expands globs over a wide tree: the budget refuses the
+// program, and nothing keeps running after Run.
+func TestRunGlobBomb(t *testing.T) {
+	dir := t.TempDir()
+	for i := 0; i < 60; i++ {
+		d := filepath.Join(dir, fmt.Sprintf("d%02d", i))
+		for j := 0; j < 60; j++ {
+			if err := os.MkdirAll(filepath.Join(d, fmt.Sprintf("e%02d", j)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	before := goroutines()
+	r := &Runner{Dir: dir, Timeout: 20 * time.Second}
+	res, err := r.Run(context.Background(), "echo */*/*/*/*/*/* */*/../*/*/../*/*/../*/* | wc -c")
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !res.Refused || !strings.Contains(res.Reason, "glob expansion") {
+		t.Errorf("glob bomb: refused %v, reason %q, exit %d", res.Refused, res.Reason, res.ExitCode)
+	}
+	if after := goroutinesBeyond(len(before)); after != nil {
+		t.Errorf("goroutines left after Run:\n%s", strings.Join(after, "\n\n"))
+	}
+}
+
+// TestRunNoGoroutineOutlivesRun times out programs that keep the
+// interpreter busy in every way it can be (external programs in a
+// pipeline, an in-process loop, a glob over a deep tree) and checks that
+// when Run returns not one goroutine it started is left.
+func TestRunNoGoroutineOutlivesRun(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "f"), "x\n", 0o644)
+	deep := dir
+	for i := 0; i < 30; i++ {
+		deep = filepath.Join(deep, "d")
+	}
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Dir: dir, Timeout: 300 * time.Millisecond}
+	before := goroutines()
+	for _, src := range []string{
+		"tail -f f | cat | cat",
+		"while true; do true; done",
+		"while true; do cat f | cat >/dev/null; done",
+		"while true; do echo d/*/*/*/*/*/*/*/*/*/*/*/*/* >/dev/null; done",
+		"cat f; tail -f f",
+	} {
+		res, err := r.Run(context.Background(), src)
+		if !errors.Is(err, ErrTimeout) {
+			t.Errorf("Run(%q) = %v (exit %d, refused %q); want a timeout", src, err, res.ExitCode, res.Reason)
+		}
+		if after := goroutinesBeyond(len(before)); after != nil {
+			t.Errorf("Run(%q) left goroutines:\n%s", src, strings.Join(after, "\n\n"))
+		}
+	}
+}
+
+// goroutinesBeyond returns the goroutine stacks when there are more than n
+// of them, nil otherwise. A goroutine that has delivered its last result
+// (os/exec's context watcher, after Wait) may still be on its way out:
+// let the scheduler run a few times before judging. A goroutine still
+// working (a glob walking a tree) stays and is reported.
+func goroutinesBeyond(n int) []string {
+	var g []string
+	for i := 0; i < 50; i++ {
+		if g = goroutines(); len(g) <= n {
+			return nil
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+	return g
+}
+
+// goroutines returns the stacks of all goroutines but the caller's.
+func goroutines() []string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for i, g := range strings.Split(string(buf), "\n\n") {
+		if i > 0 && !strings.Contains(g, "testing.tRunner") && !strings.Contains(g, "testing.(*T).Run") {
+			out = append(out, g)
+		}
+	}
+	return out
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"planbridge/sandbox"
 )
 
 // Defaults for [Runner] fields left zero.
@@ -61,11 +63,23 @@ type Runner struct {
 	// scrub as the inherited environment, and cannot set PATH.
 	Env []string
 
-	// noConfine disables bwrap; tests use it to show the policy holds alone.
-	noConfine bool
+	// ReadRoots are directories beyond Dir that commands and in-process
+	// opens may read: work:// and the read roots a person configured.
+	ReadRoots []string
+	// Hidden are paths beneath a read root that must not be read.
+	Hidden []string
+	// Limits are the sandbox's resource limits; zero fields take
+	// [sandbox.DefaultLimits].
+	Limits sandbox.Limits
 
-	probeOnce sync.Once
-	bwrapPath string // "" when not confining
+	// noConfine runs programs without the sandbox; tests use it to show
+	// the policy holds alone. Nothing else can turn the sandbox off.
+	noConfine bool
+}
+
+// readRoots is what Run may read: the working directory and ReadRoots.
+func (r *Runner) readRoots(dir string) []string {
+	return append([]string{dir}, r.ReadRoots...)
 }
 
 // Result is the outcome of one [Runner.Run].

@@ -369,7 +369,7 @@ func installSeccomp() error {
 		{Code: ldAbs, K: 4}, // seccomp_data.arch
 		{Code: jeq, K: arch, Jt: 1},
 		{Code: ret, K: unix.SECCOMP_RET_KILL_PROCESS},
-		{Code: ldAbs, K: 0}, // seccomp_data.nr
+		{Code: ldAbs, K: 0},               // seccomp_data.nr
 		{Code: jge, K: 0x40000000, Jf: 1}, // the x32 ABI
 		{Code: ret, K: denied},
 	}

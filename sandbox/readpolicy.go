@@ -112,7 +112,10 @@ func (p *ReadPolicy) Resolve(dir, path string) (string, error) {
 	if abs == os.DevNull {
 		return abs, nil
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	real, err := p.resolve(abs)
+	if errors.Is(err, ErrOutsideRoots) {
+		return "", &fs.PathError{Op: "open", Path: path, Err: ErrOutsideRoots}
+	}
 	if err != nil {
 		// Judge a missing path by its lexical form, so that an error
 		// never reveals what exists outside the roots.
@@ -125,6 +128,68 @@ func (p *ReadPolicy) Resolve(dir, path string) (string, error) {
 		return "", &fs.PathError{Op: "open", Path: path, Err: ErrOutsideRoots}
 	}
 	return real, nil
+}
+
+// resolve follows every symlink in the clean absolute path abs, as the
+// kernel would, and refuses (ErrOutsideRoots) when any step — the path
+// itself or a link's target — lies under /proc, /sys or /dev: a link
+// through /proc/self/fd/0 is refused even when fd 0 happens to be
+// /dev/null.
+func (p *ReadPolicy) resolve(abs string) (string, error) {
+	if abs == os.DevNull {
+		return abs, nil
+	}
+	never := func(q string) bool {
+		for _, n := range neverRead {
+			if beneath(q, n) {
+				return true
+			}
+		}
+		return false
+	}
+	if never(abs) {
+		return "", ErrOutsideRoots
+	}
+	done, todo := "/", strings.TrimPrefix(abs, "/")
+	for links := 0; todo != ""; {
+		var part string
+		part, todo, _ = strings.Cut(todo, "/")
+		if part == "" || part == "." {
+			continue
+		}
+		if part == ".." {
+			done = filepath.Dir(done)
+			continue
+		}
+		next := filepath.Join(done, part)
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			done = next
+			continue
+		}
+		if links++; links > 40 {
+			return "", &fs.PathError{Op: "open", Path: abs, Err: unix.ELOOP}
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(done, target)
+		}
+		target = filepath.Clean(target)
+		if never(target) && target != os.DevNull {
+			return "", ErrOutsideRoots
+		}
+		done, todo = "/", strings.TrimPrefix(filepath.Join(target, todo), "/")
+	}
+	if never(done) && done != os.DevNull {
+		return "", ErrOutsideRoots
+	}
+	return done, nil
 }
 
 // Open opens path read-only when the policy allows it. The check is made

@@ -107,19 +107,20 @@ func (s *Sandbox) Policy() *ReadPolicy { return s.policy }
 // Layers returns the layers this sandbox applies.
 func (s *Sandbox) Layers() Layers { return s.layers }
 
-// Cmd is a sandboxed program, prepared by [Sandbox.Command]. Start, Wait
-// and Run behave as [exec.Cmd]'s; Wait also kills whatever the program
-// left running and removes its cgroup.
-type Cmd struct {
-	*exec.Cmd
-	cg *cgroup
-}
+// live maps a started-by-[Sandbox.Command] process to its cgroup, for
+// [Wait]; mu guards it.
+var (
+	mu   sync.Mutex
+	live = map[*exec.Cmd]*cgroup{}
+)
 
-// Command returns the Cmd that runs argv (argv[0] an absolute path, or a
-// name looked up in the fixed PATH inside the sandbox) in dir with env.
-// The program runs in its own process group; when ctx is done the whole
-// tree is killed.
-func (s *Sandbox) Command(ctx context.Context, dir string, argv, env []string) (*Cmd, error) {
+// Command returns the process that runs argv (argv[0] an absolute path, or
+// a name looked up in the fixed PATH inside the sandbox) in dir with env.
+// It runs in its own process group; when ctx is done the whole tree is
+// killed. Set Stdin, Stdout and Stderr, then Start it and finish it with
+// [Wait] (or call [Run]), which also removes what the sandbox created
+// outside the process (its cgroup).
+func (s *Sandbox) Command(ctx context.Context, dir string, argv, env []string) (*exec.Cmd, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("sandbox: no program")
 	}
@@ -128,12 +129,10 @@ func (s *Sandbox) Command(ctx context.Context, dir string, argv, env []string) (
 	}
 	sp := spec{Read: s.policy.roots, Hidden: s.policy.hidden, Limits: s.cfg.Limits, Dir: dir,
 		Landlock: s.layers.LandlockABI > 0, Argv: argv}
-	c := &Cmd{}
+	var cg *cgroup
 	if s.layers.cgroupRoot != "" {
-		cg, err := newCgroup(s.layers.cgroupRoot, s.cfg.Limits.Processes)
-		if err == nil {
-			c.cg = cg
-			sp.Cgroup = cg.dir
+		if c, err := newCgroup(s.layers.cgroupRoot, s.cfg.Limits.Processes); err == nil {
+			cg, sp.Cgroup = c, c.dir
 		}
 	}
 	if s.layers.Bwrap != "" {
@@ -142,7 +141,7 @@ func (s *Sandbox) Command(ctx context.Context, dir string, argv, env []string) (
 	}
 	enc, err := sp.encode()
 	if err != nil {
-		c.cg.destroy()
+		cg.destroy()
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, s.launch, launcherArg, enc)
@@ -152,45 +151,62 @@ func (s *Sandbox) Command(ctx context.Context, dir string, argv, env []string) (
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		c.cg.kill()
+		cg.kill()
 		return nil
 	}
 	cmd.WaitDelay = time.Second
-	c.Cmd = cmd
-	return c, nil
+	if cg != nil {
+		mu.Lock()
+		live[cmd] = cg
+		mu.Unlock()
+	}
+	return cmd, nil
 }
 
-// Start starts the program; on failure the cgroup is removed. When the
-// caller set SysProcAttr.Credential, the cgroup is handed to that user so
-// the launcher can join it.
-func (c *Cmd) Start() error {
-	if cr := c.SysProcAttr.Credential; cr != nil && c.cg != nil {
-		os.Chown(filepath.Join(c.cg.dir, "cgroup.procs"), int(cr.Uid), int(cr.Gid))
+// Wait waits for cmd; for a process of [Sandbox.Command] it then kills
+// what is left of its tree and removes its cgroup. When the caller set
+// SysProcAttr.Credential, start cmd with [Start] so the cgroup is handed
+// to that user.
+func Wait(cmd *exec.Cmd) error {
+	err := cmd.Wait()
+	release(cmd)
+	return err
+}
+
+// Start starts cmd; on failure its cgroup is removed. When the caller set
+// SysProcAttr.Credential, the cgroup is first handed to that user so the
+// launcher can join it.
+func Start(cmd *exec.Cmd) error {
+	mu.Lock()
+	cg := live[cmd]
+	mu.Unlock()
+	if cr := cmd.SysProcAttr.Credential; cr != nil && cg != nil {
+		os.Chown(filepath.Join(cg.dir, "cgroup.procs"), int(cr.Uid), int(cr.Gid))
 	}
-	if err := c.Cmd.Start(); err != nil {
-		c.cg.destroy()
+	if err := cmd.Start(); err != nil {
+		release(cmd)
 		return err
 	}
 	return nil
 }
 
-// Wait waits for the program, then kills what is left of its tree and
-// removes its cgroup.
-func (c *Cmd) Wait() error {
-	err := c.Cmd.Wait()
-	if c.Process != nil {
-		syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-	}
-	c.cg.destroy()
-	return err
-}
-
-// Run starts the program and waits for it.
-func (c *Cmd) Run() error {
-	if err := c.Start(); err != nil {
+// Run is [Start] then [Wait].
+func Run(cmd *exec.Cmd) error {
+	if err := Start(cmd); err != nil {
 		return err
 	}
-	return c.Wait()
+	return Wait(cmd)
+}
+
+func release(cmd *exec.Cmd) {
+	mu.Lock()
+	cg := live[cmd]
+	delete(live, cmd)
+	mu.Unlock()
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cg.destroy()
 }
 
 // Layers reports which confinement layers work on this machine.

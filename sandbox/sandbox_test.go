@@ -115,7 +115,7 @@ func (f *fixture) run(t *testing.T, sb *Sandbox, env []string, argv ...string) (
 	if f.uid != 0 {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(f.uid), Gid: uint32(f.uid)}
 	}
-	err = cmd.Run()
+	err = Run(cmd)
 	if ctx.Err() != nil {
 		t.Fatalf("%q did not end within a minute: %s", argv, out.String())
 	}
