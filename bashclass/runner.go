@@ -112,6 +112,11 @@ func lookPath(name string) (string, error) {
 	return "", fmt.Errorf("%s: not found in %s", name, fixedPath)
 }
 
+// CommandEnv returns the environment the runner gives programs: the fixed
+// PATH and the few variables of base and extra that name no helper,
+// loader hook or secret (see spec/bash.md).
+func CommandEnv(base, extra []string) []string { return scrubEnv(base, extra) }
+
 // scrubEnv returns the environment commands run with: the fixed PATH,
 // HOME, USER, LOGNAME, TZ, LANG and LC_* from base, and the extra entries
 // that pass [scrubbed].

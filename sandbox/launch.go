@@ -61,10 +61,8 @@ type spec struct {
 	Limits   Limits   `json:"limits"`
 	Dir      string   `json:"dir"`
 	Landlock bool     `json:"landlock,omitempty"`
-	Cgroup   string   `json:"cgroup,omitempty"` // join this cgroup (outer stage)
-	Bwrap    string   `json:"bwrap,omitempty"`  // exec bwrap (outer stage)
-	Proc     bool     `json:"proc,omitempty"`   // /proc is a private pid namespace's
-	UserNS   bool     `json:"userns,omitempty"` // inside a fresh user namespace
+	CgroupFD int      `json:"cgroup_fd,omitempty"` // write "0" here to join the pids cgroup
+	Proc     bool     `json:"proc,omitempty"`      // /proc is a private pid namespace's (bwrap)
 	Argv     []string `json:"argv"`
 }
 
@@ -80,27 +78,15 @@ func launch(arg string) error {
 	if err := json.Unmarshal([]byte(arg), &sp); err != nil || len(sp.Argv) == 0 {
 		return fmt.Errorf("bad launcher arguments")
 	}
-	if sp.Cgroup != "" {
-		if err := os.WriteFile(filepath.Join(sp.Cgroup, "cgroup.procs"), []byte("0"), 0); err != nil {
+	if sp.CgroupFD > 0 {
+		// Join the pids cgroup through the descriptor the parent opened
+		// (the cgroup file system is not mounted inside bwrap).
+		f := os.NewFile(uintptr(sp.CgroupFD), "cgroup.procs")
+		_, err := f.Write([]byte("0"))
+		f.Close()
+		if err != nil {
 			return fmt.Errorf("join the pids cgroup: %w", err)
 		}
-		sp.Cgroup = ""
-	}
-	if sp.Bwrap != "" {
-		self, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		bw := sp.Bwrap
-		sp.Bwrap = ""
-		sp.UserNS = os.Geteuid() != 0
-		enc, err := sp.encode()
-		if err != nil {
-			return err
-		}
-		args := append([]string{"bwrap"}, bwrapArgs(sp, self)...)
-		args = append(args, launcherInside, launcherArg, enc)
-		return fmt.Errorf("exec bwrap: %w", syscall.Exec(bw, args, os.Environ()))
 	}
 	return confineAndExec(sp)
 }
@@ -218,7 +204,7 @@ func confineAndExec(sp spec) error {
 func setLimits(sp spec) error {
 	l := sp.Limits.withDefaults()
 	nproc := l.Processes
-	if os.Geteuid() != 0 && !sp.UserNS {
+	if os.Geteuid() != 0 && !freshUserNS() {
 		// RLIMIT_NPROC counts every process of the real uid: leave room
 		// for those already running.
 		nproc += uint64(countProcesses(os.Getuid()))
@@ -246,6 +232,18 @@ func setLimits(sp spec) error {
 		}
 	}
 	return nil
+}
+
+// freshUserNS reports whether this process is in a user namespace other
+// than the initial one (bwrap made one): there RLIMIT_NPROC counts only
+// the namespace's processes.
+func freshUserNS() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return !(len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295")
 }
 
 // countProcesses counts the processes whose real uid is uid.

@@ -111,8 +111,21 @@ func (s *Sandbox) Layers() Layers { return s.layers }
 // [Wait]; mu guards it.
 var (
 	mu   sync.Mutex
-	live = map[*exec.Cmd]*cgroup{}
+	live = map[*exec.Cmd]liveCmd{}
 )
+
+// liveCmd is what a started process leaves outside it.
+type liveCmd struct {
+	cg    *cgroup
+	files []*os.File // the parent's copies of the launcher's descriptors
+}
+
+func release1(cg *cgroup, files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+	cg.destroy()
+}
 
 // Command returns the process that runs argv (argv[0] an absolute path, or
 // a name looked up in the fixed PATH inside the sandbox) in dir with env.
@@ -129,23 +142,40 @@ func (s *Sandbox) Command(ctx context.Context, dir string, argv, env []string) (
 	}
 	sp := spec{Read: s.policy.roots, Hidden: s.policy.hidden, Limits: s.cfg.Limits, Dir: dir,
 		Landlock: s.layers.LandlockABI > 0, Argv: argv}
-	var cg *cgroup
+	var (
+		cg    *cgroup
+		extra []*os.File
+	)
 	if s.layers.cgroupRoot != "" {
 		if c, err := newCgroup(s.layers.cgroupRoot, s.cfg.Limits.Processes); err == nil {
-			cg, sp.Cgroup = c, c.dir
+			if f, err := os.OpenFile(filepath.Join(c.dir, "cgroup.procs"), os.O_WRONLY, 0); err == nil {
+				cg, extra, sp.CgroupFD = c, []*os.File{f}, 3
+			} else {
+				c.destroy()
+			}
 		}
 	}
+	var cmd *exec.Cmd
 	if s.layers.Bwrap != "" {
-		sp.Bwrap = s.layers.Bwrap
 		sp.Proc = true
+		enc, err := sp.encode()
+		if err != nil {
+			release1(cg, extra)
+			return nil, err
+		}
+		args := append(bwrapArgs(sp, s.launch), launcherInside, launcherArg, enc)
+		cmd = exec.CommandContext(ctx, s.layers.Bwrap, args...)
+		cmd.Args[0] = "bwrap"
+	} else {
+		enc, err := sp.encode()
+		if err != nil {
+			release1(cg, extra)
+			return nil, err
+		}
+		cmd = exec.CommandContext(ctx, s.launch, launcherArg, enc)
+		cmd.Args[0] = "planbridge-sandbox"
 	}
-	enc, err := sp.encode()
-	if err != nil {
-		cg.destroy()
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, s.launch, launcherArg, enc)
-	cmd.Args[0] = "planbridge-sandbox"
+	cmd.ExtraFiles = extra
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -157,32 +187,22 @@ func (s *Sandbox) Command(ctx context.Context, dir string, argv, env []string) (
 	cmd.WaitDelay = time.Second
 	if cg != nil {
 		mu.Lock()
-		live[cmd] = cg
+		live[cmd] = liveCmd{cg, extra}
 		mu.Unlock()
 	}
 	return cmd, nil
 }
 
 // Wait waits for cmd; for a process of [Sandbox.Command] it then kills
-// what is left of its tree and removes its cgroup. When the caller set
-// SysProcAttr.Credential, start cmd with [Start] so the cgroup is handed
-// to that user.
+// what is left of its tree and removes its cgroup.
 func Wait(cmd *exec.Cmd) error {
 	err := cmd.Wait()
 	release(cmd)
 	return err
 }
 
-// Start starts cmd; on failure its cgroup is removed. When the caller set
-// SysProcAttr.Credential, the cgroup is first handed to that user so the
-// launcher can join it.
+// Start starts cmd; on failure its cgroup is removed.
 func Start(cmd *exec.Cmd) error {
-	mu.Lock()
-	cg := live[cmd]
-	mu.Unlock()
-	if cr := cmd.SysProcAttr.Credential; cr != nil && cg != nil {
-		os.Chown(filepath.Join(cg.dir, "cgroup.procs"), int(cr.Uid), int(cr.Gid))
-	}
 	if err := cmd.Start(); err != nil {
 		release(cmd)
 		return err
@@ -200,13 +220,13 @@ func Run(cmd *exec.Cmd) error {
 
 func release(cmd *exec.Cmd) {
 	mu.Lock()
-	cg := live[cmd]
+	l := live[cmd]
 	delete(live, cmd)
 	mu.Unlock()
 	if cmd.Process != nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	cg.destroy()
+	release1(l.cg, l.files)
 }
 
 // Layers reports which confinement layers work on this machine.

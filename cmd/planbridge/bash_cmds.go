@@ -8,9 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"syscall"
 
 	"planbridge/bashclass"
+	"planbridge/sandbox"
 )
 
 // runClassify implements "planbridge classify COMMAND" and
@@ -102,6 +106,8 @@ func runSh(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlags("sh", stderr)
 	dir := fs.String("C", "", "run in `DIR` instead of the current directory")
 	timeout := fs.Duration("timeout", bashclass.DefaultTimeout, "stop the command after this long")
+	var readRoots rootList
+	fs.Var(&readRoots, "read-root", "a directory outside DIR that the command may also read (repeatable)")
 	pos, code, ok := parseFlags(fs, args, false, stdout, stderr)
 	if !ok {
 		return code
@@ -111,7 +117,7 @@ func runSh(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	r := &bashclass.Runner{Dir: *dir, Timeout: *timeout}
+	r := &bashclass.Runner{Dir: *dir, Timeout: *timeout, ReadRoots: readRoots}
 	res, err := r.Run(ctx, fs.Arg(0))
 	stdout.Write(res.Output)
 	if res.Refused {
@@ -126,4 +132,66 @@ func runSh(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return res.ExitCode
+}
+
+// runSandbox implements "planbridge sandbox [-C DIR] [--read-root DIR]...
+// -- CMD [ARGS...]": it runs any program, without the classifier, under
+// exactly the OS confinement of Plan's shell (reads only DIR, the read
+// roots and the system's program directories; no writes, network, other
+// processes or new privileges; resource limits), with this process's
+// stdin, its output through pipes and the shell's scrubbed environment.
+// It exits with the program's status (128+N for signal N), 125 when the
+// sandbox could not be set up, 2 on usage errors.
+func runSandbox(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlags("sandbox", stderr)
+	dir := fs.String("C", "", "run in and confine reads to `DIR` (default the current directory)")
+	var readRoots rootList
+	fs.Var(&readRoots, "read-root", "a directory outside DIR that the program may also read (repeatable)")
+	pos, code, ok := parseFlags(fs, args, false, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) == 0 {
+		return usageError(fs, stderr, "name the command to run (after --)")
+	}
+	ws := *dir
+	if ws == "" {
+		ws = "."
+	}
+	ws, err := filepath.Abs(ws)
+	if err != nil {
+		fmt.Fprintln(stderr, "planbridge sandbox:", err)
+		return 2
+	}
+	sb, err := sandbox.New(sandbox.Config{ReadRoots: append([]string{ws}, readRoots...)})
+	if err != nil {
+		fmt.Fprintln(stderr, "planbridge sandbox:", err)
+		return sandbox.ExitSetup
+	}
+	if l := sb.Layers(); l.None() {
+		fmt.Fprintln(stderr, "planbridge sandbox: warning:", l.Summary())
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	cmd, err := sb.Command(ctx, ws, pos, bashclass.CommandEnv(os.Environ(), nil))
+	if err != nil {
+		fmt.Fprintln(stderr, "planbridge sandbox:", err)
+		return sandbox.ExitSetup
+	}
+	// Output goes through pipes: the program may not write files (file
+	// size limit 0), and this process's stdout may be one.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, struct{ io.Writer }{stdout}, struct{ io.Writer }{stderr}
+	err = sandbox.Run(cmd)
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()) // as a shell reports it
+		}
+		return ee.ExitCode()
+	}
+	fmt.Fprintln(stderr, "planbridge sandbox:", err)
+	return sandbox.ExitSetup
 }

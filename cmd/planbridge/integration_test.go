@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"planbridge/rpc"
+	"planbridge/sandbox"
 )
 
 // binary is the planbridge executable built once for these tests.
 var binary string
 
 func TestMain(m *testing.M) {
+	sandbox.Main()
 	dir, err := os.MkdirTemp("", "planbridge-bin-")
 	if err != nil {
 		panic(err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"planbridge/sandbox"
 )
 
 // version is the release version; overridden with -ldflags at release time.
@@ -31,16 +33,22 @@ func subcommands() []subcommand {
 		{"demo", "[--keep]", "run a scripted Plan session end to end in a temporary repository",
 			"Replay a scripted conversation (no model is contacted) against a temporary git repository:\n" +
 				"plan, propose, accept, implement. The temporary directory is removed unless --keep.", runDemo},
-		{"doctor", "[FLAGS]", "report state dir, database, git, bash confinement and engine configuration",
+		{"doctor", "[FLAGS]", "report state dir, database, git, sandbox layers and engine configuration",
 			"Check what planbridge needs and print one line per check. It reads the state directory and\n" +
 				"database if they exist and never creates them. Exit status 1 if a check fails.", runDoctor},
 		{"classify", "COMMAND | classify - | classify --jsonl", "classify a shell command as read-only or not",
 			"Print \"allow\" (exit 0) or \"deny: REASON\" (exit 1) for COMMAND, as Plan's Bash policy decides.\n" +
 				"\"-\" reads the command from stdin; --jsonl reads one JSON string per line and writes one\n" +
 				"{command, verdict, reason} object per line.", runClassify},
-		{"sh", "[-C DIR] [-timeout D] COMMAND", "run a command through the Plan read-only runner",
+		{"sh", "[-C DIR] [-timeout D] [--read-root DIR]... COMMAND", "run a command through the Plan read-only runner",
 			"Run COMMAND through the hardened read-only runner Plan uses. Exit status is the command's,\n" +
-				"or 126 with the reason on stderr when the policy refuses it.", runSh},
+				"or 126 with the reason on stderr when the policy refuses it. Programs run under the OS sandbox\n" +
+				"(see sandbox); reads are confined to DIR and the --read-root directories.", runSh},
+		{"sandbox", "[-C DIR] [--read-root DIR]... -- CMD [ARGS...]", "run any command under Plan's OS confinement",
+			"Run CMD, without the classifier, under exactly the OS confinement of Plan's shell: reads only\n" +
+				"DIR (default \".\"), the --read-root directories and the system's program directories; no\n" +
+				"writes but /dev/null, no network, no other processes, no capabilities; resource limits. Exit\n" +
+				"status is CMD's, 125 when the sandbox could not be set up. planbridge doctor lists the layers.", runSandbox},
 		{"extract", "< RESPONSE", "extract a <proposed_plan> from a response on stdin",
 			"Read one assistant response on stdin and print the extracted proposal, its diagnostics and\n" +
 				"the visible text as one JSON document.", runExtract},
@@ -66,6 +74,9 @@ func lookup(name string) *subcommand {
 }
 
 func main() {
+	// Started as the sandbox launcher, this confines itself and execs the
+	// sandboxed program; it never returns then.
+	sandbox.Main()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, isTerminal(os.Stdin)))
 }
 

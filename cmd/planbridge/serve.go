@@ -22,6 +22,7 @@ import (
 	"planbridge/internal/share"
 	"planbridge/internal/store"
 	"planbridge/rpc"
+	"planbridge/sandbox"
 )
 
 // commonFlags are the flags serve, doctor and demo share.
@@ -108,6 +109,9 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			"e.g. http://laptop.lan:8787 with --share-listen 0.0.0.0:8787 (env PLANBRIDGE_SHARE_BASE_URL)")
 	maxFrame := fs.Int("max-frame", rpc.DefaultMaxFrame,
 		"largest JSON-RPC message body in bytes; a larger frame is read through unbuffered and refused with error data.code frame_too_large")
+	var readRoots rootList
+	readRoots.fromEnv(os.Getenv("PLANBRIDGE_READ_ROOTS"))
+	fs.Var(&readRoots, "read-root", "a directory outside the workspace that tools and Plan's shell may read (repeatable; env PLANBRIDGE_READ_ROOTS, colon-separated)")
 	pos, code, ok := parseFlags(fs, args, false, stdout, stderr)
 	if !ok {
 		return code
@@ -142,7 +146,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.Close()
-	mgr := session.NewManager(session.Config{Store: st, Shell: newShell(), Logger: lg, Redact: red})
+	mgr := session.NewManager(session.Config{Store: st, Shell: newShell(), Logger: lg, Redact: red, ReadRoots: readRoots})
 	if ec := cf.engineConfig(); ec.Kind != "" {
 		eng, err := newEngine(ctx, st, red, ec)
 		if err != nil {
@@ -225,7 +229,14 @@ func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	} else {
 		line("git", strings.TrimSpace(string(out)), true)
 	}
-	line("bash", shellConfinement(), true)
+	line("bash", "read-only runner under the sandbox: "+shellConfinement(), true)
+	layers := sandbox.Probe()
+	for _, l := range layers.Lines() {
+		fmt.Fprintf(stdout, "     %-10s %-8s %s\n", l[0], l[2], l[1])
+	}
+	if layers.None() {
+		line("sandbox", "NO OS CONFINEMENT: neither Landlock nor bwrap works here; Plan's shell relies on the static and dynamic checks, seccomp and limits only", false)
+	}
 	ec := cf.engineConfig()
 	switch ec.Kind {
 	case "":

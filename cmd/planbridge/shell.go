@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
 	"planbridge/bashclass"
 	"planbridge/internal/agent"
 )
@@ -9,4 +13,26 @@ import (
 func newShell() agent.Shell { return agent.BashShell{} }
 
 // shellConfinement says how read-only commands are confined on this machine.
-func shellConfinement() string { return "read-only runner; confinement: " + bashclass.Confinement() }
+func shellConfinement() string { return bashclass.Confinement() }
+
+// rootList is a repeatable flag of absolute directories (--read-root).
+type rootList []string
+
+func (l *rootList) String() string { return strings.Join(*l, string(filepath.ListSeparator)) }
+
+func (l *rootList) Set(v string) error {
+	if !filepath.IsAbs(v) {
+		return fmt.Errorf("%q is not an absolute path", v)
+	}
+	*l = append(*l, filepath.Clean(v))
+	return nil
+}
+
+// fromEnv adds the absolute entries of a colon-separated list.
+func (l *rootList) fromEnv(v string) {
+	for _, p := range filepath.SplitList(v) {
+		if filepath.IsAbs(p) {
+			*l = append(*l, filepath.Clean(p))
+		}
+	}
+}

@@ -76,7 +76,7 @@ func (fakeShell) Classify(src string) (bool, string) {
 	}
 	return false, `"` + strings.Fields(src + " x")[0] + `" is not a read-only command`
 }
-func (fakeShell) RunReadOnly(ctx context.Context, dir, src string) (string, int, bool, string, error) {
+func (fakeShell) RunReadOnly(ctx context.Context, roots Roots, src string) (string, int, bool, string, error) {
 	return "clean", 0, false, "", nil
 }
 func (fakeShell) Run(ctx context.Context, dir, src string) (string, int, error) { return "", 0, nil }

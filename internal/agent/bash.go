@@ -27,15 +27,20 @@ func (b BashShell) Classify(src string) (bool, string) {
 }
 
 // RunReadOnly implements [Shell]: the same parsed program the classifier
-// allowed, executed by the hardened runner.
-func (b BashShell) RunReadOnly(ctx context.Context, dir, src string) (string, int, bool, string, error) {
-	r := bashclass.Runner{Dir: dir, Timeout: b.Timeout, MaxOutput: b.MaxOutput}
+// allowed, executed by the hardened runner under the OS sandbox, reading
+// only the workspace, work:// and the configured read roots.
+func (b BashShell) RunReadOnly(ctx context.Context, roots Roots, src string) (string, int, bool, string, error) {
+	r := bashclass.Runner{Dir: roots.Workspace, ReadRoots: roots.ReadPolicyRoots()[1:], Timeout: b.Timeout, MaxOutput: b.MaxOutput}
 	res, err := r.Run(ctx, src)
 	if err != nil {
 		return "", 0, false, "", err
 	}
 	return string(res.Output), res.ExitCode, res.Refused, res.Reason, nil
 }
+
+// Confinement describes the OS layers that confine the read-only runner
+// here; it starts with "NO OS CONFINEMENT" when none confines file access.
+func (b BashShell) Confinement() string { return bashclass.Confinement() }
 
 // Run implements [Shell] for commands the gate let through outside Plan.
 func (b BashShell) Run(ctx context.Context, dir, src string) (string, int, error) {

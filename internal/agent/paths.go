@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"planbridge/sandbox"
 )
 
 // WorkScheme prefixes paths in the session's own artifact tree.
@@ -15,10 +17,83 @@ const WorkScheme = "work://"
 var ErrOutsideWorkspace = errors.New("path escapes the workspace")
 
 // Roots confines tool paths: ordinary paths to Workspace, work:// paths to
-// Work (the session's artifact directory).
+// Work (the session's artifact directory). Reads may also reach ReadRoots,
+// the directories a person added in configuration; writes never do.
+//
+// Reads by every tool and by Plan's shell obey one policy,
+// [sandbox.ReadPolicy] over [Roots.ReadPolicyRoots]: the workspace,
+// work:// and the read roots, symlinks resolved, never /proc, /sys or /dev.
 type Roots struct {
 	Workspace string
 	Work      string
+	ReadRoots []string
+}
+
+// ReadPolicyRoots lists what may be read: the workspace, the work:// tree
+// (when the session has one) and the configured read roots.
+func (r Roots) ReadPolicyRoots() []string {
+	roots := []string{r.Workspace}
+	if r.Work != "" {
+		roots = append(roots, r.Work)
+	}
+	return append(roots, r.ReadRoots...)
+}
+
+// ResolveRead maps a tool path for reading: work:// paths and paths
+// relative to the workspace as [Roots.Resolve] does, absolute paths
+// anywhere the read policy allows. The result has every symlink resolved;
+// a path outside the policy wraps [ErrOutsideWorkspace].
+func (r Roots) ResolveRead(p string) (string, error) {
+	abs, err := r.readAbs(p)
+	if err != nil {
+		return "", err
+	}
+	pol, err := sandbox.NewReadPolicy(r.ReadPolicyRoots(), nil)
+	if err != nil {
+		return "", err
+	}
+	real, err := pol.Resolve("/", abs)
+	if errors.Is(err, sandbox.ErrOutsideRoots) {
+		return "", fmt.Errorf("%s: %w (reads are confined to the workspace, work:// and configured read roots)", p, ErrOutsideWorkspace)
+	}
+	return real, err
+}
+
+// OpenRead opens a tool path for reading under the read policy, checked
+// race-free ([sandbox.ReadPolicy.Open]).
+func (r Roots) OpenRead(p string) (*os.File, error) {
+	abs, err := r.readAbs(p)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := sandbox.NewReadPolicy(r.ReadPolicyRoots(), nil)
+	if err != nil {
+		return nil, err
+	}
+	f, err := pol.Open("/", abs)
+	if errors.Is(err, sandbox.ErrOutsideRoots) {
+		return nil, fmt.Errorf("%s: %w (reads are confined to the workspace, work:// and configured read roots)", p, ErrOutsideWorkspace)
+	}
+	return f, err
+}
+
+func (r Roots) readAbs(p string) (string, error) {
+	switch {
+	case strings.ContainsRune(p, 0):
+		return "", fmt.Errorf("path contains a NUL byte")
+	case IsWorkPath(p):
+		if r.Work == "" {
+			return "", fmt.Errorf("%s: this session has no work:// tree", p)
+		}
+		rel := filepath.Clean(strings.TrimPrefix(p, WorkScheme))
+		if filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") {
+			return "", fmt.Errorf("%s: %w", p, ErrOutsideWorkspace)
+		}
+		return filepath.Join(r.Work, rel), nil
+	case filepath.IsAbs(p):
+		return filepath.Clean(p), nil
+	}
+	return filepath.Join(r.Workspace, p), nil
 }
 
 // IsWorkPath reports whether p addresses the session's work:// tree.

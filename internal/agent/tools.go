@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -52,9 +53,11 @@ type Tool struct {
 type Shell interface {
 	// Classify reports whether src is read-only, with a reason when not.
 	Classify(src string) (allow bool, reason string)
-	// RunReadOnly runs src through the hardened read-only runner. refused
-	// is true (with reason) when the runner refused at execution.
-	RunReadOnly(ctx context.Context, dir, src string) (out string, exit int, refused bool, reason string, err error)
+	// RunReadOnly runs src in roots.Workspace through the hardened
+	// read-only runner, reading only what roots allow (the one read
+	// policy). refused is true (with reason) when the runner refused at
+	// execution.
+	RunReadOnly(ctx context.Context, roots Roots, src string) (out string, exit int, refused bool, reason string, err error)
 	// Run runs src without restriction (outside Plan, after the gate).
 	Run(ctx context.Context, dir, src string) (out string, exit int, err error)
 }
@@ -151,11 +154,12 @@ var readFileTool = &Tool{
 		if err != nil {
 			return "", err
 		}
-		p, err := env.Roots.Resolve(a.Path)
+		f, err := env.Roots.OpenRead(a.Path)
 		if err != nil {
 			return "", err
 		}
-		b, err := os.ReadFile(p)
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, MaxToolOutput+1))
 		if err != nil {
 			return "", err
 		}
@@ -175,7 +179,7 @@ var listDirTool = &Tool{
 		if a.Path == "" {
 			a.Path = "."
 		}
-		p, err := env.Roots.Resolve(a.Path)
+		p, err := env.Roots.ResolveRead(a.Path)
 		if err != nil {
 			return "", err
 		}
@@ -296,7 +300,7 @@ var grepTool = &Tool{
 		if a.Path == "" {
 			a.Path = "."
 		}
-		root, err := env.Roots.Resolve(a.Path)
+		root, err := env.Roots.ResolveRead(a.Path)
 		if err != nil {
 			return "", err
 		}
@@ -476,7 +480,7 @@ var bashTool = &Tool{
 			return "", fmt.Errorf("no shell available")
 		}
 		if env.ReadOnlyShell {
-			out, code, refused, reason, err := env.Shell.RunReadOnly(ctx, env.Roots.Workspace, a.Command)
+			out, code, refused, reason, err := env.Shell.RunReadOnly(ctx, env.Roots, a.Command)
 			if err != nil {
 				return "", err
 			}

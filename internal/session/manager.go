@@ -63,6 +63,9 @@ type Config struct {
 	// event and transcript row before it is stored or published; nil masks
 	// nothing.
 	Redact *redact.Set
+	// ReadRoots are directories outside the workspace that a person lets
+	// every session's tools and Plan's shell read (absolute paths).
+	ReadRoots []string
 }
 
 // Manager owns the live sessions of one state directory. Safe for
@@ -72,6 +75,7 @@ type Manager struct {
 	log    *slog.Logger
 	shell  agent.Shell
 	redact *redact.Set
+	read   []string // Config.ReadRoots
 	turns  sync.WaitGroup
 
 	mu        sync.Mutex // guards the fields below
@@ -90,7 +94,7 @@ func NewManager(cfg Config) *Manager {
 	if lg == nil {
 		lg = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	return &Manager{st: cfg.Store, log: lg, shell: cfg.Shell, engine: cfg.Engine, redact: cfg.Redact,
+	return &Manager{st: cfg.Store, log: lg, shell: cfg.Shell, engine: cfg.Engine, redact: cfg.Redact, read: cfg.ReadRoots,
 		sessions: map[string]*Session{}, listeners: map[int]func(Event){}}
 }
 

@@ -276,8 +276,14 @@ type PlanStatus struct {
 	BlockedTotal   int64         `json:"blocked_total"` // Plan refusals
 	RefusedTotal   int64         `json:"refused_total"` // other refusals
 	Steps          *StepProgress `json:"steps,omitempty"`
-	Text           string        `json:"text"`
+	// Confinement describes the OS layers under Plan's shell; it starts
+	// with "NO OS CONFINEMENT" when none confines file access here.
+	Confinement string `json:"confinement,omitempty"`
+	Text        string `json:"text"`
 }
+
+// confiner is implemented by shells that can say how they are confined.
+type confiner interface{ Confinement() string }
 
 // StepProgress summarises an accepted plan's implementation.
 type StepProgress struct {
@@ -304,6 +310,12 @@ func (s *Session) Status() PlanStatus {
 		st.Text += fmt.Sprintf(" · implementation %s, %d/%d steps done", p.Status, p.Done(), len(p.Steps))
 		if p.Clipped {
 			st.Text += fmt.Sprintf(" (the plan was clipped: step %s stands for the steps beyond %d)", p.Steps[len(p.Steps)-1].ID, len(p.Steps)-1)
+		}
+	}
+	if c, ok := s.m.shell.(confiner); ok {
+		st.Confinement = c.Confinement()
+		if st.Plan && strings.HasPrefix(st.Confinement, "NO OS CONFINEMENT") {
+			st.Text += " · shell: " + st.Confinement
 		}
 	}
 	return st
