@@ -23,7 +23,20 @@
 // re-apply the argv policy to the expanded argv of every command (so a glob
 // that expands to an option is refused at execution), let redirections
 // write only /dev/null, scrub the environment, launch git with options that
-// disable helper programs, refuse git status/diff/blame where a filter
-// driver or submodule would run helpers, and confine external programs with
-// bwrap when it works here ([Confinement]).
+// disable helper programs, and refuse git status/diff/blame where a filter
+// driver or submodule would run helpers.
+//
+// Execution and confinement: every external program runs under the OS
+// sandbox of package [planbridge/sandbox] (Landlock, bwrap, seccomp, no
+// capabilities, resource limits and a pids cgroup as root), always, root
+// or not; a layer this machine lacks is skipped and [Confinement] says so.
+// The interpreter's own reads — redirections (< FILE), globs, cd, test —
+// obey the same [sandbox.ReadPolicy] as the sandbox: the working
+// directory, [Runner.ReadRoots] (work:// and configured roots), symlinks
+// resolved step by step and the open confined beneath its root, never
+// /proc, /sys, /dev (but /dev/null) or the process's own descriptors; a
+// refused read stops the program with a reason. Glob expansion is bounded
+// by [MaxGlobEntries] and by the context; when [Runner.Run] returns, every
+// process it started has been killed and reaped and no goroutine it
+// started is left.
 package bashclass

@@ -16,15 +16,16 @@
 //   - bwrap (bubblewrap), when installed and working: every namespace
 //     unshared (user, pid, ipc, net, uts, cgroup), --cap-drop ALL,
 //     --new-session, --die-with-parent, a read-only tmpfs root holding only
-//     the system directories and the read roots (bound read-only), a fresh
-//     /proc for the new pid namespace, a minimal /dev, 1 MiB tmpfs on /tmp
-//     and $HOME, and the hidden paths covered by empty tmpfs. Outside
-//     sockets, other projects and the state directory are simply absent.
+//     the system directories, a few /etc files and the read roots (bound
+//     read-only), no /proc, a /dev of null, zero, full and the random
+//     devices only (no /dev/shm, no terminals), 1 MiB tmpfs on /tmp and
+//     $HOME, and the hidden paths covered by empty tmpfs. Outside sockets,
+//     other projects and the state directory are simply absent.
 //   - Landlock, at the ABI the kernel has (detected at run time): reads
 //     only beneath the read roots and the system set; writes only to
 //     /dev/null; TCP bind and connect denied (ABI ≥ 4); signals and
-//     abstract unix sockets scoped to the sandbox (ABI ≥ 6). /proc is
-//     readable only when bwrap gave the sandbox its own pid namespace.
+//     abstract unix sockets scoped to the sandbox (ABI ≥ 6). /proc, /sys
+//     and the rest of /dev are not readable.
 //   - seccomp: socket(2), io_uring, keyrings, bpf, perf events and
 //     userfaultfd fail with EACCES, which closes pathname unix sockets
 //     and UDP that Landlock's ABI may not cover.

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,7 +63,7 @@ type spec struct {
 	Dir      string   `json:"dir"`
 	Landlock bool     `json:"landlock,omitempty"`
 	CgroupFD int      `json:"cgroup_fd,omitempty"` // write "0" here to join the pids cgroup
-	Proc     bool     `json:"proc,omitempty"`      // /proc is a private pid namespace's (bwrap)
+	InBwrap  bool     `json:"bwrap,omitempty"`     // started by bwrap: HOME is an empty tmpfs
 	Argv     []string `json:"argv"`
 }
 
@@ -105,8 +106,15 @@ var systemEtc = []string{"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf
 	"/etc/passwd", "/etc/group", "/etc/localtime", "/etc/timezone", "/etc/locale.alias", "/etc/alternatives",
 	"/etc/magic", "/etc/magic.mime", "/etc/gitconfig", "/etc/gitattributes"}
 
-// systemDev are the device files programs may read.
+// systemDev are the device files programs may read; /dev/null is also
+// writable. No /dev/shm, no terminals, no /dev/fd.
 var systemDev = []string{"/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"}
+
+// bwrapEtc are the systemEtc entries bound into bwrap's root: the others
+// are optional for the programs (git fails only on a configuration file
+// that exists and cannot be read, as it may under Landlock alone), and
+// every bind costs start-up time.
+var bwrapEtc = []string{"/etc/ld.so.cache", "/etc/nsswitch.conf", "/etc/passwd", "/etc/group", "/etc/localtime", "/etc/alternatives"}
 
 // bwrapArgs are bwrap's options for sp; the launcher command follows.
 func bwrapArgs(sp spec, launcher string) []string {
@@ -123,10 +131,18 @@ func bwrapArgs(sp spec, launcher string) []string {
 			a = append(a, "--ro-bind", d, d)
 		}
 	}
-	for _, f := range systemEtc {
+	for _, f := range bwrapEtc {
 		a = append(a, "--ro-bind-try", f, f)
 	}
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--size", "1048576", "--tmpfs", "/tmp")
+	// No /proc: the sandbox may not read any process's state, its own
+	// included (the same as under Landlock alone), and the pid namespace
+	// hides the others anyway. A handful of devices instead of --dev: no
+	// /dev/shm, no pts.
+	a = append(a, "--dev-bind", os.DevNull, os.DevNull)
+	for _, d := range systemDev {
+		a = append(a, "--ro-bind-try", d, d)
+	}
+	a = append(a, "--size", "1048576", "--tmpfs", "/tmp")
 	if home := os.Getenv("HOME"); filepath.IsAbs(home) && home != "/" && !underSystem(home) {
 		a = append(a, "--size", "1048576", "--tmpfs", filepath.Clean(home))
 	}
@@ -177,7 +193,7 @@ func confineAndExec(sp spec) error {
 		return err
 	}
 	env := os.Environ()
-	if !sp.Proc {
+	if !sp.InBwrap {
 		// Without bwrap's empty tmpfs the real home is there but
 		// unreadable, and git fails on a configuration file it cannot
 		// read: point HOME at nothing.
@@ -318,9 +334,6 @@ func restrictLandlock(sp spec) error {
 	for _, p := range append(append(systemEtc, systemDev...), sp.Read...) {
 		add(p)
 	}
-	if sp.Proc {
-		add("/proc")
-	}
 	rules := []landlock.Rule{landlock.RWFiles(os.DevNull)}
 	if len(dirs) > 0 {
 		rules = append(rules, landlock.RODirs(dirs...))
@@ -328,7 +341,15 @@ func restrictLandlock(sp spec) error {
 	if len(files) > 0 {
 		rules = append(rules, landlock.ROFiles(files...))
 	}
-	return landlock.V7.BestEffort().Restrict(rules...)
+	// Restrict only this thread (the one that execs; no_new_privs is set
+	// on it already): the all-threads path of go-landlock needs /proc,
+	// which the sandbox does not have.
+	fd, flags, err := landlock.V7.BestEffort().NewRulesetFD(rules...)
+	if err != nil || fd < 0 {
+		return err
+	}
+	defer unix.Close(fd)
+	return ll.LandlockRestrictSelf(fd, flags)
 }
 
 var errNoSeccomp = errors.New("seccomp filters are not supported on this architecture")

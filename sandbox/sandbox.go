@@ -157,7 +157,7 @@ func (s *Sandbox) Command(ctx context.Context, dir string, argv, env []string) (
 	}
 	var cmd *exec.Cmd
 	if s.layers.Bwrap != "" {
-		sp.Proc = true
+		sp.InBwrap = true
 		enc, err := sp.encode()
 		if err != nil {
 			release1(cg, extra)

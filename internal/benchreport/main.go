@@ -38,6 +38,15 @@ var absolutes = []struct {
 	{"cold start of planbridge serve to first response", "BenchmarkColdStart", "ns/op", 50e6, "ns"},
 }
 
+// differences are targets on the cost one benchmark adds over another of
+// the same run (num − den), in ns; a miss is printed, not failed.
+var differences = []struct {
+	what, num, den string
+	target         float64
+}{
+	{"shell: planbridge sh true overhead over a bare true (sandbox start)", "BenchmarkRunTrue", "BenchmarkBareTrue", 10e6},
+}
+
 var line = regexp.MustCompile(`^(Benchmark[^\s-]+)(?:-\d+)?\s+\d+\s+(.*)$`)
 
 func main() {
@@ -95,6 +104,19 @@ func main() {
 			verdict, fail = "OVER", true
 		}
 		fmt.Printf("%-7s %-62s %8.3f ms (budget %.0f ms; %.2f× of budget)\n", verdict, a.what, v/1e6, a.max/1e6, v/a.max)
+	}
+	for _, d := range differences {
+		n, okn := metric(metrics, d.num)
+		b, okb := metric(metrics, d.den)
+		if !okn || !okb {
+			fmt.Printf("MISSING %-62s (%s − %s not in this run)\n", d.what, d.num, d.den)
+			continue
+		}
+		verdict := "ok"
+		if n-b > d.target {
+			verdict = "MISSED"
+		}
+		fmt.Printf("%-7s %-62s %8.3f ms (%.3f − %.3f ms; target %.0f ms)\n", verdict, d.what, (n-b)/1e6, n/1e6, b/1e6, d.target/1e6)
 	}
 	for _, info := range []struct{ what, bench, unit string }{
 		{"Bash classification throughput on one core", "BenchmarkClassify", "cmds/s"},
