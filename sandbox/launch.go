@@ -140,7 +140,9 @@ func bwrapArgs(sp spec, launcher string) []string {
 	// /dev/shm, no pts.
 	a = append(a, "--dev-bind", os.DevNull, os.DevNull)
 	for _, d := range systemDev {
-		a = append(a, "--ro-bind-try", d, d)
+		// A device needs --dev-bind (a plain bind is mounted nodev);
+		// Landlock keeps these read-only.
+		a = append(a, "--dev-bind-try", d, d)
 	}
 	a = append(a, "--size", "1048576", "--tmpfs", "/tmp")
 	if home := os.Getenv("HOME"); filepath.IsAbs(home) && home != "/" && !underSystem(home) {
@@ -172,8 +174,12 @@ func underSystem(p string) bool {
 // confineAndExec is the inner stage: limits, capabilities, Landlock and
 // seccomp, then exec.
 func confineAndExec(sp spec) error {
-	if err := setLimits(sp); err != nil {
-		return err
+	// Count before Landlock hides /proc.
+	nproc := sp.Limits.withDefaults().Processes
+	if os.Geteuid() != 0 && !freshUserNS() {
+		// RLIMIT_NPROC counts every process of the real uid: leave room
+		// for those already running.
+		nproc += uint64(countProcesses(os.Getuid()))
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
@@ -214,17 +220,16 @@ func confineAndExec(sp spec) error {
 		}
 		path = found
 	}
+	// Limits last: under the address-space limit the Go runtime of the
+	// launcher itself could no longer grow.
+	if err := setLimits(sp.Limits, nproc); err != nil {
+		return err
+	}
 	return fmt.Errorf("exec %s: %w", sp.Argv[0], syscall.Exec(path, sp.Argv, env))
 }
 
-func setLimits(sp spec) error {
-	l := sp.Limits.withDefaults()
-	nproc := l.Processes
-	if os.Geteuid() != 0 && !freshUserNS() {
-		// RLIMIT_NPROC counts every process of the real uid: leave room
-		// for those already running.
-		nproc += uint64(countProcesses(os.Getuid()))
-	}
+func setLimits(lim Limits, nproc uint64) error {
+	l := lim.withDefaults()
 	for _, lim := range []struct {
 		res int
 		v   uint64
