@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -148,14 +149,31 @@ func bwrapArgs(sp spec, launcher string) []string {
 	if home := os.Getenv("HOME"); filepath.IsAbs(home) && home != "/" && !underSystem(home) {
 		a = append(a, "--size", "1048576", "--tmpfs", filepath.Clean(home))
 	}
+	// Parents before children: a hidden directory inside a root is
+	// covered after the root is bound, and a root inside a hidden
+	// directory is bound again on top of the cover.
+	type mount struct {
+		path   string
+		hidden bool
+	}
+	var ms []mount
 	for _, r := range sp.Read {
-		a = append(a, "--ro-bind", r, r)
+		ms = append(ms, mount{r, false})
 	}
 	for _, h := range sp.Hidden {
-		if fi, err := os.Stat(h); err == nil && fi.IsDir() {
-			a = append(a, "--size", "4096", "--tmpfs", h)
-		} else if err == nil {
-			a = append(a, "--ro-bind", "/dev/null", h)
+		ms = append(ms, mount{h, true})
+	}
+	sort.SliceStable(ms, func(i, j int) bool { return len(ms[i].path) < len(ms[j].path) })
+	for _, m := range ms {
+		fi, err := os.Stat(m.path)
+		switch {
+		case err != nil:
+		case !m.hidden:
+			a = append(a, "--ro-bind", m.path, m.path)
+		case fi.IsDir():
+			a = append(a, "--size", "4096", "--tmpfs", m.path)
+		default:
+			a = append(a, "--ro-bind", os.DevNull, m.path)
 		}
 	}
 	a = append(a, "--ro-bind", launcher, launcherInside, "--remount-ro", "/", "--chdir", sp.Dir, "--")
@@ -336,8 +354,13 @@ func restrictLandlock(sp spec) error {
 	for _, p := range systemDirs {
 		add(p)
 	}
-	for _, p := range append(append(systemEtc, systemDev...), sp.Read...) {
+	for _, p := range append(systemEtc, systemDev...) {
 		add(p)
+	}
+	for _, r := range sp.Read {
+		for _, p := range carve(r, sp.Hidden) {
+			add(p)
+		}
 	}
 	rules := []landlock.Rule{landlock.RWFiles(os.DevNull)}
 	if len(dirs) > 0 {
@@ -355,6 +378,42 @@ func restrictLandlock(sp spec) error {
 	}
 	defer unix.Close(fd)
 	return ll.LandlockRestrictSelf(fd, flags)
+}
+
+// carve returns the paths whose subtrees make up root without the hidden
+// paths beneath it: Landlock can only grant subtrees, so a root holding a
+// hidden path is granted entry by entry along the way down to it. Entries
+// are listed when the sandbox starts, so later ones are covered by the
+// next command.
+func carve(root string, hidden []string) []string {
+	var inside []string
+	for _, h := range hidden {
+		if h == root {
+			return nil
+		}
+		// A hidden path above root does not matter: the more specific
+		// root wins, as in the read policy.
+		if beneath(h, root) {
+			inside = append(inside, h)
+		}
+	}
+	if len(inside) == 0 {
+		return []string{root}
+	}
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if e.Type()&os.ModeSymlink != 0 {
+			// Granting a link would grant its target; a link to
+			// elsewhere in a root works through that root's rule.
+			continue
+		}
+		out = append(out, carve(filepath.Join(root, e.Name()), inside)...)
+	}
+	return out
 }
 
 var errNoSeccomp = errors.New("seccomp filters are not supported on this architecture")

@@ -22,7 +22,8 @@ var ErrOutsideRoots = errors.New("outside the read roots")
 var neverRead = []string{"/proc", "/sys", "/dev"}
 
 // ReadPolicy says which paths may be read: those beneath one of Roots and
-// not beneath one of Hidden, after resolving every symlink, and never
+// not beneath one of Hidden (unless a root lies inside that hidden path
+// and holds them), after resolving every symlink, and never
 // under /proc, /sys or /dev (except /dev/null, which is always readable
 // and writable). The zero value reads nothing but /dev/null. A ReadPolicy
 // is immutable after [NewReadPolicy] and safe for concurrent use.
@@ -82,17 +83,23 @@ func (p *ReadPolicy) allowedReal(real string) (string, bool) {
 			return "", false
 		}
 	}
+	// The most specific root wins: a root inside a hidden path (work://
+	// inside the state directory) is readable, the rest of it is not.
+	best := ""
+	for _, r := range p.roots {
+		if beneath(real, r) && len(r) > len(best) {
+			best = r
+		}
+	}
+	if best == "" {
+		return "", false
+	}
 	for _, h := range p.hidden {
-		if beneath(real, h) {
+		if beneath(real, h) && len(h) >= len(best) {
 			return "", false
 		}
 	}
-	for _, r := range p.roots {
-		if beneath(real, r) {
-			return r, true
-		}
-	}
-	return "", false
+	return best, true
 }
 
 // Resolve returns path (absolute, or relative to dir) with every symlink

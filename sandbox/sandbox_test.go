@@ -167,6 +167,24 @@ func testContained(t *testing.T, uid int, noBwrap bool) {
 		t.Errorf("reading the workspace: exit %d\n%s", code, out)
 	}
 
+	// A hidden directory inside the workspace (the state directory), with
+	// a root inside it (work://).
+	state := filepath.Join(f.ws, ".state")
+	work := filepath.Join(state, "sessions", "s1", "work")
+	os.MkdirAll(work, 0o755)
+	os.WriteFile(filepath.Join(state, "state.db"), []byte(f.secret), 0o644)
+	os.WriteFile(filepath.Join(work, "plan.md"), []byte("the plan\n"), 0o644)
+	exec.Command("chown", "-R", fmt.Sprintf("%d:%d", uid, uid), state).Run()
+	hid, err := New(Config{ReadRoots: []string{f.ws, work, f.bin}, Hidden: []string{state}, NoBwrap: noBwrap, Launcher: filepath.Join(f.bin, "helper")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := f.run(t, hid, nil, "sh", "-c", "cat .state/state.db; ls -a .state; cat notes.txt "+work+"/plan.md"); strings.Contains(out, f.secret) ||
+		strings.Contains(out, "state.db\n") || !strings.Contains(out, "alpha\nbeta\nthe plan\n") {
+		t.Errorf("hidden state directory:\n%s", out)
+	}
+	os.RemoveAll(state)
+
 	// Writes: the workspace, /tmp, /dev/shm, $HOME.
 	for _, target := range []string{filepath.Join(f.ws, "new"), filepath.Join(f.ws, "notes.txt"), "/tmp/fill", "/dev/shm/fill", filepath.Join(f.home, "x")} {
 		out, code := sh("dd if=/dev/zero of=" + target + " bs=1M count=64 && echo WROTE")

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"planbridge/bashclass"
+	"planbridge/internal/store"
 	"planbridge/sandbox"
 )
 
@@ -117,7 +118,8 @@ func runSh(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	r := &bashclass.Runner{Dir: *dir, Timeout: *timeout, ReadRoots: readRoots}
+	r := &bashclass.Runner{Dir: *dir, Timeout: *timeout, ReadRoots: readRoots,
+		Hidden: []string{absOr(store.DefaultDir(os.Getenv))}}
 	res, err := r.Run(ctx, fs.Arg(0))
 	stdout.Write(res.Output)
 	if res.Refused {
@@ -163,7 +165,8 @@ func runSandbox(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "planbridge sandbox:", err)
 		return 2
 	}
-	sb, err := sandbox.New(sandbox.Config{ReadRoots: append([]string{ws}, readRoots...)})
+	sb, err := sandbox.New(sandbox.Config{ReadRoots: append([]string{ws}, readRoots...),
+		Hidden: []string{absOr(store.DefaultDir(os.Getenv))}})
 	if err != nil {
 		fmt.Fprintln(stderr, "planbridge sandbox:", err)
 		return sandbox.ExitSetup

@@ -146,7 +146,8 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer st.Close()
-	mgr := session.NewManager(session.Config{Store: st, Shell: newShell(), Logger: lg, Redact: red, ReadRoots: readRoots})
+	mgr := session.NewManager(session.Config{Store: st, Shell: newShell(), Logger: lg, Redact: red, ReadRoots: readRoots,
+		Hidden: []string{absOr(cf.dir())}})
 	if ec := cf.engineConfig(); ec.Kind != "" {
 		eng, err := newEngine(ctx, st, red, ec)
 		if err != nil {

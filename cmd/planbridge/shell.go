@@ -15,6 +15,14 @@ func newShell() agent.Shell { return agent.BashShell{} }
 // shellConfinement says how read-only commands are confined on this machine.
 func shellConfinement() string { return bashclass.Confinement() }
 
+// absOr returns p made absolute, or p when that fails.
+func absOr(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
 // rootList is a repeatable flag of absolute directories (--read-root).
 type rootList []string
 

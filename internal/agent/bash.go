@@ -30,7 +30,7 @@ func (b BashShell) Classify(src string) (bool, string) {
 // allowed, executed by the hardened runner under the OS sandbox, reading
 // only the workspace, work:// and the configured read roots.
 func (b BashShell) RunReadOnly(ctx context.Context, roots Roots, src string) (string, int, bool, string, error) {
-	r := bashclass.Runner{Dir: roots.Workspace, ReadRoots: roots.ReadPolicyRoots()[1:], Timeout: b.Timeout, MaxOutput: b.MaxOutput}
+	r := bashclass.Runner{Dir: roots.Workspace, ReadRoots: roots.ReadPolicyRoots()[1:], Hidden: roots.Hidden, Timeout: b.Timeout, MaxOutput: b.MaxOutput}
 	res, err := r.Run(ctx, src)
 	if err != nil {
 		return "", 0, false, "", err

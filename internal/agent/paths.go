@@ -27,6 +27,9 @@ type Roots struct {
 	Workspace string
 	Work      string
 	ReadRoots []string
+	// Hidden are paths no read may reach even inside a root (planbridge's
+	// state directory), except work:// itself.
+	Hidden []string
 }
 
 // ReadPolicyRoots lists what may be read: the workspace, the work:// tree
@@ -48,7 +51,7 @@ func (r Roots) ResolveRead(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	pol, err := sandbox.NewReadPolicy(r.ReadPolicyRoots(), nil)
+	pol, err := sandbox.NewReadPolicy(r.ReadPolicyRoots(), r.Hidden)
 	if err != nil {
 		return "", err
 	}
@@ -66,7 +69,7 @@ func (r Roots) OpenRead(p string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol, err := sandbox.NewReadPolicy(r.ReadPolicyRoots(), nil)
+	pol, err := sandbox.NewReadPolicy(r.ReadPolicyRoots(), r.Hidden)
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,9 @@ type Config struct {
 	// ReadRoots are directories outside the workspace that a person lets
 	// every session's tools and Plan's shell read (absolute paths).
 	ReadRoots []string
+	// Hidden are paths no read may reach even inside the workspace or a
+	// read root: the state directory (work:// stays readable).
+	Hidden []string
 }
 
 // Manager owns the live sessions of one state directory. Safe for
@@ -76,6 +79,7 @@ type Manager struct {
 	shell  agent.Shell
 	redact *redact.Set
 	read   []string // Config.ReadRoots
+	hide   []string // Config.Hidden
 	turns  sync.WaitGroup
 
 	mu        sync.Mutex // guards the fields below
@@ -94,7 +98,7 @@ func NewManager(cfg Config) *Manager {
 	if lg == nil {
 		lg = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	return &Manager{st: cfg.Store, log: lg, shell: cfg.Shell, engine: cfg.Engine, redact: cfg.Redact, read: cfg.ReadRoots,
+	return &Manager{st: cfg.Store, log: lg, shell: cfg.Shell, engine: cfg.Engine, redact: cfg.Redact, read: cfg.ReadRoots, hide: cfg.Hidden,
 		sessions: map[string]*Session{}, listeners: map[int]func(Event){}}
 }
 

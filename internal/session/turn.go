@@ -159,7 +159,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		return err
 	}
 	sink := &turnSink{s: s, plan: plan, view: s.newView(plan)}
-	roots := agent.Roots{Workspace: workspace, Work: s.workDir, ReadRoots: s.m.read}
+	roots := agent.Roots{Workspace: workspace, Work: s.workDir, ReadRoots: s.m.read, Hidden: s.m.hide}
 	// Skills folders are project configuration wherever they live.
 	protected := handoff.SkillDirs(workspace, userConfigDir())
 	t := &agent.Turn{
