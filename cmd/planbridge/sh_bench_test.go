@@ -1,19 +1,23 @@
-package bashclass
+package main
 
 import (
 	"context"
 	"os/exec"
 	"testing"
+
+	"planbridge/bashclass"
 )
 
 // BenchmarkRunTrue is "planbridge sh true" with a true that is a program:
 // true is a builtin of the interpreter, so the benchmark runs uname, the
 // cheapest allowed program, to classify, interpret and start it under the
-// whole sandbox (launcher, bwrap, Landlock, seccomp, limits, cgroup).
+// whole sandbox (launcher, bwrap, Landlock, seccomp, limits, cgroup). It
+// lives here so that the launcher is a binary with all of planbridge's
+// packages (their initialisation is part of every sandbox start).
 // BenchmarkBareTrue starts the same program directly; benchreport prints
 // the difference, the sandbox's start-up cost.
 func BenchmarkRunTrue(b *testing.B) {
-	r := &Runner{Dir: b.TempDir()}
+	r := &bashclass.Runner{Dir: b.TempDir()}
 	if res, err := r.Run(context.Background(), "uname >/dev/null"); err != nil || res.ExitCode != 0 || res.Refused {
 		b.Fatalf("Run(uname) = %v, %+v", err, res)
 	}
