@@ -220,11 +220,11 @@ func (x *executor) command(ctx context.Context, dir, path string, argv, env []st
 		// The launcher finds the name in the same fixed PATH, so the
 		// program sees its usual argv[0].
 		cmd, err := x.sb.Command(ctx, dir, append([]string{filepath.Base(path)}, argv...), env)
-		if err == nil {
-			return cmd
+		if err != nil {
+			// Fail closed: Start reports err and nothing runs.
+			cmd = &exec.Cmd{Path: path, Args: append([]string{path}, argv...), Err: err}
 		}
-		// Fail closed: a command that cannot start.
-		return exec.CommandContext(ctx, "/nonexistent/planbridge-sandbox: "+err.Error())
+		return cmd
 	}
 	cmd := exec.CommandContext(ctx, path, argv...)
 	cmd.Args[0] = filepath.Base(path)

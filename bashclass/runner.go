@@ -42,12 +42,12 @@ const fixedPath = "/usr/local/bin:/usr/bin:/bin"
 // It executes the parsed program in-process with mvdan.cc/sh/v3/interp.
 // Before every simple command runs, builtin or external, the argv policy is
 // applied again to the fully expanded argv; a refusal stops the program
-// with [Result.Refused] set. Redirections may read any file and write only
-// /dev/null. External programs get a fixed PATH and a scrubbed environment,
-// run in their own process group (killed as a whole on timeout), inside
-// bwrap with a read-only root and no network when bwrap works here (see
-// [Confinement]); git runs with helper-disabling options, rg with
-// --no-config.
+// with [Result.Refused] set. Redirections write only /dev/null and read,
+// like globs, cd and test, only what the read policy allows (Dir and
+// ReadRoots). External programs get a fixed PATH and a scrubbed
+// environment and run under the OS sandbox of [sandbox.Sandbox] (see
+// [Confinement]), the whole tree killed on timeout; git runs with
+// helper-disabling options, rg with --no-config.
 //
 // A Runner must not be copied after first use. Run is safe for concurrent
 // use.
