@@ -262,6 +262,9 @@ func setLimits(lim Limits, nproc uint64) error {
 		{unix.RLIMIT_MSGQUEUE, 0},
 	} {
 		rl := unix.Rlimit{Cur: lim.v, Max: lim.v}
+		if lim.res == unix.RLIMIT_CPU {
+			rl.Max++ // SIGXCPU (which says why) a second before SIGKILL
+		}
 		var old unix.Rlimit
 		if err := unix.Getrlimit(lim.res, &old); err == nil && old.Max < lim.v {
 			rl = unix.Rlimit{Cur: old.Max, Max: old.Max}

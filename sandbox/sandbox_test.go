@@ -271,6 +271,13 @@ func testContained(t *testing.T, uid int, noBwrap bool) {
 	if out, code := sh("sort /dev/zero"); code == 0 || !strings.Contains(out, "memory") {
 		t.Errorf("sort /dev/zero: exit %d\n%.300s", code, out)
 	}
+	cpu, err := New(Config{ReadRoots: []string{f.ws}, NoBwrap: noBwrap, Launcher: filepath.Join(f.bin, "helper"), Limits: Limits{CPUSeconds: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, code := f.run(t, cpu, nil, "sh", "-c", "while :; do :; done"); code != 128+int(syscall.SIGXCPU) && code != 128+int(syscall.SIGKILL) && code != -1 {
+		t.Errorf("a CPU spinner under a 1 s limit: exit %d\n%s", code, out)
+	}
 	if out, code := sh("head -c 100000000 /dev/zero | tac | wc -c"); strings.Contains(out, "100000000") {
 		t.Errorf("tac spooled 100 MB: exit %d\n%.300s", code, out)
 	}
