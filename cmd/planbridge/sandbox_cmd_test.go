@@ -241,3 +241,17 @@ func TestShContained(t *testing.T) {
 		})
 	}
 }
+
+// TestDoctorListsLayers: doctor names every confinement layer and its
+// state; on these machines all of them are active.
+func TestDoctorListsLayers(t *testing.T) {
+	out, err := exec.Command(binary, "doctor", "--state-dir", t.TempDir()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("doctor: %v\n%s", err, out)
+	}
+	for _, want := range []string{"landlock   active   ABI ", "bwrap      active   ", "userns     active", "seccomp    active", "rlimits    active"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+}
