@@ -592,3 +592,27 @@ func goroutines() []string {
 	}
 	return out
 }
+
+// TestRunConcurrent runs several programs at once through one Runner: each
+// gets its own sandbox (and cgroup), and each sees only its own output.
+func TestRunConcurrent(t *testing.T) {
+	dir := makeRepo(t, "")
+	r := runner(dir)
+	errs := make(chan string, 8)
+	for i := 0; i < 8; i++ {
+		go func(i int) {
+			want := fmt.Sprintf("run %d\n", i)
+			res, err := r.Run(context.Background(), fmt.Sprintf("echo run %d | cat | head -n 1", i))
+			if err != nil || string(res.Output) != want {
+				errs <- fmt.Sprintf("run %d: %v, %q", i, err, res.Output)
+				return
+			}
+			errs <- ""
+		}(i)
+	}
+	for i := 0; i < 8; i++ {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
+	}
+}

@@ -139,6 +139,9 @@ func bwrapArgs(sp spec, launcher string) []string {
 	// included (the same as under Landlock alone), and the pid namespace
 	// hides the others anyway. A handful of devices instead of --dev: no
 	// /dev/shm, no pts.
+	if raceBuild {
+		a = append(a, "--proc", "/proc")
+	}
 	a = append(a, "--dev-bind", os.DevNull, os.DevNull)
 	for _, d := range systemDev {
 		// A device needs --dev-bind (a plain bind is mounted nodev);
