@@ -34,7 +34,8 @@ type ReadPolicy struct {
 
 // NewReadPolicy resolves roots and hidden paths (symlinks followed) and
 // returns the policy. A root that does not exist is dropped (a work tree
-// not created yet); a relative root is an error.
+// not created yet); a relative root, and one that would hold or lie in
+// /proc, /sys or /dev ("/" among them), is an error.
 func NewReadPolicy(roots, hidden []string) (*ReadPolicy, error) {
 	p := &ReadPolicy{}
 	for _, set := range []struct {
@@ -54,6 +55,13 @@ func NewReadPolicy(roots, hidden []string) (*ReadPolicy, error) {
 			}
 			if err != nil {
 				return nil, fmt.Errorf("read root %q: %w", r, err)
+			}
+			if set.out == &p.roots {
+				for _, n := range neverRead {
+					if beneath(n, real) || beneath(real, n) {
+						return nil, fmt.Errorf("read root %q would include %s, which nothing may read", r, n)
+					}
+				}
 			}
 			*set.out = append(*set.out, real)
 		}

@@ -77,3 +77,14 @@ func TestReadPolicy(t *testing.T) {
 		t.Errorf("read %q", b)
 	}
 }
+
+func TestReadPolicyRefusesRootsOverKernelTrees(t *testing.T) {
+	for _, r := range []string{"/", "/proc", "/proc/self", "/dev", "/sys/kernel", "relative"} {
+		if _, err := NewReadPolicy([]string{r}, nil); err == nil {
+			t.Errorf("NewReadPolicy(%q) accepted a root", r)
+		}
+	}
+	if _, err := NewReadPolicy([]string{"/usr/share", t.TempDir()}, nil); err != nil {
+		t.Errorf("ordinary roots: %v", err)
+	}
+}
