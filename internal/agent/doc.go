@@ -43,8 +43,8 @@
 // deleting a symlink removes the link. [Redacting] wraps an engine so no
 // configured secret leaves it.
 //
-// Read-side path policy: every read — read_file, list_dir, grep and Plan's shell — obeys one read
-// policy ([Roots.ResolveRead], [Roots.OpenRead], [sandbox.ReadPolicy]):
-// the workspace, work:// and the configured read roots, with symlinks
-// resolved and never /proc, /sys or /dev.
+// Read-side path policy: every read — read_file, list_dir, grep and Plan's
+// shell — obeys one read policy ([Roots.ResolveRead], [Roots.OpenRead],
+// [sandbox.ReadPolicy]): the workspace, work:// and the configured read
+// roots, with symlinks resolved and never /proc, /sys or /dev.
 package agent
