@@ -132,3 +132,13 @@ func sessionTracking(ctx context.Context, s *Server, raw json.RawMessage) (any, 
 		return map[string]any{"todos": sess.Todos(), "plan": sess.TrackedPlan()}, nil
 	})
 }
+
+func approvalRestore(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
+	type params struct {
+		sessionRef
+		Hash string `json:"hash"`
+	}
+	return withSession(ctx, s, raw, func(sess *session.Session, p params) (any, error) {
+		return sess.RestoreDraft(ctx, p.Hash)
+	})
+}

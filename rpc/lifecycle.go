@@ -42,7 +42,7 @@ func initialize(ctx context.Context, s *Server, raw json.RawMessage) (any, error
 	if e := m.Engine(); e != nil {
 		engine = e.Name()
 	}
-	return map[string]any{"version": s.opt.Version, "state_dir": m.Store().Dir(), "engine": engine}, nil
+	return map[string]any{"version": s.opt.Version, "state_dir": m.Store().Dir(), "engine": engine, "instance": s.instance}, nil
 }
 
 func shutdown(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {

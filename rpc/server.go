@@ -2,6 +2,8 @@ package rpc
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +45,9 @@ type Server struct {
 	opt  Options
 	log  *slog.Logger
 	conn *jsonrpc2.Conn
+	// instance identifies this backend process to the client, which
+	// re-renders its sessions from their logs when it changes.
+	instance string
 
 	handlers sync.WaitGroup // requests being handled
 
@@ -73,6 +78,7 @@ var methods = map[string]handlerFunc{
 	"approval/hide":             approvalHide,
 	"approval/show":             approvalShow,
 	"approval/edit":             approvalEdit,
+	"approval/restore":          approvalRestore,
 	"handoff/retry":             handoffRetry,
 	"handoff/savePlan":          handoffSavePlan,
 	"session/queue":             sessionQueue,
@@ -93,7 +99,7 @@ var methods = map[string]handlerFunc{
 
 // Serve speaks JSON-RPC on r/w until the peer closes the stream or ctx ends.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, opt Options) error {
-	s := &Server{opt: opt, log: opt.Logger, inflight: map[jsonrpc2.ID]context.CancelFunc{}}
+	s := &Server{opt: opt, log: opt.Logger, instance: newInstanceID(), inflight: map[jsonrpc2.ID]context.CancelFunc{}}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -237,4 +243,11 @@ func (a asyncHandler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *json
 		defer a.wg.Done()
 		a.h.Handle(ctx, conn, req)
 	}()
+}
+
+// newInstanceID returns a random id for one backend process.
+func newInstanceID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // never fails (crypto/rand, Go 1.24+)
+	return "i-" + hex.EncodeToString(b)
 }

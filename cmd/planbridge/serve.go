@@ -55,8 +55,9 @@ func (c *commonFlags) engineConfig() agent.EngineConfig {
 	return agent.EngineConfig{Kind: kind, Script: c.script}
 }
 
-// newEngine builds an engine and, for scripts, keeps its cursor in the
-// store so a restarted process continues the replay where it stopped.
+// newEngine builds an engine and, for scripts, keeps each session's replay
+// position in the store so a restarted process continues a session's
+// replay where it stopped, while a new session starts from the beginning.
 func newEngine(ctx context.Context, st *store.Store, red *redact.Set, cfg agent.EngineConfig) (agent.Engine, error) {
 	eng, err := agent.NewEngine(cfg, os.Getenv)
 	if err != nil {
@@ -67,15 +68,28 @@ func newEngine(ctx context.Context, st *store.Store, red *redact.Set, cfg agent.
 	red.Add(cfg.APIKey, agent.OpenAIConfigFromEnv(os.Getenv).APIKey, agent.AnthropicConfigFromEnv(os.Getenv).APIKey)
 	if sc, ok := eng.(*agent.Script); ok {
 		abs, _ := filepath.Abs(cfg.Script)
-		key := "script-cursor:" + abs
-		if v, ok, _ := st.Get(ctx, key); ok {
-			if n, err := strconv.Atoi(v); err == nil {
-				sc.Seek(n)
-			}
-		}
-		sc.OnAdvance = func(pos int) { _ = st.Put(context.Background(), key, strconv.Itoa(pos)) }
+		sc.Cursors = scriptCursors{st: st, prefix: "script-cursor:" + abs + ":"}
 	}
 	return agent.Redacting(eng, red), nil
+}
+
+// scriptCursors persists script positions per session in the store.
+type scriptCursors struct {
+	st     *store.Store
+	prefix string
+}
+
+func (c scriptCursors) LoadCursor(session string) (int, bool) {
+	v, ok, err := c.st.Get(context.Background(), c.prefix+session)
+	if err != nil || !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil
+}
+
+func (c scriptCursors) SaveCursor(session string, pos int) {
+	_ = c.st.Put(context.Background(), c.prefix+session, strconv.Itoa(pos))
 }
 
 // envOr returns the environment variable name, or def when it is unset or empty.

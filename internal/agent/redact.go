@@ -43,3 +43,12 @@ func (e *redactingEngine) Stream(ctx context.Context, req Request, onText func(d
 	}
 	return resp, e.set.Error(err)
 }
+
+// ForSession implements [SessionEngine]: the wrapped engine's per-session
+// state (the script's replay position) stays behind the redaction.
+func (e *redactingEngine) ForSession(session, parent string) Engine {
+	if se, ok := e.Engine.(SessionEngine); ok {
+		return &redactingEngine{Engine: se.ForSession(session, parent), set: e.set}
+	}
+	return e
+}

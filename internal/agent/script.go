@@ -38,16 +38,41 @@ type ScriptStep struct {
 // Script replays a scripted conversation: one step per model request, in
 // order. It is the deterministic stand-in for a model in tests and the demo,
 // and always labels itself as a replay. Safe for concurrent use.
+//
+// The replay position belongs to a session, as a conversation does: each
+// session starts the script from its first step ([Script.ForSession]); a
+// Worktree fork continues from the position its parent had when the fork
+// first asks. A step is consumed when its request starts streaming, so a
+// request cancelled mid-stream does not replay that step to the next
+// request, while a request whose context is already done consumes nothing.
+// Requests not tied to a session ([Script.Stream]) share the position of
+// the session "".
 type Script struct {
 	path  string
 	steps []ScriptStep
 
-	mu  sync.Mutex // guards pos
-	pos int
+	// Cursors, if set, persists positions across restarts. It is called
+	// with mu held, so saves reach it in the order the steps were consumed.
+	Cursors CursorStore
 
-	// OnAdvance, if set, is called with the new position after each consumed
-	// step, so a caller can persist the cursor across restarts.
-	OnAdvance func(pos int)
+	mu      sync.Mutex // guards cursors
+	cursors map[string]int
+}
+
+// CursorStore keeps script positions per session. LoadCursor reports
+// whether a position was stored for session.
+type CursorStore interface {
+	LoadCursor(session string) (pos int, ok bool)
+	SaveCursor(session string, pos int)
+}
+
+// SessionEngine is an [Engine] that keeps state per session, such as the
+// script's replay position. ForSession returns the engine the requests of
+// session use; parent is the session it was forked from ("" for none),
+// whose state a fork starts from.
+type SessionEngine interface {
+	Engine
+	ForSession(session, parent string) Engine
 }
 
 // ChunkSize is the size of the text pieces a Script streams.
@@ -70,42 +95,93 @@ func LoadScript(path string) (*Script, error) {
 			}
 		}
 	}
-	return &Script{path: path, steps: steps}, nil
+	return &Script{path: path, steps: steps, cursors: map[string]int{}}, nil
 }
 
 // Name implements [Engine].
 func (s *Script) Name() string { return "script (replay of " + s.path + ")" }
 
-// Seek sets the next step to replay (used to restore a persisted cursor).
-func (s *Script) Seek(pos int) {
-	s.mu.Lock()
-	s.pos = pos
-	s.mu.Unlock()
+// Path is the script file.
+func (s *Script) Path() string { return s.path }
+
+// ForSession implements [SessionEngine].
+func (s *Script) ForSession(session, parent string) Engine {
+	return &scriptSession{s: s, session: session, parent: parent}
 }
 
-// Pos is the index of the next step to replay.
-func (s *Script) Pos() int {
+// Pos is the index of the next step session replays.
+func (s *Script) Pos(session string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pos
+	return s.cursorLocked(session, "")
+}
+
+// cursorLocked returns session's position, loading or inheriting it on
+// first use (under s.mu).
+func (s *Script) cursorLocked(session, parent string) int {
+	if pos, ok := s.cursors[session]; ok {
+		return pos
+	}
+	pos := 0
+	if s.Cursors != nil {
+		if n, ok := s.Cursors.LoadCursor(session); ok && n >= 0 {
+			pos = n
+			s.cursors[session] = pos
+			return pos
+		}
+	}
+	if parent != "" && parent != session {
+		pos = s.cursorLocked(parent, "")
+	}
+	s.cursors[session] = pos
+	return pos
+}
+
+// next consumes session's next step; ok is false when none is left.
+func (s *Script) next(session, parent string) (st ScriptStep, pos int, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pos = s.cursorLocked(session, parent)
+	if pos >= len(s.steps) {
+		return ScriptStep{}, pos, false
+	}
+	st = s.steps[pos]
+	pos++
+	s.cursors[session] = pos
+	if s.Cursors != nil {
+		s.Cursors.SaveCursor(session, pos)
+	}
+	return st, pos, true
+}
+
+// scriptSession is the view of a [Script] one session's requests use.
+type scriptSession struct {
+	s               *Script
+	session, parent string
+}
+
+func (v *scriptSession) Name() string { return v.s.Name() }
+
+func (v *scriptSession) Stream(ctx context.Context, req Request, onText func(string)) (Response, error) {
+	return v.s.stream(ctx, v.session, v.parent, req, onText)
 }
 
 // ErrScriptExhausted is returned when a request arrives after the last step.
 var ErrScriptExhausted = errors.New("script exhausted: no scripted response left for this model request")
 
-// Stream implements [Engine].
+// Stream implements [Engine] for requests tied to no session.
 func (s *Script) Stream(ctx context.Context, req Request, onText func(string)) (Response, error) {
-	s.mu.Lock()
-	if s.pos >= len(s.steps) {
-		s.mu.Unlock()
-		return Response{}, fmt.Errorf("%w (%d responses in %s)", ErrScriptExhausted, len(s.steps), s.path)
+	return s.stream(ctx, "", "", req, onText)
+}
+
+func (s *Script) stream(ctx context.Context, session, parent string, req Request, onText func(string)) (Response, error) {
+	if err := ctx.Err(); err != nil {
+		// Never answered: the step stays for the next request.
+		return Response{}, fmt.Errorf("script stream: %w", err)
 	}
-	st := s.steps[s.pos]
-	s.pos++
-	pos, hook := s.pos, s.OnAdvance
-	s.mu.Unlock()
-	if hook != nil {
-		hook(pos)
+	st, pos, ok := s.next(session, parent)
+	if !ok {
+		return Response{}, fmt.Errorf("%w (%d responses in %s)", ErrScriptExhausted, len(s.steps), s.path)
 	}
 	if len(st.ExpectLastUserAbsent) > 0 {
 		last := ""

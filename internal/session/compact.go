@@ -34,7 +34,7 @@ func (s *Session) Compact() error {
 // lost rides along verbatim: an accepted plan being implemented (title,
 // finished count, remaining steps) and, in Plan, the reminder reference.
 func (s *Session) compactNow(ctx context.Context, why string) error {
-	eng := s.m.Engine()
+	eng := s.engine()
 	if eng == nil {
 		return fmt.Errorf("no model engine is configured")
 	}

@@ -56,7 +56,7 @@ func (e *handoffEnv) History(ctx context.Context) (string, error) {
 }
 
 func (e *handoffEnv) Summarize(ctx context.Context, system, input string) (string, error) {
-	eng := e.s.m.Engine()
+	eng := e.s.engine()
 	if eng == nil {
 		return "", fmt.Errorf("no model engine is configured")
 	}

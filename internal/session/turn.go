@@ -115,7 +115,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 			s.emit("error", map[string]any{"message": "automatic compaction failed: " + err.Error()})
 		}
 	}
-	eng := s.m.Engine()
+	eng := s.engine()
 	s.mu.Lock()
 	s.turnNo++
 	turnNo := s.turnNo
