@@ -91,7 +91,13 @@
 (declare-function auth-source-search "auth-source" (&rest spec))
 (declare-function url-host "url-parse" (url))
 (declare-function url-generic-parse-url "url-parse" (url))
-(declare-function markdown-mode "markdown-mode" ())
+(declare-function planbridge--approval-counter "planbridge-card" ())
+(declare-function planbridge--dismiss-card "planbridge-card" ())
+(declare-function planbridge-show-approval "planbridge-card" (&optional event))
+(declare-function planbridge-queue-follow-up "planbridge-card" ())
+(declare-function planbridge--session-buffer-of "planbridge-card" (id))
+(declare-function planbridge--pending-prompt-choice "planbridge-card" (text))
+(declare-function planbridge-restore-draft "planbridge-card" ())
 
 
 ;;; Customization
@@ -186,9 +192,17 @@ inherits the session default.  The approval card starts from the
   :type '(cons (choice function (repeat function))
                (alist :key-type symbol :value-type sexp)))
 
-(defcustom planbridge-select-approval-card t
+(defcustom planbridge-select-approval-card nil
   "Non-nil means a newly presented approval card is selected.
-Its keys work only while point is in the card."
+By default the card is displayed next to its session, if that is
+visible, without taking the focus: a message says how to review it
+\(\\[planbridge-show-approval]), so keys typed elsewhere never reach
+it.  Its keys work only while point is in the card."
+  :type 'boolean)
+
+(defcustom planbridge-global-indicator t
+  "Non-nil means `planbridge-indicator-mode' is turned on with a session.
+It shows in every mode line when a turn runs or a plan waits."
   :type 'boolean)
 
 (defface planbridge-plan-indicator
@@ -347,6 +361,33 @@ A hidden card that is shown again gets its line comments back.")
 Keys as in the protocol's tracked plan: :title, :artifact, :status,
 :reason and :steps, each step a plist (:id :imperative :gerund :status).")
 
+(defvar planbridge--turn-boundary-hook nil
+  "Hook run in a session buffer when a turn ends or input is queued.")
+
+(defvar-local planbridge--draft-hash nil
+  "Hash of the session's last proposal, which a cancel leaves as a draft.")
+
+(defconst planbridge--user-prefix "▶ "
+  "What starts the transcript line of each of the person's prompts.")
+
+(defvar-local planbridge--pending-text nil
+  "Text deltas received but not inserted yet, newest first.
+The symbol `break' stands for the start of a new text run.")
+
+(defvar-local planbridge--flush-timer nil
+  "Timer that inserts `planbridge--pending-text', or nil.")
+
+(defvar-local planbridge--card-session nil
+  "Id of the session whose approval card this buffer shows.")
+
+(defvar planbridge-indicator-mode)
+
+(defvar planbridge--after-open-hook nil
+  "Hook run in a session buffer after `session/open' rendered its events.")
+
+(defvar-local planbridge--instance nil
+  "Instance id of the backend whose events this buffer shows.")
+
 (defvar planbridge--replaying nil
   "Non-nil, dynamically, while stored events are replayed.
 Replayed events redraw the transcript only; the approval card comes
@@ -361,7 +402,13 @@ from `approval/get' afterwards.")
     :documentation "Non-nil when Emacs itself ends the process.")
    (-death-reported
     :initform nil :accessor planbridge--death-reported
-    :documentation "Non-nil once the death of the process was reported."))
+    :documentation "Non-nil once the death of the process was reported.")
+   (-instance
+    :initform nil :accessor planbridge--conn-instance
+    :documentation "The backend's instance id, from `initialize'.")
+   (-log-size
+    :initarg :log-size :initform nil :accessor planbridge--log-size
+    :documentation "The size limit of the events buffer, as given at start."))
   :documentation "A JSON-RPC connection to the planbridge backend.")
 
 (cl-defstruct (planbridge--deferred (:constructor planbridge--deferred (fn)))
@@ -381,7 +428,7 @@ later, asynchronously; other messages are sent as ARGS say."
 
 (defun planbridge--log (conn format &rest args)
   "Append a line made from FORMAT and ARGS to CONN's events buffer."
-  (let ((max (jsonrpc--events-buffer-scrollback-size conn)))
+  (let ((max (planbridge--log-size conn)))
     (unless (eql max 0)
       (with-current-buffer (jsonrpc-events-buffer conn)
         (let ((inhibit-read-only t))
@@ -418,10 +465,21 @@ later, asynchronously; other messages are sent as ARGS say."
        (list :kind "script"
              :script (expand-file-name (plist-get args :file))))
       ('openai
-       (let* ((url (plist-get args :base-url))
-              (key (and url (planbridge--api-key url))))
-         `(:kind "openai" :base_url ,url :model ,(plist-get args :model)
-                 ,@(and key (list :api_key key))))))))
+       (list :kind "openai" :base_url (plist-get args :base-url)
+             :model (plist-get args :model))))))
+
+(defun planbridge--process-environment ()
+  "Return the environment of the backend process.
+With an openai engine, the API key from auth-source is put in
+PLANBRIDGE_OPENAI_API_KEY: it never travels on the wire, so the
+events buffer never holds it."
+  (let* ((args (cdr-safe planbridge-engine))
+         (url (and (eq (car-safe planbridge-engine) 'openai)
+                   (plist-get args :base-url)))
+         (key (and url (planbridge--api-key url))))
+    (if key
+        (cons (concat "PLANBRIDGE_OPENAI_API_KEY=" key) process-environment)
+      process-environment)))
 
 (defun planbridge--models-params ()
   "Return the `models' parameter of `initialize', or nil."
@@ -439,24 +497,18 @@ later, asynchronously; other messages are sent as ARGS say."
                                          (list :model model :effort effort))))))))
 
 (defun planbridge--initialize (conn)
-  "Send `initialize' to CONN and wait for the answer.
-An API key in the parameters is kept out of the wire log."
+  "Send `initialize' to CONN, wait for the answer and return it.
+The answer's instance id is kept on CONN.  No secret is sent: an API
+key reaches the backend in its environment (see `planbridge--start')."
   (let* ((engine (planbridge--engine-params))
          (models (planbridge--models-params))
          (params `(,@(and engine (list :engine engine))
                    ,@(and models (list :models models))
                    :client (:name "emacs" :version ,emacs-version)))
-         (secret (plist-get engine :api_key))
-         (size (jsonrpc--events-buffer-scrollback-size conn)))
-    (if (not secret)
-        (jsonrpc-request conn :initialize params
-                         :timeout planbridge-request-timeout)
-      (planbridge--log conn "initialize (parameters not logged: API key)")
-      (setf (jsonrpc--events-buffer-scrollback-size conn) 0)
-      (unwind-protect
-          (jsonrpc-request conn :initialize params
-                           :timeout planbridge-request-timeout)
-        (setf (jsonrpc--events-buffer-scrollback-size conn) size)))))
+         (result (jsonrpc-request conn :initialize params
+                                  :timeout planbridge-request-timeout)))
+    (setf (planbridge--conn-instance conn) (plist-get result :instance))
+    result))
 
 (defvar planbridge--starting nil
   "Non-nil while `planbridge--start' waits for the backend to initialize.")
@@ -476,17 +528,22 @@ An API key in the parameters is kept out of the wire log."
     (user-error "planbridge: Cannot find the backend program %S (see `planbridge-program')"
                 planbridge-program))
   (let* ((command (planbridge--command))
+         (env (planbridge--process-environment))
+         (proc nil)
          (conn
           (make-instance
            'planbridge-connection
            :name "planbridge"
            :events-buffer-scrollback-size planbridge-events-buffer-size
+           :log-size planbridge-events-buffer-size
            :notification-dispatcher #'planbridge--dispatch-notification
            :request-dispatcher #'planbridge--dispatch-request
            :on-shutdown #'planbridge--on-shutdown
            :process
            (lambda ()
-             (make-process
+             (setq proc
+                   (let ((process-environment env))
+                     (make-process
               :name "planbridge"
               :command command
               :connection-type 'pipe
@@ -494,10 +551,8 @@ An API key in the parameters is kept out of the wire log."
               :noquery t
               ;; jsonrpc.el expects exactly this name: it mirrors the
               ;; lines into the events buffer.
-              :stderr (get-buffer-create "*planbridge stderr*")))))
-         (proc (jsonrpc--process conn))
-         (sentinel (process-sentinel proc)))
-    (set-process-sentinel proc (planbridge--wrap-sentinel sentinel))
+              :stderr (get-buffer-create "*planbridge stderr*"))))))))
+    (set-process-sentinel proc (planbridge--wrap-sentinel (process-sentinel proc)))
     (condition-case err
         (let ((planbridge--starting t))
           (planbridge--initialize conn))
@@ -575,14 +630,37 @@ Only for answers needed at command time.  Errors become `user-error's."
     (jsonrpc-error
      (user-error "planbridge: %s" (planbridge--error-text err)))))
 
+(defconst planbridge--method-phrases
+  '(("approval/accept" . "accept the plan")
+    ("approval/update" . "change the card's setting")
+    ("approval/feedback" . "send the feedback")
+    ("approval/cancel" . "cancel the plan")
+    ("approval/hide" . "hide the card")
+    ("approval/show" . "show the card")
+    ("approval/edit" . "save the edited plan")
+    ("approval/restore" . "restore the draft plan")
+    ("approval/get" . "fetch the plan waiting for approval")
+    ("session/submit" . "send the prompt")
+    ("session/queue" . "queue the prompt")
+    ("session/open" . "open the session")
+    ("session/interrupt" . "interrupt the turn")
+    ("handoff/retry" . "retry the implementation")
+    ("handoff/savePlan" . "save the plan")
+    ("implementation/resume" . "resume the implementation")
+    ("session/compact" . "compact the conversation"))
+  "What each request does, in words, for error messages.")
+
 (defun planbridge--error-reporter (what)
-  "Return an error handler for an asynchronous request about WHAT.
-The handler shows the backend's message, prefixed `planbridge: '."
+  "Return an error handler for an asynchronous request WHAT, a method name.
+The handler says in words what failed and why, as the backend's
+message puts it; the protocol's method and code are left to the
+events buffer."
   (lambda (err)
-    (let ((message (plist-get err :message))
-          (code (plist-get (plist-get err :data) :code)))
-      (message "planbridge: %s failed: %s%s" what (or message "unknown error")
-               (if code (format " (%s)" code) "")))))
+    (let ((message (or (planbridge--nonempty (plist-get err :message)) "unknown error"))
+          (phrase (or (cdr (assoc what planbridge--method-phrases))
+                      (format "do %s" what))))
+      (message "planbridge: Could not %s: %s" phrase
+               (concat (upcase (substring message 0 1)) (substring message 1))))))
 
 (defun planbridge--method-name (method)
   "Return METHOD, a keyword or string, as the protocol spells it."
@@ -650,11 +728,21 @@ defaults to reporting it as a message."
   (let ((buf (gethash session planbridge--buffers)))
     (when (buffer-live-p buf)
       (with-current-buffer buf
-        (if planbridge--opening
-            ;; The value is t until the first held event arrives.
-            (setq planbridge--opening
-                  (cons event (and (consp planbridge--opening) planbridge--opening)))
-          (planbridge--handle-event event))))))
+        (cond
+         (planbridge--opening
+          ;; The value is t until the first held event arrives.
+          (setq planbridge--opening
+                (cons event (and (consp planbridge--opening) planbridge--opening))))
+         ((let ((seq (plist-get event :seq)))
+            (and (integerp seq) (<= seq planbridge--last-seq)))
+          ;; A live event never repeats a seq: the backend's log was
+          ;; rewritten (a restart retried a turn).  Render it again.
+          (planbridge--log planbridge--connection
+                           "session %s: event seq %s after %s; rendering the log again"
+                           session (plist-get event :seq) planbridge--last-seq)
+          (planbridge--reset-transcript)
+          (planbridge--reopen))
+         (t (planbridge--handle-event event)))))))
 
 (defvar planbridge--asking nil
   "Non-nil, dynamically, while a permission question is being asked.")
@@ -701,14 +789,89 @@ after the dispatcher has returned, and answered to CONN from there."
         (concat (substring line 0 (1- width)) "…")
       line)))
 
-(defun planbridge-ask-permission (_session tool arguments summary)
-  "Ask in the minibuffer whether TOOL may run with ARGUMENTS.
-SUMMARY, the backend's reason, is shown with the question."
-  (y-or-n-p (format "Allow %s %s%s? "
-                    tool (planbridge--clip (planbridge--json arguments) 80)
-                    (if (and summary (not (string-empty-p summary)))
-                        (format " (%s)" (planbridge--clip summary 60))
-                      ""))))
+(defun planbridge--permission-diff (file new)
+  "Return a unified diff from FILE's contents to the string NEW."
+  (let ((tmp (make-temp-file "planbridge-new-")))
+    (unwind-protect
+        (progn
+          (with-temp-file tmp (insert new))
+          (with-temp-buffer
+            (call-process "diff" nil t nil "-u"
+                          "--label" (concat "a/" (file-name-nondirectory file))
+                          "--label" (concat "b/" (file-name-nondirectory file))
+                          (if (file-exists-p file) file null-device) tmp)
+            (buffer-string)))
+      (delete-file tmp))))
+
+(defun planbridge--permission-details (tool arguments dir)
+  "Return what TOOL with ARGUMENTS would change, as text.
+File paths are relative to DIR, the session's workspace.  Edits are
+shown as a diff, a shell command as itself."
+  (let ((path (plist-get arguments :path)))
+    (pcase tool
+      ("write_file"
+       (planbridge--permission-diff (expand-file-name (or path "") dir)
+                                    (or (plist-get arguments :content) "")))
+      ("edit_file"
+       (let* ((file (expand-file-name (or path "") dir))
+              (old (or (plist-get arguments :old) ""))
+              (text (and (file-readable-p file)
+                         (with-temp-buffer (insert-file-contents file) (buffer-string)))))
+         (if (and text (string-search old text))
+             (planbridge--permission-diff
+              file (concat (substring text 0 (string-search old text))
+                           (or (plist-get arguments :new) "")
+                           (substring text (+ (string-search old text) (length old)))))
+           (format "%s: replace\n%s\nwith\n%s\n" (or path "?") old
+                   (or (plist-get arguments :new) "")))))
+      ("apply_patch" (or (plist-get arguments :patch) ""))
+      ("bash" (concat "$ " (or (plist-get arguments :command) "") "\n"))
+      (_ (concat (planbridge--json arguments) "\n")))))
+
+(defun planbridge--permission-buffer (session tool arguments summary)
+  "Show what TOOL with ARGUMENTS would do in SESSION, in its own window.
+SUMMARY is the backend's reason.  Return the buffer."
+  (let* ((sbuf (gethash session planbridge--buffers))
+         (dir (if (buffer-live-p sbuf)
+                  (buffer-local-value 'default-directory sbuf)
+                default-directory))
+         (buf (get-buffer-create "*planbridge permission*")))
+    (with-current-buffer buf
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (if (member tool '("write_file" "edit_file" "apply_patch"))
+            (diff-mode)
+          (fundamental-mode))
+        (insert (propertize (format "The agent asks to run %s" tool)
+                            'face 'planbridge-card-heading)
+                (if (planbridge--nonempty summary) (format " (%s)" summary) "")
+                "\nAnswer \"yes\" or \"no\" in the minibuffer.\n\n")
+        (insert (planbridge--permission-details tool arguments dir))
+        (goto-char (point-min))
+        (setq buffer-read-only t)))
+    (display-buffer buf '((display-buffer-reuse-window display-buffer-below-selected)
+                          (window-height . fit-window-to-buffer)
+                          (inhibit-same-window . t)))
+    buf))
+
+(defun planbridge-ask-permission (session tool arguments summary)
+  "Ask whether TOOL may run with ARGUMENTS in SESSION.
+What would change (a diff for edits, the command for bash) is shown
+in the `*planbridge permission*' window, SUMMARY (the backend's
+reason) with it.  The answer is a typed \"yes\" or \"no\": a stray
+key meant for another buffer cannot answer it."
+  (let ((buf (planbridge--permission-buffer session tool arguments summary)))
+    (unwind-protect
+        (yes-or-no-p (format "Allow %s %s? "
+                             tool (planbridge--clip
+                                   (or (plist-get arguments :path)
+                                       (plist-get arguments :command)
+                                       (planbridge--json arguments))
+                                   60)))
+      (when (buffer-live-p buf)
+        (dolist (win (get-buffer-window-list buf nil t))
+          (quit-window nil win))
+        (kill-buffer buf)))))
 
 
 ;;; Session buffers
@@ -724,24 +887,68 @@ SUMMARY, the backend's reason, is shown with the question."
     (define-key map (kbd "C-c C-t") #'planbridge-toggle-plan)
     (define-key map (kbd "S-<tab>") #'planbridge-cycle-permission-mode)
     (define-key map (kbd "<backtab>") #'planbridge-cycle-permission-mode)
+    (define-key map (kbd "TAB") #'planbridge-complete-or-indent)
     (define-key map (kbd "C-c C-k") #'planbridge-interrupt)
     (define-key map (kbd "C-c C-e") #'planbridge-events-buffer)
     (define-key map (kbd "C-c TAB") #'planbridge-queue-follow-up)
     (define-key map (kbd "C-c C-a") #'planbridge-show-approval)
+    (define-key map (kbd "C-c C-r") #'planbridge-restore-draft)
     (define-key map (kbd "C-c C-d") #'planbridge-dispatch)
+    (define-key map (kbd "M-p") #'planbridge-previous-input)
+    (define-key map (kbd "M-n") #'planbridge-next-input)
+    (define-key map (kbd "M-r") #'planbridge-search-input)
+    (define-key map (kbd "C-c C-p") #'planbridge-previous-prompt)
+    (define-key map (kbd "C-c C-n") #'planbridge-next-prompt)
     map)
   "Keymap of `planbridge-session-mode'.")
+
+(defconst planbridge-slash-commands
+  '(("/plan" . "toggle Plan; /plan on, /plan off, /plan status, /plan PROMPT plans PROMPT")
+    ("/plan on" . "enter Plan")
+    ("/plan off" . "leave Plan")
+    ("/plan status" . "show the posture, the proposal and the blocked-call count")
+    ("/compact" . "summarize the conversation into a new context")
+    ("/goal" . "/goal OBJECTIVE starts a Goal: the agent works turn after turn")
+    ("/goal pause" . "pause the Goal")
+    ("/goal resume" . "resume the Goal, after a pause or a failed kickoff")
+    ("/goal budget" . "/goal budget N sets the Goal's token budget")
+    ("/goal edit" . "/goal edit OBJECTIVE changes the objective")
+    ("/goal clear" . "clear the Goal")
+    ("/help" . "list these commands (answered by Emacs)"))
+  "The slash commands of the composer, with what they do.
+All but /help are handled by the backend.")
+
+(defun planbridge--slash-help ()
+  "Return the slash commands as text, one per line."
+  (mapconcat (lambda (c) (format "  %-14s %s" (car c) (cdr c)))
+             planbridge-slash-commands "\n"))
 
 (define-derived-mode planbridge-session-mode fundamental-mode "planbridge"
   "Major mode of a planbridge session buffer.
 The transcript above the prompt is read-only; type at the prompt and
-send with RET.
+send with RET.  C-j inserts a newline: prompts can span lines.  M-p
+and M-n recall earlier prompts, M-r searches them; C-c C-p and C-c
+C-n move between the prompts of the transcript.
+
+Slash commands, typed at the prompt (TAB completes them):
+  /plan          toggle Plan (/plan on, /plan off, /plan status)
+  /plan PROMPT   plan PROMPT
+  /compact       summarize the conversation into a new context
+  /goal OBJ      start a Goal (/goal pause, resume, budget N, edit, clear)
+  /help          list the slash commands
+An unknown /command is an error; \\[universal-argument] \\[planbridge-send] sends the text as a prompt anyway.
+
+When a plan is proposed its card is displayed but not selected;
+\\[planbridge-show-approval] goes to it.  A prompt typed while a plan
+waits asks whether it is feedback on the plan or should be queued.
+\\[planbridge-restore-draft] brings a cancelled plan back as a card.
 
 \\{planbridge-session-mode-map}"
-  (setq-local header-line-format '((:eval (planbridge--header-line))))
+  (setq-local header-line-format '((:eval (planbridge--header-line-format))))
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)
   (add-hook 'kill-buffer-hook #'planbridge--forget-buffer nil t)
+  (add-hook 'completion-at-point-functions #'planbridge-completion-at-point nil t)
   (let ((inhibit-read-only t))
     (erase-buffer)
     (insert (propertize "\n> " 'face 'planbridge-prompt 'read-only t
@@ -752,6 +959,8 @@ send with RET.
 (defun planbridge--forget-buffer ()
   "Remove the current buffer from the session table, with its card."
   (planbridge--dismiss-card)
+  (when (timerp planbridge--flush-timer)
+    (cancel-timer planbridge--flush-timer))
   (when (eq (gethash planbridge--session-id planbridge--buffers)
             (current-buffer))
     (remhash planbridge--session-id planbridge--buffers)))
@@ -761,13 +970,19 @@ send with RET.
   (eq value t))
 
 (defun planbridge--posture ()
-  "Return the posture indicator, such as \"[Plan · ask]\"."
-  (let ((mode (propertize (or (plist-get planbridge--info :mode) "?")
-                          'face 'planbridge-mode-indicator)))
-    (if (planbridge--true-p (plist-get planbridge--info :plan))
-        (concat "[" (propertize "Plan" 'face 'planbridge-plan-indicator)
-                " · " mode "]")
-      (concat "[" mode "]"))))
+  "Return the posture indicator, such as \"[Plan · ask]\".
+While an accepted plan's implementation runs, it shows the mode the
+implementation runs with."
+  (let* ((impl (and (planbridge--true-p (plist-get planbridge--info :busy))
+                    (planbridge--nonempty (plist-get planbridge--info :implementation_mode))))
+         (mode (propertize (or impl (plist-get planbridge--info :mode) "?")
+                           'face 'planbridge-mode-indicator)))
+    (cond
+     ((planbridge--true-p (plist-get planbridge--info :plan))
+      (concat "[" (propertize "Plan" 'face 'planbridge-plan-indicator)
+              " · " mode "]"))
+     (impl (concat "[implementing · " mode "]"))
+     (t (concat "[" mode "]")))))
 
 (defun planbridge--nonempty (value)
   "Return VALUE if it is a non-empty string, else nil."
@@ -824,31 +1039,67 @@ implemented or is paused."
                 (if (equal (plist-get plan :status) "paused") " (paused)" ""))))))
 
 (defun planbridge--header-line ()
-  "Return the header line of a session buffer."
-  (string-join
-   (delq nil
-         (list (planbridge--posture)
-               (planbridge--ended-indicator)
-               (planbridge--approval-counter)
-               (and (planbridge--true-p (plist-get planbridge--info :busy))
-                    "busy…")
-               (planbridge--goal-indicator)
-               (planbridge--steps-indicator)
-               (and (not (planbridge--live-p)) "disconnected")
-               (and planbridge--opening "opening…")
-               (let ((title (plist-get planbridge--info :title)))
-                 (and title (not (string-empty-p title)) title))))
-   " "))
+  "Return the header line of a session buffer, as plain text to show.
+The posture comes first; the other parts are separated by \" · \"."
+  (let ((parts (delq nil
+                     (list (planbridge--ended-indicator)
+                           (planbridge--approval-counter)
+                           (and (planbridge--true-p (plist-get planbridge--info :busy))
+                                "busy…")
+                           (planbridge--goal-indicator)
+                           (planbridge--steps-indicator)
+                           (and (not (planbridge--live-p)) "disconnected")
+                           (and planbridge--opening "opening…")
+                           (planbridge--nonempty (plist-get planbridge--info :title))))))
+    (if parts
+        (concat (planbridge--posture) " " (string-join parts " · "))
+      (planbridge--posture))))
+
+(defun planbridge--escape-percent (string)
+  "Return STRING with each % doubled, so a mode line shows it literally.
+Text properties are kept."
+  (let ((start 0) (pieces nil))
+    (while (string-match "%" string start)
+      (push (substring string start (match-end 0)) pieces)
+      (push "%" pieces)
+      (setq start (match-end 0)))
+    (push (substring string start) pieces)
+    (apply #'concat (nreverse pieces))))
+
+(defun planbridge--header-line-format ()
+  "Return the header line as a mode line construct: % shows literally."
+  (planbridge--escape-percent (planbridge--header-line)))
 
 (defun planbridge--update-info (plist)
   "Merge PLIST, a Session object or status data, into the session state."
-  (cl-loop for (key value) on plist by #'cddr
-           do (setq planbridge--info (plist-put planbridge--info key value)))
+  (let ((title (plist-get planbridge--info :title)))
+    (cl-loop for (key value) on plist by #'cddr
+             do (setq planbridge--info (plist-put planbridge--info key value)))
+    (unless (equal title (plist-get planbridge--info :title))
+      (planbridge--rename-buffer)))
+  (planbridge--update-global-indicator)
   (force-mode-line-update))
 
 (defun planbridge--project-name (workspace)
   "Return a short name for WORKSPACE, a directory."
   (file-name-nondirectory (directory-file-name workspace)))
+
+(defun planbridge--buffer-name (info)
+  "Return the name of the buffer of the session described by INFO.
+It is made of the project and the session's title, never of its id."
+  (let ((project (planbridge--project-name (or (plist-get info :workspace) "session")))
+        (title (planbridge--nonempty (plist-get info :title))))
+    (if title
+        (format "*planbridge: %s · %s*" project (truncate-string-to-width title 40 nil nil "…"))
+      (format "*planbridge: %s*" project))))
+
+(defun planbridge--rename-buffer ()
+  "Rename the current session buffer after its title, if it is one."
+  (when (and planbridge--session-id
+             (eq (gethash planbridge--session-id planbridge--buffers) (current-buffer)))
+    (let ((name (planbridge--buffer-name planbridge--info)))
+      (unless (string-prefix-p name (buffer-name))
+        (rename-buffer name t)))))
 
 (defun planbridge--session-buffer (info)
   "Return the buffer of the session described by INFO, creating it.
@@ -857,26 +1108,47 @@ INFO is a Session plist.  A new buffer is registered and opened."
          (buf (gethash id planbridge--buffers)))
     (if (buffer-live-p buf)
         buf
-      (setq buf (generate-new-buffer
-                 (format "*planbridge: %s*"
-                         (planbridge--project-name
-                          (or (plist-get info :workspace) id)))))
+      (setq buf (generate-new-buffer (planbridge--buffer-name info)))
       (with-current-buffer buf
         (planbridge-session-mode)
         (setq planbridge--session-id id)
         (setq default-directory
               (file-name-as-directory
                (or (plist-get info :workspace) default-directory)))
-        (planbridge--update-info info)
         (puthash id buf planbridge--buffers)
+        (when (and planbridge-global-indicator (not planbridge-indicator-mode))
+          (planbridge-indicator-mode 1))
+        (planbridge--update-info info)
         (planbridge--reopen))
       buf)))
 
+(defun planbridge--reset-transcript ()
+  "Erase the transcript of the current buffer, to render it from the log.
+The composer keeps what is typed in it."
+  (let ((inhibit-read-only t)
+        (buffer-undo-list t))
+    (when (timerp planbridge--flush-timer)
+      (cancel-timer planbridge--flush-timer))
+    (setq planbridge--flush-timer nil
+          planbridge--pending-text nil
+          planbridge--last-seq 0
+          planbridge--last-kind nil)
+    (delete-region (point-min) planbridge--transcript-end)))
+
 (defun planbridge--reopen ()
   "Fetch the events this buffer has not seen with `session/open'.
-Events notified meanwhile are held and rendered after the replay."
-  (let ((buf (current-buffer))
-        (id planbridge--session-id))
+Events notified meanwhile are held and rendered after the replay.
+When the backend is a new instance (it restarted) or its log ends
+before what this buffer showed, the transcript is rendered again
+from the whole log: a restarted backend may have retried a turn
+whose events replace the ones shown."
+  (let* ((buf (current-buffer))
+         (id planbridge--session-id)
+         (instance (planbridge--conn-instance (planbridge--connection))))
+    (unless (equal instance planbridge--instance)
+      (when (> planbridge--last-seq 0)
+        (planbridge--reset-transcript))
+      (setq planbridge--instance instance))
     (setq planbridge--opening t)
     (force-mode-line-update)
     (planbridge--async
@@ -885,17 +1157,12 @@ Events notified meanwhile are held and rendered after the replay."
      (lambda (result)
        (when (buffer-live-p buf)
          (with-current-buffer buf
-           (let ((held (and (listp planbridge--opening) planbridge--opening))
-                 (planbridge--replaying t))
-             (setq planbridge--opening nil)
-             (planbridge--update-info (plist-get result :session))
-             (seq-doseq (event (plist-get result :events))
-               (planbridge--handle-event event))
-             (dolist (event (nreverse held))
-               (planbridge--handle-event event)))
-           (planbridge--refresh-approval)
-           (planbridge--refresh-tracking)
-           (planbridge--refresh-goal))))
+           (let ((last (plist-get (plist-get result :session) :last_seq)))
+             (if (and (integerp last) (< last planbridge--last-seq))
+                 (progn
+                   (planbridge--reset-transcript)
+                   (planbridge--reopen))
+               (planbridge--render-opened result))))))
      :error
      (lambda (err)
        (when (buffer-live-p buf)
@@ -904,13 +1171,30 @@ Events notified meanwhile are held and rendered after the replay."
            (force-mode-line-update)))
        (funcall (planbridge--error-reporter "session/open") err)))))
 
+(defun planbridge--render-opened (result)
+  "Render RESULT of `session/open' and the events held meanwhile."
+  (let ((held (and (listp planbridge--opening) planbridge--opening))
+        (planbridge--replaying t))
+    (setq planbridge--opening nil)
+    (seq-doseq (event (plist-get result :events))
+      (planbridge--handle-event event))
+    (planbridge--flush-text)
+    ;; After the events: a turn that a restart killed left a
+    ;; `turn_start' without its end, and the session says it is idle.
+    (planbridge--update-info (plist-get result :session))
+    (dolist (event (nreverse held))
+      (planbridge--handle-event event))
+    (planbridge--flush-text))
+  (run-hooks 'planbridge--after-open-hook))
+
 
 ;;; Rendering events
 ;;;
 
 (defmacro planbridge--with-transcript (&rest body)
   "Run BODY with point at the end of the transcript.
-The text BODY inserts is made read-only."
+The text BODY inserts is made read-only, also at its front: nothing
+can be typed before the first character of the transcript."
   (declare (indent 0) (debug t))
   (let ((beg (make-symbol "beg")))
     `(let ((inhibit-read-only t)
@@ -920,15 +1204,56 @@ The text BODY inserts is made read-only."
          (let ((,beg (point)))
            (prog1 (progn ,@body)
              (add-text-properties ,beg (point)
-                                  '(read-only t front-sticky nil
+                                  '(read-only t front-sticky (read-only)
                                               rear-nonsticky t))))))))
 
 (defun planbridge--insert-line (face &rest strings)
   "Insert STRINGS as one transcript line in FACE."
+  (planbridge--flush-text)
   (planbridge--with-transcript
     (unless (or (bobp) (eq (char-before) ?\n))
       (insert "\n"))
     (insert (propertize (apply #'concat strings) 'face face) "\n")))
+
+;;;; Streamed text, coalesced
+
+(defconst planbridge--flush-delay 0.05
+  "Seconds streamed text waits before it is inserted.
+Deltas arriving meanwhile are inserted at once, so the transcript
+grows in a few large inserts rather than one per delta.")
+
+(defun planbridge--queue-text (delta)
+  "Queue DELTA, streamed text, for the transcript."
+  (unless (equal planbridge--last-kind "text")
+    (push 'break planbridge--pending-text))
+  (push delta planbridge--pending-text)
+  (unless (or planbridge--replaying planbridge--flush-timer)
+    (setq planbridge--flush-timer
+          (run-with-timer planbridge--flush-delay nil
+                          #'planbridge--flush-text-in (current-buffer)))))
+
+(defun planbridge--flush-text-in (buffer)
+  "Insert the streamed text queued in BUFFER, if it is live."
+  (when (buffer-live-p buffer)
+    (with-current-buffer buffer
+      (planbridge--flush-text))))
+
+(defun planbridge--flush-text ()
+  "Insert the streamed text queued in the current buffer."
+  (when (timerp planbridge--flush-timer)
+    (cancel-timer planbridge--flush-timer))
+  (setq planbridge--flush-timer nil)
+  (when planbridge--pending-text
+    (let ((pieces (nreverse planbridge--pending-text)))
+      (setq planbridge--pending-text nil)
+      (planbridge--with-transcript
+        (dolist (piece pieces)
+          (if (eq piece 'break)
+              (unless (or (bobp) (eq (char-before) ?\n))
+                (insert "\n"))
+            (insert piece)))))))
+
+;;;; Events
 
 (defun planbridge--handle-event (event)
   "Render EVENT, a plist, unless its seq was already seen."
@@ -938,7 +1263,7 @@ The text BODY inserts is made read-only."
         (setq planbridge--last-seq seq))
       (let ((kind (plist-get event :kind)))
         (condition-case err
-            (planbridge--render kind (plist-get event :data))
+            (planbridge-render-event (intern (format "%s" kind)) (plist-get event :data))
           (error
            (planbridge--insert-line
             'planbridge-diagnostic
@@ -946,157 +1271,148 @@ The text BODY inserts is made read-only."
                     kind (error-message-string err)))))
         (setq planbridge--last-kind kind)))))
 
+(cl-defgeneric planbridge-render-event (kind data)
+  "Render an event of KIND with DATA in the current session buffer.
+KIND is the event's kind as a symbol, such as `text' or `proposal',
+DATA its data plist (see docs/protocol.md).  Each kind has its own
+method, specialized with (eql \\='KIND), so a kind can be advised or
+replaced.  `planbridge--replaying' is non-nil while stored events are
+replayed.  The default method logs the unknown kind in the events
+buffer and shows it as a diagnostic line."
+  (when planbridge--connection
+    (planbridge--log planbridge--connection "unknown event kind %s" kind))
+  (planbridge--insert-line 'planbridge-diagnostic
+                           (format "[%s] %s" kind (planbridge--json data))))
+
 (defun planbridge--show-output (name output)
   "Show OUTPUT of tool NAME in a help buffer."
   (with-help-window (get-buffer-create "*planbridge output*")
     (princ (format "%s output:\n\n%s" name output))))
 
-(defun planbridge--render (kind data)
-  "Insert the transcript rendering of an event of KIND with DATA."
-  (pcase kind
-    ("user"
-     (when (string-empty-p (or (plist-get planbridge--info :title) ""))
-       (planbridge--update-info
-        (list :title (planbridge--clip (plist-get data :text) 60))))
-     (planbridge--insert-line 'planbridge-user
-                              "▶ " (or (plist-get data :display)
-                                       (plist-get data :text) "")))
-    ("text"
-     (let ((delta (or (plist-get data :delta) "")))
-       (planbridge--with-transcript
-         (unless (or (equal planbridge--last-kind "text")
-                     (bobp) (eq (char-before) ?\n))
-           (insert "\n"))
-         (insert delta))))
-    ("tool_call"
-     (planbridge--insert-line 'planbridge-tool-call
-                              "⚙ " (plist-get data :name) " "
-                              (planbridge--clip
-                               (planbridge--json (plist-get data :arguments)))))
-    ("tool_result"
-     (let* ((output (or (plist-get data :output) ""))
-            (name (plist-get data :name))
-            (ok (planbridge--true-p (plist-get data :ok)))
-            (lines (length (split-string (string-trim-right output) "\n"))))
-       (planbridge--insert-line
-        (if ok 'planbridge-tool-result 'planbridge-diagnostic)
-        (if ok "  → " "  ✗ ") (planbridge--clip output))
-       (when (> lines 1)
-         (planbridge--with-transcript
-           (backward-char)
-           (insert " ")
-           (insert-text-button
-            (format "[%d lines]" lines)
-            'action (lambda (_) (planbridge--show-output name output))
-            'help-echo "Show the whole output")))))
-    ("blocked"
-     (planbridge--insert-line 'planbridge-blocked
-                              "  ⛔ blocked " (or (plist-get data :name) "")
-                              " (" (or (plist-get data :code) "") "): "
-                              (or (plist-get data :reason) "")))
-    ("proposal"
-     (let ((title (or (plist-get data :title) "Proposed plan")))
-       (planbridge--insert-line 'planbridge-proposal-title
-                                "┌─ Plan proposal: " title)
-       (planbridge--with-transcript
-         (dolist (line (split-string (or (plist-get data :text)
-                                         (plist-get data :body) "")
-                                     "\n"))
-           (insert "│ " line "\n"))
-         (insert "└─\n"))))
-    ("diagnostic"
-     (planbridge--insert-line 'planbridge-diagnostic
-                              "⚠ " (or (plist-get data :level) "warning") ": "
-                              (or (plist-get data :message) "")))
-    ("status" (planbridge--update-info data))
-    ("notice"
-     (let ((message (or (plist-get data :message) "")))
-       (planbridge--insert-line 'planbridge-notice "ℹ " message)
-       (unless planbridge--replaying
-         (message "planbridge: %s" message))))
-    ("approval"
-     (unless planbridge--replaying
-       (planbridge--apply-approval data)))
-    ("approval_closed"
-     (let ((reason (plist-get data :reason)))
-       (pcase reason
-         ("cancelled"
-          (planbridge--insert-line 'planbridge-notice
-                                   "ℹ Plan cancelled: the proposal is a draft now"))
-         ("demoted"
-          (planbridge--insert-line 'planbridge-notice
-                                   "ℹ The proposal is a draft now")))
-       (unless planbridge--replaying
-         (planbridge--close-approval (plist-get data :attempt)))))
-    ("handoff"
-     (let ((state (plist-get data :state))
-           (step (plist-get data :step))
-           (reason (plist-get data :reason)))
-       (pcase state
-         ("started"
-          (planbridge--insert-line 'planbridge-notice
-                                   "ℹ Implementation handoff started"
-                                   (if (and step (not (equal step "")))
-                                       (format " (step %s)" step)
-                                     "")))
-         ("done"
-          (planbridge--insert-line 'planbridge-notice
-                                   "ℹ Implementation handoff done"))
-         (_
-          (let ((text (format "Implementation handoff %s%s%s; retry with M-x planbridge-retry-plan-implementation"
-                              (or state "failed")
-                              (if step (format " at step %s" step) "")
-                              (if (and reason (not (equal reason "")))
-                                  (format ": %s" reason)
-                                ""))))
-            (planbridge--insert-line 'planbridge-blocked "✗ " text)
-            (unless planbridge--replaying
-              (message "planbridge: %s" text)))))))
-    ("summary"
-     (planbridge--insert-line 'planbridge-notice
-                              (format "ℹ Handoff summary ready (%s characters)"
-                                      (or (plist-get data :chars) "?"))))
-    ("error"
-     (planbridge--insert-line 'planbridge-blocked
-                              "✗ error: " (or (plist-get data :message) "")))
-    ("queued"
-     (planbridge--insert-line 'planbridge-notice
-                              "… queued: " (or (plist-get data :text) ""))
-     (planbridge--refresh-pending-approval))
-    ("turn_start"
-     ;; The backend sends no `status' when a turn starts.
-     (planbridge--update-info '(:busy t)))
-    ("turn_end"
-     (planbridge--refresh-pending-approval)
-     (let ((err (plist-get data :error)))
-       (planbridge--insert-line 'planbridge-tool-result
-                                (format "─ turn %s %s"
-                                        (or (plist-get data :turn) "")
-                                        (if err (format "ended: %s" err)
-                                          "done")))))
-    ("corrupt"
-     (planbridge--insert-line 'planbridge-diagnostic
-                              "⚠ unreadable stored event ("
-                              (or (plist-get data :kind) "?") ")"))
-    ("goal" (planbridge--apply-goal data))
-    ("todo"
-     (setq planbridge--todos (append (plist-get data :items) nil))
-     (planbridge--draw-tracking))
-    ("steps" (planbridge--apply-tracked-plan data))
-    ("compacted"
-     (planbridge--insert-line 'planbridge-notice
-                              (format "ℹ Conversation compacted (%s): context segment %s%s"
-                                      (or (planbridge--nonempty (plist-get data :reason))
-                                          "requested")
-                                      (or (plist-get data :segment) "?")
-                                      (if (integerp (plist-get data :chars))
-                                          (format ", %d characters carried"
-                                                  (plist-get data :chars))
-                                        ""))))
-    ("forked" (planbridge--forked data))
-    (_
-     (planbridge--insert-line 'planbridge-diagnostic
-                              (format "[%s] %s" kind (planbridge--json data))))))
+(cl-defmethod planbridge-render-event ((_kind (eql 'user)) data)
+  "Render DATA of a `user' event: the prompt that started a turn."
+  (when (string-empty-p (or (plist-get planbridge--info :title) ""))
+    (planbridge--update-info
+     (list :title (planbridge--clip (plist-get data :text) 60))))
+  (planbridge--insert-line 'planbridge-user
+                           planbridge--user-prefix
+                           (or (plist-get data :display)
+                               (plist-get data :text) "")))
+
+(cl-defmethod planbridge-render-event ((_kind (eql 'text)) data)
+  "Queue DATA's delta of a `text' event: streamed assistant text."
+  (planbridge--queue-text (or (plist-get data :delta) "")))
+
+(cl-defmethod planbridge-render-event ((_kind (eql 'tool_call)) data)
+  "Render DATA of a `tool_call' event."
+  (planbridge--insert-line 'planbridge-tool-call
+                           "⚙ " (plist-get data :name) " "
+                           (planbridge--clip
+                            (planbridge--json (plist-get data :arguments)))))
+
+(cl-defmethod planbridge-render-event ((_kind (eql 'tool_result)) data)
+  "Render DATA of a `tool_result' event; long output is behind a button.
+A tool that wrote files makes their buffers revert."
+  (let* ((output (or (plist-get data :output) ""))
+         (name (plist-get data :name))
+         (ok (planbridge--true-p (plist-get data :ok)))
+         (lines (length (split-string (string-trim-right output) "\n"))))
+    (planbridge--insert-line
+     (if ok 'planbridge-tool-result 'planbridge-diagnostic)
+     (if ok "  → " "  ✗ ") (planbridge--clip output))
+    (when (> lines 1)
+      (planbridge--with-transcript
+        (backward-char)
+        (insert " ")
+        (insert-text-button
+         (format "[%d lines]" lines)
+         'action (lambda (_) (planbridge--show-output name output))
+         'help-echo "Show the whole output")))
+    (when (and ok (not planbridge--replaying))
+      (planbridge--revert-written name))))
+
+(cl-defmethod planbridge-render-event ((_kind (eql 'blocked)) data)
+  "Render DATA of a `blocked' event: a call the Plan gate refused."
+  (planbridge--insert-line 'planbridge-blocked
+                           "  ⛔ blocked " (or (plist-get data :name) "")
+                           " (" (or (plist-get data :code) "") "): "
+                           (or (plist-get data :reason) "")))
+
+(cl-defmethod planbridge-render-event ((_kind (eql 'proposal)) data)
+  "Render DATA of a `proposal' event: the plan, framed."
+  (let ((title (or (plist-get data :title) "Proposed plan")))
+    (setq planbridge--draft-hash (plist-get data :hash))
+    (planbridge--insert-line 'planbridge-proposal-title
+                             "┌─ Plan proposal: " title)
+    (planbridge--with-transcript
+      (dolist (line (split-string (or (plist-get data :text)
+                                      (plist-get data :body) "")
+                                  "\n"))
+        (insert "│ " line "\n"))
+      (insert "└─\n"))))
+
+(cl-defmethod planbridge-render-event ((_kind (eql 'diagnostic)) data)
+  "Render DATA of a `diagnostic' event."
+  (planbridge--insert-line 'planbridge-diagnostic
+                           "⚠ " (or (plist-get data :level) "warning") ": "
+                           (or (plist-get data :message) "")))
+
+(cl-defmethod planbridge-render-event ((_kind (eql 'status)) data)
+  "Apply DATA of a `status' event: the posture changed."
+  (planbridge--update-info data))
+
+(cl-defmethod planbridge-render-event ((_kind (eql 'notice)) data)
+  "Render DATA of a `notice' event; outside a replay it is also a message."
+  (let ((message (or (plist-get data :message) "")))
+    (planbridge--insert-line 'planbridge-notice "ℹ " message)
+    (unless planbridge--replaying
+      (message "planbridge: %s" message))))
+
+(cl-defmethod planbridge-render-event ((_kind (eql 'error)) data)
+  "Render DATA of an `error' event."
+  (planbridge--insert-line 'planbridge-blocked
+                           "✗ error: " (or (plist-get data :message) "")))
+
+(cl-defmethod planbridge-render-event ((_kind (eql 'queued)) data)
+  "Render DATA of a `queued' event: a prompt waits behind the turn."
+  (planbridge--insert-line 'planbridge-notice
+                           "… queued: " (or (plist-get data :text) ""))
+  (run-hooks 'planbridge--turn-boundary-hook))
+
+(cl-defmethod planbridge-render-event ((_kind (eql 'turn_start)) data)
+  "Apply DATA of a `turn_start' event: the session is busy."
+  ;; The backend sends no `status' when a turn starts.
+  (planbridge--update-info (list :busy t :turn_plan (plist-get data :plan))))
+
+(cl-defmethod planbridge-render-event ((_kind (eql 'turn_end)) data)
+  "Render DATA of a `turn_end' event."
+  (run-hooks 'planbridge--turn-boundary-hook)
+  (when (plist-get planbridge--info :implementation_done)
+    (planbridge--update-info '(:implementation_mode nil :implementation_done nil)))
+  (let ((err (plist-get data :error)))
+    (planbridge--insert-line 'planbridge-tool-result
+                             (format "─ turn %s %s"
+                                     (or (plist-get data :turn) "")
+                                     (if err (format "ended: %s" err)
+                                       "done")))))
+
+(cl-defmethod planbridge-render-event ((_kind (eql 'corrupt)) data)
+  "Render DATA of a `corrupt' event: a stored event that cannot be read."
+  (planbridge--insert-line 'planbridge-diagnostic
+                           "⚠ unreadable stored event ("
+                           (or (plist-get data :kind) "?") ")"))
+
+(cl-defmethod planbridge-render-event ((_kind (eql 'compacted)) data)
+  "Render DATA of a `compacted' event: the context was summarized."
+  (planbridge--insert-line 'planbridge-notice
+                           (format "ℹ Conversation compacted (%s): context segment %s%s"
+                                   (or (planbridge--nonempty (plist-get data :reason))
+                                       "requested")
+                                   (or (plist-get data :segment) "?")
+                                   (if (integerp (plist-get data :chars))
+                                       (format ", %d characters carried"
+                                               (plist-get data :chars))
+                                     ""))))
 
 (defun planbridge--note-permission (session tool arguments allow)
   "Note in SESSION's buffer the answer ALLOW about TOOL with ARGUMENTS."
@@ -1108,6 +1424,27 @@ The text BODY inserts is made read-only."
          (format "? %s %s — %s" tool
                  (planbridge--clip (planbridge--json arguments) 80)
                  (if allow "allowed" "refused")))))))
+
+;;;; Buffers visiting files the agent wrote
+
+(defconst planbridge--writing-tools '("write_file" "edit_file" "apply_patch")
+  "Tools whose successful calls may change files in the workspace.")
+
+(defun planbridge--revert-written (tool)
+  "Revert unmodified buffers visiting files under the workspace after TOOL.
+Like magit after its own operations: only buffers whose file changed
+on disk and that hold no unsaved edits are reverted."
+  (when (or (member tool planbridge--writing-tools) (equal tool "bash"))
+    (let ((root (file-name-as-directory (expand-file-name default-directory))))
+      (dolist (buf (buffer-list))
+        (let ((file (buffer-file-name buf)))
+          (when (and file
+                     (string-prefix-p root (expand-file-name file))
+                     (not (buffer-modified-p buf))
+                     (file-readable-p file)
+                     (not (verify-visited-file-modtime buf)))
+            (with-current-buffer buf
+              (ignore-errors (revert-buffer t t t)))))))))
 
 
 ;;; Commands
@@ -1122,10 +1459,39 @@ The text BODY inserts is made read-only."
   "Return the text typed in the composer."
   (buffer-substring-no-properties planbridge--input-start (point-max)))
 
-(defun planbridge-send ()
+(defvar-local planbridge--history nil
+  "Prompts sent from this buffer, newest first.")
+
+(defvar-local planbridge--history-index nil
+  "Index in `planbridge--history' of the prompt recalled, or nil.")
+
+(defun planbridge--slash-verdict (text)
+  "Return how the composer TEXT is handled: `prompt', `help' or `known'.
+Signal a `user-error' for an unknown slash command."
+  (if (not (string-prefix-p "/" text))
+      'prompt
+    (let ((cmd (car (split-string text "[ \t\n]" t))))
+      (cond
+       ((equal cmd "/help") 'help)
+       ((member cmd '("/plan" "/compact" "/goal")) 'known)
+       (t (user-error "planbridge: Unknown command %s; /help lists the commands (%s sends it as a prompt)"
+                      cmd (substitute-command-keys
+                           "\\[universal-argument] \\<planbridge-session-mode-map>\\[planbridge-send]")))))))
+
+(defun planbridge--show-help ()
+  "Show the slash commands in the transcript; nothing is sent."
+  (planbridge--insert-line 'planbridge-notice "ℹ Slash commands:")
+  (planbridge--with-transcript
+    (insert (propertize (concat (planbridge--slash-help) "\n") 'face 'planbridge-notice))))
+
+(defun planbridge-send (&optional verbatim)
   "Send the composer text to the session.
-On a button in the transcript, push the button instead."
-  (interactive)
+On a button in the transcript, push the button instead.  Slash
+commands are checked first: /help is answered here, an unknown one
+is an error unless VERBATIM (the prefix argument) sends the text as
+a prompt.  A prompt typed while a plan waits for approval asks
+whether it is feedback on the plan or should wait in the queue."
+  (interactive "P")
   (let ((id (planbridge--session-or-error)))
     (cond
      ((and (< (point) planbridge--input-start) (button-at (point)))
@@ -1133,26 +1499,146 @@ On a button in the transcript, push the button instead."
      ((< (point) planbridge--input-start)
       (goto-char (point-max)))
      (t
-      (let ((text (string-trim (planbridge--composer-text)))
-            (buf (current-buffer)))
+      (let* ((text (string-trim (planbridge--composer-text)))
+             (verdict (if verbatim 'prompt (planbridge--slash-verdict text))))
         (when (string-empty-p text)
           (user-error "planbridge: Nothing to send"))
-        (delete-region planbridge--input-start (point-max))
-        (planbridge--async
-         :session/submit (list :session id :text text)
-         :success
-         (lambda (result)
-           (when (planbridge--true-p (plist-get result :queued))
-             (message "planbridge: Queued behind the running turn")))
-         :error
-         (lambda (err)
-           (when (buffer-live-p buf)
-             (with-current-buffer buf
-               (when (string-empty-p (planbridge--composer-text))
-                 (save-excursion
-                   (goto-char (point-max))
-                   (insert text)))))
-           (funcall (planbridge--error-reporter "session/submit") err))))))))
+        (planbridge--remember-input text)
+        (pcase verdict
+          ('help
+           (delete-region planbridge--input-start (point-max))
+           (planbridge--show-help))
+          ('prompt
+           (if (planbridge--view-pending-p)
+               (planbridge--pending-prompt-choice text)
+             (planbridge--submit id text)))
+          (_ (planbridge--submit id text))))))))
+
+(defun planbridge--view-pending-p ()
+  "Return non-nil if a plan waits for approval in this session."
+  (eq (plist-get planbridge--approval :pending) t))
+
+(defun planbridge--submit (id text)
+  "Send TEXT to session ID with `session/submit', emptying the composer.
+On an error the text comes back to an empty composer."
+  (let ((buf (current-buffer)))
+    (delete-region planbridge--input-start (point-max))
+    (planbridge--async
+     :session/submit (list :session id :text text)
+     :success
+     (lambda (result)
+       (when (planbridge--true-p (plist-get result :queued))
+         (message "planbridge: Queued behind the running turn")))
+     :error
+     (lambda (err)
+       (when (buffer-live-p buf)
+         (with-current-buffer buf
+           (when (string-empty-p (planbridge--composer-text))
+             (save-excursion
+               (goto-char (point-max))
+               (insert text)))))
+       (funcall (planbridge--error-reporter "session/submit") err)))))
+
+;;;; Input history and prompt navigation
+
+(defun planbridge--remember-input (text)
+  "Add TEXT to the input history."
+  (unless (equal text (car planbridge--history))
+    (push text planbridge--history))
+  (setq planbridge--history-index nil))
+
+(defun planbridge--replace-input (text)
+  "Replace the composer's text with TEXT."
+  (delete-region planbridge--input-start (point-max))
+  (goto-char (point-max))
+  (insert text))
+
+(defun planbridge-previous-input (n)
+  "Replace the composer's text with the Nth previous prompt sent."
+  (interactive "p")
+  (unless planbridge--history
+    (user-error "planbridge: No earlier prompt"))
+  (let ((index (max 0 (min (1- (length planbridge--history))
+                           (+ (or planbridge--history-index -1) n)))))
+    (setq planbridge--history-index index)
+    (planbridge--replace-input (nth index planbridge--history))
+    (setq this-command 'planbridge-previous-input)))
+
+(defun planbridge-next-input (n)
+  "Replace the composer's text with the Nth next prompt sent.
+Past the newest one, the composer is emptied."
+  (interactive "p")
+  (let ((index (- (or planbridge--history-index 0) n)))
+    (if (< index 0)
+        (progn (setq planbridge--history-index nil)
+               (planbridge--replace-input ""))
+      (setq planbridge--history-index index)
+      (planbridge--replace-input (nth index planbridge--history)))))
+
+(defun planbridge-search-input (regexp)
+  "Put the newest prompt sent that matches REGEXP in the composer."
+  (interactive (list (read-regexp "Earlier prompt matching: ")))
+  (let ((found (seq-position planbridge--history regexp
+                             (lambda (text re) (string-match-p re text)))))
+    (unless found
+      (user-error "planbridge: No earlier prompt matches %s" regexp))
+    (setq planbridge--history-index found)
+    (planbridge--replace-input (nth found planbridge--history))))
+
+(defun planbridge--prompt-positions ()
+  "Return the positions of the person's prompts in the transcript."
+  (let ((positions nil)
+        (pos (point-min))
+        (end planbridge--transcript-end))
+    (while (and pos (< pos end))
+      (when (and (eq (get-text-property pos 'face) 'planbridge-user)
+                 (or (= pos (point-min)) (eq (char-before pos) ?\n)))
+        (push pos positions))
+      (setq pos (next-single-property-change pos 'face nil end)))
+    (nreverse positions)))
+
+(defun planbridge-previous-prompt (n)
+  "Move to the start of the Nth previous prompt in the transcript."
+  (interactive "p")
+  (let ((before (seq-filter (lambda (p) (< p (line-beginning-position)))
+                            (planbridge--prompt-positions))))
+    (unless before
+      (user-error "planbridge: No earlier prompt"))
+    (goto-char (nth (max 0 (- (length before) n)) before))))
+
+(defun planbridge-next-prompt (n)
+  "Move to the start of the Nth next prompt in the transcript.
+Past the last one, move to the composer."
+  (interactive "p")
+  (let ((after (seq-filter (lambda (p) (> p (line-end-position)))
+                           (planbridge--prompt-positions))))
+    (goto-char (or (nth (1- n) after) (point-max)))))
+
+;;;; Completion of slash commands
+
+(defun planbridge-completion-at-point ()
+  "Complete a slash command at the start of the composer.
+For `completion-at-point-functions'."
+  (when (and planbridge--input-start
+             (>= (point) planbridge--input-start))
+    (let ((start (save-excursion
+                   (goto-char planbridge--input-start)
+                   (skip-chars-forward " \t")
+                   (point))))
+      (when (and (eq (char-after start) ?/)
+                 (not (string-match-p "\n" (buffer-substring-no-properties start (point)))))
+        (list start (point)
+              (mapcar #'car planbridge-slash-commands)
+              :annotation-function
+              (lambda (c) (concat "  " (cdr (assoc c planbridge-slash-commands))))
+              :exclusive 'no)))))
+
+(defun planbridge-complete-or-indent ()
+  "Complete a slash command in the composer, or indent elsewhere."
+  (interactive)
+  (if (planbridge-completion-at-point)
+      (completion-at-point)
+    (indent-for-tab-command)))
 
 (defun planbridge--posture-request (method params)
   "Send METHOD with PARAMS and update this buffer from the result."
@@ -1207,26 +1693,33 @@ Plan is left as it is."
   "Return the Session for WORKSPACE: the most recent one, or a new one."
   (or (seq-find (lambda (s) (equal (plist-get s :workspace) workspace))
                 (planbridge--request :session/list nil))
-      (let ((info (planbridge--request :session/create
-                                       (list :workspace workspace))))
-        (if (equal (plist-get info :mode) planbridge-default-permission-mode)
-            info
-          (planbridge--request :session/setPermissionMode
-                               (list :session (plist-get info :id)
-                                     :mode planbridge-default-permission-mode))))))
+      (planbridge--create-session workspace)))
+
+(defun planbridge--create-session (workspace)
+  "Create a new session for WORKSPACE and return its Session object."
+  (let ((info (planbridge--request :session/create
+                                   (list :workspace workspace))))
+    (if (equal (plist-get info :mode) planbridge-default-permission-mode)
+        info
+      (planbridge--request :session/setPermissionMode
+                           (list :session (plist-get info :id)
+                                 :mode planbridge-default-permission-mode)))))
 
 ;;;###autoload
-(defun planbridge ()
+(defun planbridge (&optional new)
   "Open the planbridge session of the current project.
 Start the backend if needed, reuse the most recent session of the
-project (or of `default-directory') and show its buffer."
-  (interactive)
+project (or of `default-directory') and show its buffer.  With NEW
+\(the prefix argument), start a new session for the project."
+  (interactive "P")
   (let* ((workspace (planbridge--workspace))
          (buf (progn
                 (planbridge--connection)
-                (or (planbridge--live-buffer-for workspace)
+                (or (and (not new) (planbridge--live-buffer-for workspace))
                     (planbridge--session-buffer
-                     (planbridge--find-or-create workspace))))))
+                     (if new
+                         (planbridge--create-session workspace)
+                       (planbridge--find-or-create workspace)))))))
     (pop-to-buffer buf)
     (goto-char (point-max))
     buf))
@@ -1268,740 +1761,6 @@ project (or of `default-directory') and show its buffer."
     (goto-char (point-max))
     buf))
 
-;;; The approval card
-;;;
-
-(defvar-local planbridge--card-session nil
-  "Id of the session whose approval card this buffer shows.")
-
-(defvar-local planbridge--card-view nil
-  "The approval view this card buffer draws, a plist.")
-
-(defvar-local planbridge--card-comments nil
-  "Comments on plan lines, newest first: a list of (LINE . TEXT).")
-
-(defvar-local planbridge--card-width nil
-  "The width the card was last drawn for.")
-
-(defun planbridge--view-true-p (view key)
-  "Return non-nil if KEY of VIEW is the JSON value true."
-  (planbridge--true-p (plist-get view key)))
-
-(defun planbridge--showable-p (view)
-  "Return non-nil if VIEW is a pending approval that is not hidden."
-  (and (planbridge--view-true-p view :pending)
-       (not (planbridge--view-true-p view :hidden))))
-
-(defun planbridge--session-buffer-of (id)
-  "Return the live session buffer of session ID, or nil."
-  (let ((buf (gethash id planbridge--buffers)))
-    (and (buffer-live-p buf) buf)))
-
-(defun planbridge--card-live-p ()
-  "Return the card buffer of the current session buffer, if it is live."
-  (and (buffer-live-p planbridge--card) planbridge--card))
-
-(defun planbridge--apply-approval (view &optional select)
-  "Make VIEW the current session's approval and show or hide its card.
-A card is drawn when VIEW is pending and not hidden; otherwise it is
-dismissed.  SELECT non-nil selects the card's window."
-  (setq planbridge--approval view)
-  (planbridge--update-info
-   (list :approval (cond ((not (planbridge--view-true-p view :pending)) "")
-                         ((planbridge--view-true-p view :hidden) "hidden")
-                         (t "shown"))))
-  (if (planbridge--showable-p view)
-      (planbridge--show-card view select)
-    (planbridge--dismiss-card)))
-
-(defun planbridge--close-approval (attempt)
-  "Forget the approval of ATTEMPT, which the backend closed, and its card."
-  (when (or (null planbridge--approval)
-            (equal attempt (plist-get planbridge--approval :attempt)))
-    (setq planbridge--approval nil)
-    (planbridge--update-info '(:approval ""))
-    (planbridge--dismiss-card)))
-
-(defun planbridge--refresh-approval ()
-  "Fetch the current session's approval view and apply it."
-  (let ((buf (current-buffer)))
-    (planbridge--async
-     :approval/get (list :session planbridge--session-id)
-     :success (lambda (view)
-                (when (buffer-live-p buf)
-                  (with-current-buffer buf
-                    (planbridge--apply-approval view)))))))
-
-(defun planbridge--refresh-pending-approval ()
-  "Fetch the approval again if one is pending and this is no replay.
-The view's Worktree blockers change when a turn ends or input is
-queued, and the backend sends no new approval event then."
-  (when (and (not planbridge--replaying)
-             (planbridge--view-true-p planbridge--approval :pending)
-             (planbridge--live-p))
-    (planbridge--refresh-approval)))
-
-(defun planbridge--card-name ()
-  "Return the name of the current session's approval card buffer."
-  (format "*planbridge approval: %s*"
-          (planbridge--project-name
-           (or (plist-get planbridge--info :workspace) planbridge--session-id))))
-
-(defun planbridge--show-card (view select)
-  "Draw VIEW on the current session's card and display it.
-A card for a new attempt starts without comments and is selected when
-`planbridge-select-approval-card' says so; SELECT non-nil selects it
-in any case."
-  (let* ((card (or (planbridge--card-live-p)
-                   (setq planbridge--card
-                         (with-current-buffer
-                             (generate-new-buffer (planbridge--card-name))
-                           (planbridge-approval-mode)
-                           (current-buffer)))))
-         (attempt (plist-get view :attempt))
-         (shown (plist-get (buffer-local-value 'planbridge--card-view card) :attempt))
-         (new (not (equal attempt (or shown (car planbridge--card-memory)))))
-         (comments (and (not shown) (equal attempt (car planbridge--card-memory))
-                        (cdr planbridge--card-memory)))
-         (id planbridge--session-id)
-         (dir default-directory))
-    (setq planbridge--card-memory nil)
-    (with-current-buffer card
-      (setq planbridge--card-session id)
-      (setq default-directory dir)
-      (cond (comments (setq planbridge--card-comments comments))
-            ((not (equal attempt shown)) (setq planbridge--card-comments nil)))
-      (setq planbridge--card-view view))
-    (when (planbridge--draw-card card)
-      (let ((win (or (get-buffer-window card t)
-                     (display-buffer card planbridge-approval-display-action))))
-        (when (window-live-p win)
-          ;; The width may differ from the one guessed before display.
-          (unless (equal (planbridge--card-target-width card)
-                         (buffer-local-value 'planbridge--card-width card))
-            (planbridge--draw-card card))
-          (when (and (or select (and new planbridge-select-approval-card))
-                     (not (eq (selected-window) win)))
-            (select-window win)
-            (goto-char (point-min))))))))
-
-(defun planbridge--dismiss-card ()
-  "Remove the current session's approval card, if it exists."
-  (when-let ((card (planbridge--card-live-p)))
-    (setq planbridge--card nil)
-    (setq planbridge--card-memory
-          (cons (plist-get (buffer-local-value 'planbridge--card-view card) :attempt)
-                (buffer-local-value 'planbridge--card-comments card)))
-    (dolist (win (get-buffer-window-list card nil t))
-      (when (window-live-p win)
-        (quit-window nil win)))
-    (let ((kill-buffer-query-functions nil))
-      (kill-buffer card))))
-
-(defun planbridge--card-target-width (card)
-  "Return the width of a card row for CARD: its narrowest window's width.
-One column is left for the continuation glyph of terminals."
-  (let ((wins (get-buffer-window-list card nil t)))
-    (max 20
-         (1- (if wins
-                 (apply #'min (mapcar #'window-body-width wins))
-               (window-body-width
-                (or (let ((session (planbridge--session-buffer-of
-                                    (buffer-local-value 'planbridge--card-session card))))
-                      (and session (get-buffer-window session t)))
-                    (selected-window))))))))
-
-(defun planbridge--draw-card (card)
-  "Draw CARD from its view; return non-nil if it was drawn.
-The card is built as a string first and replaces the old one only
-when it is complete.  When building fails, the card is dismissed and
-nothing is sent to the backend: the approval stays pending."
-  (cl-assert (planbridge--card-p card))
-  (let* ((width (planbridge--card-target-width card))
-         (text (condition-case err
-                   (with-current-buffer card
-                     (planbridge--card-string planbridge--card-view width
-                                              planbridge--card-comments))
-                 (error
-                  (planbridge--card-failed card err)
-                  nil))))
-    (when text
-      (with-current-buffer card
-        (let ((inhibit-read-only t)
-              (line (line-number-at-pos))
-              (column (current-column)))
-          (erase-buffer)
-          (insert text)
-          (goto-char (point-min))
-          (forward-line (1- line))
-          (move-to-column column))
-        (setq planbridge--card-width width)
-        (set-buffer-modified-p nil))
-      t)))
-
-(defun planbridge--card-failed (card err)
-  "Dismiss CARD, which could not be drawn because of ERR, and say so."
-  (let ((session (planbridge--session-buffer-of
-                  (buffer-local-value 'planbridge--card-session card))))
-    (if session
-        (with-current-buffer session (planbridge--dismiss-card))
-      (let ((kill-buffer-query-functions nil))
-        (kill-buffer card)))
-    (message "planbridge: Could not draw the approval card (%s); the plan is still pending"
-             (error-message-string err))))
-
-(defun planbridge--card-p (buffer)
-  "Return non-nil if BUFFER is a live approval card buffer."
-  (and (buffer-live-p buffer)
-       (eq (buffer-local-value 'major-mode buffer) 'planbridge-approval-mode)))
-
-(defun planbridge--card-redraw-soon (window)
-  "Redraw the card shown in WINDOW soon if its width changed.
-Run from the buffer-local window change hooks of a card buffer."
-  (let ((card (and (windowp window) (window-buffer window))))
-    (when (planbridge--card-p card)
-      (run-at-time 0 nil
-                   (lambda ()
-                     (when (and (planbridge--card-p card)
-                                (not (equal (planbridge--card-target-width card)
-                                            (buffer-local-value 'planbridge--card-width card))))
-                       (planbridge--draw-card card)))))))
-
-(defun planbridge--card-row (width text &rest props)
-  "Return TEXT cut to WIDTH with an ellipsis, as one card row.
-The full text is the row's `help-echo'; PROPS are added to it."
-  (let* ((plain (substring-no-properties text))
-         (row (if (> (string-width text) width)
-                  (truncate-string-to-width text width nil nil "…")
-                text)))
-    (setq row (concat row "\n"))
-    (add-text-properties 0 (length row) `(help-echo ,plain ,@props) row)
-    row))
-
-(defun planbridge--card-cell (key label value &optional value-face)
-  "Return the text of a card row: KEY, LABEL and VALUE in VALUE-FACE."
-  (concat " "
-          (propertize (string-pad (or key "") 4) 'face 'planbridge-card-key)
-          (propertize (string-pad label 14) 'face 'planbridge-card-label)
-          (propertize value 'face (or value-face 'planbridge-card-value))))
-
-(defun planbridge--capitalize-value (value)
-  "Return VALUE, an axis value such as \"here\", for display."
-  (if (or (null value) (equal value "")) "—" (capitalize value)))
-
-(defun planbridge--skill-name (path view)
-  "Return the display name of the skill at PATH, looked up in VIEW."
-  (or (seq-some (lambda (skill)
-                  (and (equal (plist-get skill :path) path)
-                       (plist-get skill :name)))
-                (plist-get view :skills))
-      (file-name-nondirectory (directory-file-name (file-name-directory path)))))
-
-(defun planbridge--card-axis-rows (view)
-  "Return the Implementation rows of VIEW: a list of (AXIS KEY LABEL VALUE FACE).
-The list has the same length for every selection."
-  (let* ((sel (plist-get view :selection))
-         (goal (equal (plist-get sel :execution) "goal"))
-         (budget (plist-get sel :budget))
-         (model (plist-get sel :model))
-         (effort (plist-get sel :effort))
-         (skills (plist-get sel :skills))
-         (instructions (or (plist-get sel :instructions) "")))
-    (list
-     (list 'location "l" "Location"
-           (planbridge--capitalize-value (plist-get sel :location)))
-     (list 'context "c" "Context"
-           (pcase (plist-get sel :context)
-             ("summary" "Summary (one extra model request)")
-             (value (planbridge--capitalize-value value))))
-     (list 'execution "e" "Execution"
-           (planbridge--capitalize-value (plist-get sel :execution)))
-     (if goal
-         (list 'budget "b" "Budget"
-               (if (and (integerp budget) (> budget 0))
-                   (format "%d tokens" budget)
-                 "Unlimited"))
-       (list 'budget nil "Budget" "Goal execution only" 'planbridge-card-dimmed))
-     (list 'mode "m" "Mode" (or (plist-get sel :mode) "—"))
-     (list 'model "M" "Model"
-           (concat (if (or (null model) (equal model "")) "default" model)
-                   " · effort "
-                   (if (or (null effort) (equal effort "")) "default" effort)))
-     (list 'skills "s" "Skills"
-           (if (seq-empty-p skills)
-               "none"
-             (mapconcat (lambda (p) (planbridge--skill-name p view)) skills ", ")))
-     (list 'instructions "i" "Instructions"
-           (if (string-empty-p instructions)
-               "none"
-             (let ((lines (split-string instructions "\n")))
-               (if (cdr lines)
-                   (format "%s (+%d lines)" (car lines) (1- (length lines)))
-                 (car lines))))))))
-
-(defun planbridge--card-notice (view)
-  "Return the notice row text of VIEW, possibly empty."
-  (let ((sel (plist-get view :selection))
-        (blockers (append (plist-get view :blockers) nil))
-        (notice (plist-get view :notice)))
-    (string-join
-     (delq nil
-           (list (and (equal (plist-get sel :location) "worktree") blockers
-                      (concat "Worktree blocked by: " (string-join blockers "; ")))
-                 (and notice (not (equal notice "")) notice)))
-     " · ")))
-
-(defun planbridge--card-footer (comments)
-  "Return the action footer, mentioning the COMMENTS to send."
-  (concat (propertize "RET" 'face 'planbridge-card-key) " accept  "
-          (propertize "f" 'face 'planbridge-card-key) " feedback"
-          (if comments (format " (%d comment%s)" (length comments)
-                               (if (cdr comments) "s" ""))
-            "")
-          "  "
-          (propertize "E" 'face 'planbridge-card-key) " edit  "
-          (propertize "q" 'face 'planbridge-card-key) " hide  "
-          (propertize "C-g" 'face 'planbridge-card-key) " cancel  "
-          (propertize ";" 'face 'planbridge-card-key) " comment line"))
-
-(defun planbridge--card-body-line (line)
-  "Return LINE of the plan's Markdown with a face for headings."
-  (if (string-match-p "\\`#+ " line)
-      (propertize line 'face 'planbridge-card-heading)
-    line))
-
-(defun planbridge--card-string (view width comments)
-  "Return the text of the approval card of VIEW for rows WIDTH wide.
-COMMENTS are the comments collected on plan lines."
-  (let* ((title (or (plist-get view :title) "Proposed plan"))
-         (body (or (plist-get view :body) (plist-get view :text) ""))
-         (n 0))
-    (concat
-     (planbridge--card-row
-      width
-      (concat (propertize "Plan proposal: " 'face 'planbridge-card-heading)
-              (propertize title 'face 'planbridge-proposal-title)
-              (if (planbridge--view-true-p view :edited) " (edited by you)" ""))
-      'planbridge-row 'title)
-     (mapconcat (lambda (line)
-                  (setq n (1+ n))
-                  (let ((text (propertize (planbridge--card-body-line line)
-                                          'planbridge-plan-line n)))
-                    (when (assq n comments)
-                      (setq text (concat text (propertize "  ✎" 'face 'planbridge-card-notice
-                                                          'planbridge-plan-line n))))
-                    (concat text "\n")))
-                (split-string body "\n")
-                "")
-     "\n"
-     (planbridge--card-row width (propertize "Implementation" 'face 'planbridge-card-heading)
-                           'planbridge-row 'implementation)
-     (mapconcat (lambda (row)
-                  (pcase-let ((`(,axis ,key ,label ,value ,face) row))
-                    (planbridge--card-row
-                     width
-                     (planbridge--card-cell key label value
-                                            (or face 'planbridge-card-value))
-                     'planbridge-row axis)))
-                (planbridge--card-axis-rows view)
-                "")
-     (planbridge--card-row width
-                           (propertize (planbridge--card-notice view)
-                                       'face 'planbridge-card-notice)
-                           'planbridge-row 'notice)
-     (planbridge--card-row width (planbridge--card-footer comments)
-                           'planbridge-row 'footer))))
-
-(defvar planbridge-approval-mode-map
-  (let ((map (make-sparse-keymap)))
-    (define-key map (kbd "l") #'planbridge-approval-cycle-location)
-    (define-key map (kbd "c") #'planbridge-approval-cycle-context)
-    (define-key map (kbd "e") #'planbridge-approval-cycle-execution)
-    (define-key map (kbd "b") #'planbridge-approval-set-budget)
-    (define-key map (kbd "m") #'planbridge-approval-cycle-mode)
-    (define-key map (kbd "TAB") #'planbridge-approval-cycle-mode)
-    (define-key map (kbd "M") #'planbridge-approval-set-model)
-    (define-key map (kbd "s") #'planbridge-approval-toggle-skill)
-    (define-key map (kbd "i") #'planbridge-approval-edit-instructions)
-    (define-key map (kbd "RET") #'planbridge-approval-accept)
-    (define-key map (kbd "f") #'planbridge-approval-feedback)
-    (define-key map (kbd ";") #'planbridge-approval-comment)
-    (define-key map (kbd "E") #'planbridge-approval-edit-plan)
-    (define-key map (kbd "q") #'planbridge-approval-hide)
-    (define-key map (kbd "C-g") #'planbridge-approval-cancel)
-    (define-key map (kbd "g") #'planbridge-approval-refresh)
-    map)
-  "Keymap of `planbridge-approval-mode', the approval card.")
-
-(define-derived-mode planbridge-approval-mode special-mode "planbridge-approval"
-  "Major mode of a planbridge approval card.
-The plan is shown above its Implementation settings.  Each key
-changes one setting; RET accepts the plan with them.
-
-\\{planbridge-approval-mode-map}"
-  (setq-local truncate-lines nil)
-  (setq-local word-wrap t)
-  (setq-local revert-buffer-function
-              (lambda (&rest _) (planbridge-approval-refresh)))
-  (add-hook 'window-size-change-functions #'planbridge--card-redraw-soon nil t)
-  (add-hook 'window-buffer-change-functions #'planbridge--card-redraw-soon nil t))
-
-(defun planbridge--card-or-error ()
-  "Return (SESSION . VIEW) of the card in the current buffer.
-Signal a `user-error' outside a card or when it has no pending plan."
-  (unless (derived-mode-p 'planbridge-approval-mode)
-    (user-error "planbridge: Not on an approval card"))
-  (unless (planbridge--view-true-p planbridge--card-view :pending)
-    (user-error "planbridge: No plan is waiting for approval"))
-  (cons planbridge--card-session planbridge--card-view))
-
-(defun planbridge--approval-error-handler (session what)
-  "Return an error handler for approval action WHAT in SESSION.
-A stale attempt is reported and the card fetched again; other errors
-are reported as messages."
-  (lambda (err)
-    (let ((code (plist-get (plist-get err :data) :code)))
-      (if (equal code "stale_attempt")
-          (progn
-            (message "planbridge: This approval card is no longer current; nothing changed")
-            (when-let ((buf (planbridge--session-buffer-of session)))
-              (with-current-buffer buf
-                (planbridge--refresh-approval))))
-        (funcall (planbridge--error-reporter what) err)))))
-
-(cl-defun planbridge--approval-action (session attempt method extra &key success)
-  "Send approval METHOD for ATTEMPT of SESSION with EXTRA parameters.
-SUCCESS is called with the result; by default a result that is an
-approval view is applied to the session."
-  (planbridge--async
-   method `(:session ,session :attempt ,attempt ,@extra)
-   :success (or success
-                (lambda (view)
-                  (when-let ((buf (and (plist-get view :attempt)
-                                       (planbridge--session-buffer-of session))))
-                    (with-current-buffer buf
-                      (planbridge--apply-approval view)))))
-   :error (planbridge--approval-error-handler
-           session (planbridge--method-name method))))
-
-(defun planbridge--card-update (change)
-  "Send CHANGE, a plist for `approval/update', for the card at point."
-  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
-    (planbridge--approval-action session (plist-get view :attempt)
-                                 :approval/update (list :change change))))
-
-(defun planbridge-approval-cycle-location ()
-  "Cycle the Location of the implementation: Here, Worktree."
-  (interactive)
-  (planbridge--card-update '(:axis "location" :cycle t)))
-
-(defun planbridge-approval-cycle-context ()
-  "Cycle the Context of the implementation: Current, Fresh, Summary."
-  (interactive)
-  (planbridge--card-update '(:axis "context" :cycle t)))
-
-(defun planbridge-approval-cycle-execution ()
-  "Cycle the Execution of the implementation: Direct, Goal."
-  (interactive)
-  (planbridge--card-update '(:axis "execution" :cycle t)))
-
-(defun planbridge-approval-cycle-mode ()
-  "Cycle the permission Mode of the implementation."
-  (interactive)
-  (planbridge--card-update '(:axis "mode" :cycle t)))
-
-(defun planbridge--read-budget ()
-  "Read a Goal token budget: a positive integer, or 0 for unlimited."
-  (let ((text (string-trim (read-string "Goal budget in tokens (empty = unlimited): "))))
-    (cond ((string-empty-p text) 0)
-          ((string-match-p "\\`[0-9]+\\'" text)
-           (let ((n (string-to-number text)))
-             (if (> n 0) n
-               (user-error "planbridge: The budget must be a positive number of tokens"))))
-          (t (user-error "planbridge: The budget must be a positive number of tokens")))))
-
-(defun planbridge-approval-set-budget (budget)
-  "Set the Goal token BUDGET; 0 (empty input) means unlimited."
-  (interactive
-   (progn
-     (let ((view (cdr (planbridge--card-or-error))))
-       (unless (equal (plist-get (plist-get view :selection) :execution) "goal")
-         (user-error "planbridge: The budget applies to Goal execution only (press e)")))
-     (list (planbridge--read-budget))))
-  (planbridge--card-update (list :axis "budget" :budget budget)))
-
-(defun planbridge-approval-set-model (model effort)
-  "Choose the implementation MODEL and its EFFORT.
-EFFORT is nil or empty for the model's default."
-  (interactive
-   (let* ((view (cdr (planbridge--card-or-error)))
-          (models (append (plist-get view :models) nil))
-          (names (mapcar (lambda (m) (plist-get m :name)) models)))
-     (unless models
-       (user-error "planbridge: No model catalog (see `planbridge-models')"))
-     (let* ((model (completing-read "Implementation model: " names nil t nil nil
-                                    (plist-get (plist-get view :selection) :model)))
-            (efforts (append (plist-get (seq-find (lambda (m) (equal (plist-get m :name) model))
-                                                  models)
-                                        :efforts)
-                             nil)))
-       (list model
-             (and efforts
-                  (completing-read "Effort (empty for the default): " efforts nil t))))))
-  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
-    (let ((attempt (plist-get view :attempt)))
-      (planbridge--approval-action
-       session attempt :approval/update (list :change (list :axis "model" :value model))
-       :success
-       (lambda (result)
-         (if (null effort)
-             (when-let ((buf (planbridge--session-buffer-of session)))
-               (with-current-buffer buf (planbridge--apply-approval result)))
-           (planbridge--approval-action
-            session attempt :approval/update
-            (list :change (list :axis "effort" :value effort)))))))))
-
-(defun planbridge-approval-toggle-skill (path)
-  "Toggle the skill whose SKILL.md is at PATH for the implementation."
-  (interactive
-   (let* ((view (cdr (planbridge--card-or-error)))
-          (skills (seq-filter (lambda (s)
-                                (and (planbridge--true-p (plist-get s :user_invocable))
-                                     (not (planbridge--true-p (plist-get s :disabled)))))
-                              (plist-get view :skills)))
-          (table (mapcar (lambda (s)
-                           (cons (format "%s — %s" (plist-get s :name)
-                                         (or (plist-get s :description) ""))
-                                 (plist-get s :path)))
-                         skills)))
-     (unless table
-       (user-error "planbridge: No user-invocable skills found"))
-     (list (cdr (assoc (completing-read "Toggle skill: " table nil t) table)))))
-  (pcase-let* ((`(,_session . ,view) (planbridge--card-or-error))
-               (current (append (plist-get (plist-get view :selection) :skills) nil)))
-    (planbridge--card-update
-     (list :axis "skills"
-           :skills (vconcat (if (member path current)
-                                (delete path current)
-                              (append current (list path))))))))
-
-(defun planbridge-approval-accept (&optional branch)
-  "Accept the plan with the card's settings.
-For a Worktree location, BRANCH names the new branch; it is read in
-the minibuffer."
-  (interactive
-   (let ((view (cdr (planbridge--card-or-error))))
-     (list (and (equal (plist-get (plist-get view :selection) :location) "worktree")
-                (let ((name (string-trim (read-string "Branch for the worktree: "))))
-                  (when (string-empty-p name)
-                    (user-error "planbridge: A Worktree implementation needs a branch name"))
-                  name)))))
-  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
-    (planbridge--approval-action
-     session (plist-get view :attempt) :approval/accept
-     (and branch (list :branch branch))
-     :success (lambda (result)
-                (message "planbridge: %s"
-                         (or (plist-get result :message) "Plan accepted"))))))
-
-(defun planbridge-approval-hide ()
-  "Hide the card; the plan stays pending.
-The header's \"1 plan\" or \\[planbridge-show-approval] shows it again."
-  (interactive)
-  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
-    (planbridge--approval-action session (plist-get view :attempt) :approval/hide nil)))
-
-(defun planbridge-approval-cancel ()
-  "Cancel the approval: the plan becomes a draft, the settings are dropped."
-  (interactive)
-  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
-    (planbridge--approval-action
-     session (plist-get view :attempt) :approval/cancel nil
-     :success (lambda (_)
-                (message "planbridge: Plan cancelled; it is a draft now")
-                (when-let ((buf (planbridge--session-buffer-of session)))
-                  (with-current-buffer buf
-                    (planbridge--close-approval (plist-get view :attempt))))))))
-
-(defun planbridge-approval-refresh ()
-  "Fetch the approval again and redraw the card."
-  (interactive)
-  (pcase-let ((`(,session . ,_view) (planbridge--card-or-error)))
-    (when-let ((buf (planbridge--session-buffer-of session)))
-      (with-current-buffer buf (planbridge--refresh-approval)))))
-
-(defun planbridge-approval-comment (text)
-  "Comment TEXT on the plan line at point; it is sent with the feedback."
-  (interactive
-   (progn
-     (planbridge--card-or-error)
-     (let ((line (get-text-property (line-beginning-position) 'planbridge-plan-line)))
-       (unless line
-         (user-error "planbridge: Move to a line of the plan to comment on it"))
-       (list (read-string (format "Comment on plan line %d: " line))))))
-  (planbridge--card-or-error)
-  (let ((line (get-text-property (line-beginning-position) 'planbridge-plan-line)))
-    (unless line
-      (user-error "planbridge: Move to a line of the plan to comment on it"))
-    (if (string-empty-p (string-trim text))
-        (setq planbridge--card-comments (assq-delete-all line planbridge--card-comments))
-      (setf (alist-get line planbridge--card-comments) (string-trim text)))
-    (planbridge--draw-card (current-buffer))
-    (message "planbridge: %d comment(s) will be sent with the feedback (f)"
-             (length planbridge--card-comments))))
-
-;;; Drafts: instructions, feedback and the edited plan
-;;;
-
-(defvar-local planbridge--draft-save nil
-  "Function called with the draft's text by \\[planbridge-draft-save].")
-
-(defvar planbridge-draft-mode-map
-  (let ((map (make-sparse-keymap)))
-    (define-key map (kbd "C-c C-c") #'planbridge-draft-save)
-    (define-key map (kbd "C-c C-k") #'planbridge-draft-cancel)
-    map)
-  "Keymap of `planbridge-draft-mode'.")
-
-(define-minor-mode planbridge-draft-mode
-  "Minor mode of planbridge draft buffers.
-\\<planbridge-draft-mode-map>\\[planbridge-draft-save] sends the draft, \
-\\[planbridge-draft-cancel] throws it away."
-  :lighter " pb-draft"
-  :keymap planbridge-draft-mode-map)
-
-(defun planbridge--open-draft (name text what save &optional markdown)
-  "Pop up draft buffer NAME holding TEXT, to be sent with SAVE.
-SAVE is called with the text by \\<planbridge-draft-mode-map>\\[planbridge-draft-save].
-WHAT says in the header line what saving does.  MARKDOWN non-nil
-uses `markdown-mode' when it is installed."
-  (let ((buf (get-buffer-create name)))
-    (with-current-buffer buf
-      (let ((inhibit-read-only t))
-        (erase-buffer)
-        (if (and markdown (require 'markdown-mode nil t))
-            (markdown-mode)
-          (text-mode))
-        (insert text)
-        (goto-char (point-min)))
-      (planbridge-draft-mode 1)
-      (setq planbridge--draft-save save)
-      (setq header-line-format
-            (substitute-command-keys
-             (format "\\<planbridge-draft-mode-map>\\[planbridge-draft-save] %s, \\[planbridge-draft-cancel] cancel"
-                     what)))
-      (set-buffer-modified-p nil))
-    (pop-to-buffer buf)
-    buf))
-
-(defun planbridge-draft-save ()
-  "Send the draft in the current buffer and close it."
-  (interactive)
-  (unless planbridge--draft-save
-    (user-error "planbridge: Not in a planbridge draft"))
-  (let ((text (buffer-substring-no-properties (point-min) (point-max)))
-        (save planbridge--draft-save)
-        (buf (current-buffer)))
-    (funcall save text)
-    (planbridge--close-draft buf)))
-
-(defun planbridge--close-draft (buf)
-  "Quit the windows of draft buffer BUF and kill it."
-  (dolist (win (get-buffer-window-list buf nil t))
-    (when (window-live-p win)
-      (quit-window nil win)))
-  (kill-buffer buf))
-
-(defun planbridge-draft-cancel ()
-  "Throw away the draft in the current buffer."
-  (interactive)
-  (planbridge--close-draft (current-buffer))
-  (message "planbridge: Draft discarded"))
-
-(defun planbridge-approval-edit-instructions ()
-  "Edit the implementation's Instructions in a buffer.
-\\<planbridge-draft-mode-map>\\[planbridge-draft-save] saves them on the card, \\[planbridge-draft-cancel] cancels."
-  (interactive)
-  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
-    (let ((attempt (plist-get view :attempt)))
-      (planbridge--open-draft
-       (format "*planbridge instructions: %s*" session)
-       (or (plist-get (plist-get view :selection) :instructions) "")
-       "save the instructions"
-       (lambda (text)
-         (planbridge--approval-action
-          session attempt :approval/update
-          (list :change (list :axis "instructions" :value text))))))))
-
-(defun planbridge-approval-feedback ()
-  "Write feedback on the plan in a buffer; the agent revises the plan.
-The comments made on plan lines with \\<planbridge-approval-mode-map>\
-\\[planbridge-approval-comment] are sent with it."
-  (interactive)
-  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
-    (let ((attempt (plist-get view :attempt))
-          (card (current-buffer))
-          (comments (reverse planbridge--card-comments)))
-      (planbridge--open-draft
-       (format "*planbridge feedback: %s*" session)
-       ""
-       (if comments
-           (format "send the feedback with %d line comment(s)" (length comments))
-         "send the feedback")
-       (lambda (text)
-         (when (and (string-empty-p (string-trim text)) (null comments))
-           (user-error "planbridge: The feedback is empty"))
-         (planbridge--approval-action
-          session attempt :approval/feedback
-          `(:text ,text
-                  ,@(and comments
-                         (list :comments
-                               (vconcat (mapcar (lambda (c)
-                                                  (list :line (car c) :text (cdr c)))
-                                                comments)))))
-          :success (lambda (_)
-                     (when (buffer-live-p card)
-                       (with-current-buffer card
-                         (setq planbridge--card-comments nil)))
-                     (message "planbridge: Feedback sent; the plan is being revised"))))))))
-
-(defun planbridge-approval-edit-plan ()
-  "Edit the plan itself; the saved text becomes the proposal.
-\\<planbridge-draft-mode-map>\\[planbridge-draft-save] saves, \\[planbridge-draft-cancel] cancels."
-  (interactive)
-  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
-    (let ((attempt (plist-get view :attempt)))
-      (planbridge--open-draft
-       (format "*planbridge plan edit: %s*" session)
-       (or (plist-get view :body) "")
-       "make this the proposed plan"
-       (lambda (text)
-         (when (string-empty-p (string-trim text))
-           (user-error "planbridge: The edited plan is empty"))
-         (planbridge--approval-action session attempt :approval/edit
-                                      (list :body text)))
-       t))))
-
-;;; Session commands for the approval and the handoff
-;;;
-
-(defun planbridge--approval-counter ()
-  "Return the header's interaction counter, or nil.
-It shows while a plan is pending and its card is not visible."
-  (let ((state (plist-get planbridge--info :approval))
-        (card (planbridge--card-live-p)))
-    (when (or (equal state "hidden")
-              (and (equal state "shown")
-                   (not (and card (get-buffer-window card t)))))
-      (propertize "1 plan"
-                  'face 'planbridge-counter
-                  'mouse-face 'mode-line-highlight
-                  'help-echo "mouse-1: show the plan waiting for approval"
-                  'local-map (let ((map (make-sparse-keymap)))
-                               (define-key map [header-line mouse-1]
-                                 #'planbridge-show-approval)
-                               map)))))
-
 (defun planbridge--current-session-buffer ()
   "Return the session buffer the current buffer belongs to, or nil.
 That is the current buffer in a session buffer, the card's session in
@@ -2024,544 +1783,63 @@ current project.  Signal a `user-error' when there is none."
                        :id)
             (user-error "planbridge: No session for %s" workspace))))))
 
-(defun planbridge-show-approval (&optional event)
-  "Show the plan waiting for approval in this session, if any.
-A hidden card is shown again.  EVENT is the mouse event, when the
-header line's counter was clicked."
-  (interactive (list (and (mouse-event-p last-input-event) last-input-event)))
-  (let ((buf (if event
-                 (window-buffer (posn-window (event-start event)))
-               (or (planbridge--current-session-buffer)
-                   (user-error "planbridge: Not in a session buffer")))))
-    (with-current-buffer buf
-      (let ((id (planbridge--session-or-error)))
-        (planbridge--async
-         :approval/get (list :session id)
-         :success
-         (lambda (view)
-           (cond
-            ((not (planbridge--view-true-p view :pending))
-             (message "planbridge: No plan is waiting for approval"))
-            ((planbridge--view-true-p view :hidden)
-             (planbridge--approval-action
-              id (plist-get view :attempt) :approval/show nil
-              :success (lambda (shown)
-                         (when (buffer-live-p buf)
-                           (with-current-buffer buf
-                             (planbridge--apply-approval shown t))))))
-            ((buffer-live-p buf)
-             (with-current-buffer buf
-               (planbridge--apply-approval view t))))))))))
+;;; The global indicator and quitting
+;;;
 
-(defun planbridge-queue-follow-up ()
-  "Queue the composer text as a follow-up without touching the plan.
-Unlike RET, it does not demote a pending proposal: it waits behind the
-running turn, or runs after the implementation kickoff."
-  (interactive)
-  (let ((id (planbridge--session-or-error))
-        (text (string-trim (planbridge--composer-text))))
-    (when (string-empty-p text)
-      (user-error "planbridge: Nothing to queue"))
-    (delete-region planbridge--input-start (point-max))
-    (planbridge--async
-     :session/queue (list :session id :text text)
-     :success (lambda (result)
-                (message "planbridge: Follow-up %s"
-                         (if (planbridge--true-p (plist-get result :queued))
-                             "queued"
-                           "sent"))))))
+(defvar planbridge--global-indicator ""
+  "The text of `planbridge-indicator-mode' in every mode line.")
+
+(defun planbridge--session-states ()
+  "Return (BUSY . WAITING): sessions running a turn, plans waiting."
+  (let ((busy 0) (waiting 0))
+    (maphash (lambda (_id buf)
+               (when (buffer-live-p buf)
+                 (let ((info (buffer-local-value 'planbridge--info buf)))
+                   (when (planbridge--true-p (plist-get info :busy))
+                     (setq busy (1+ busy)))
+                   (when (member (plist-get info :approval) '("shown" "hidden"))
+                     (setq waiting (1+ waiting))))))
+             planbridge--buffers)
+    (cons busy waiting)))
+
+(defun planbridge--update-global-indicator ()
+  "Recompute the text of the global mode-line indicator."
+  (pcase-let* ((`(,busy . ,waiting) (planbridge--session-states))
+               (text (string-join
+                      (delq nil (list (and (> busy 0) "working")
+                                      (and (> waiting 0)
+                                           (format "%d plan%s to review" waiting
+                                                   (if (> waiting 1) "s" "")))))
+                      ", ")))
+    (setq planbridge--global-indicator
+          (if (string-empty-p text)
+              ""
+            (propertize (format " [planbridge: %s]" text)
+                        'face (if (> waiting 0) 'planbridge-counter 'planbridge-mode-indicator)
+                        'help-echo "planbridge: C-c C-a in the session shows the plan")))))
 
 ;;;###autoload
-(defun planbridge-retry-plan-implementation ()
-  "Resume the handoff of this session's accepted plan from its last step.
-Nothing is archived, summarised or sent twice."
-  (interactive)
-  (let ((id (progn (planbridge--connection) (planbridge--current-session-id))))
-    (planbridge--async
-     :handoff/retry (list :session id)
-     :success (lambda (_) (message "planbridge: Retrying the plan implementation"))
-     :error (lambda (err)
-              (if (equal (plist-get (plist-get err :data) :code) "nothing_to_retry")
-                  (message "planbridge: Nothing to retry: no accepted plan is waiting")
-                (funcall (planbridge--error-reporter "handoff/retry") err))))))
+(define-minor-mode planbridge-indicator-mode
+  "Show in every mode line when a planbridge turn runs or a plan waits.
+Like eglot's indicator: the text is empty when nothing happens."
+  :global t
+  :group 'planbridge
+  (setq global-mode-string (delete '(:eval planbridge--global-indicator)
+                                   (or global-mode-string '(""))))
+  (when planbridge-indicator-mode
+    (setq global-mode-string
+          (append (or global-mode-string '("")) '((:eval planbridge--global-indicator))))))
 
-(defun planbridge-save-plan ()
-  "Save the accepted plan into the project as docs/plans/DATE-SLUG.md."
-  (interactive)
-  (let ((id (planbridge--current-session-id)))
-    (planbridge--async
-     :handoff/savePlan (list :session id)
-     :success (lambda (result)
-                (message "planbridge: Saved the plan to %s" (plist-get result :path))))))
+(defun planbridge--kill-emacs-query ()
+  "Ask before quitting Emacs while a planbridge turn runs.
+For `kill-emacs-query-functions'; the turn would be cut short."
+  (let ((busy (car (planbridge--session-states))))
+    (or (zerop busy)
+        (not (planbridge--live-p))
+        (yes-or-no-p (format "planbridge: %d session%s still working; quit anyway? "
+                             busy (if (> busy 1) "s are" " is"))))))
 
-(defun planbridge-plan-status ()
-  "Show the Plan posture, the proposal and the blocked-call count."
-  (interactive)
-  (let ((status (planbridge--request :plan/status
-                                     (list :session (planbridge--current-session-id)))))
-    (message "planbridge: %s" (plist-get status :text))))
-
-;;; Tracking: the todo list and the accepted plan's steps
-;;;
-
-(defconst planbridge--todo-marks
-  '(("pending" "[ ]" nil)
-    ("in_progress" "[>]" planbridge-tracking-active)
-    ("completed" "[x]" planbridge-tracking-done)
-    ("blocked" "[!]" planbridge-blocked)
-    ("skipped" "[-]" planbridge-tracking-done))
-  "Mark and face of each todo or plan step status.")
-
-(defun planbridge--tracking-item (status text)
-  "Return the line of a todo item or plan step with STATUS and TEXT.
-TEXT, written by the model, is cut to its first line."
-  (pcase-let ((`(,mark ,face) (or (cdr (assoc status planbridge--todo-marks))
-                                  (list "[?]" nil))))
-    (concat "  " (propertize (concat mark " " (planbridge--clip text 200))
-                             'face face
-                             'planbridge-status status))))
-
-(defun planbridge--step-line (step)
-  "Return the line of plan STEP, a plist.
-The step in progress reads in the gerund (\"Adding the flag\"), the
-others in the imperative (\"Add the flag\")."
-  (let ((status (plist-get step :status)))
-    (planbridge--tracking-item
-     status
-     (or (and (equal status "in_progress")
-              (planbridge--nonempty (plist-get step :gerund)))
-         (plist-get step :imperative)
-         ""))))
-
-(defun planbridge--plan-lines (plan)
-  "Return the lines of the tracked PLAN, a heading above one per step.
-A finished plan is one line."
-  (let* ((steps (append (plist-get plan :steps) nil))
-         (status (plist-get plan :status))
-         (reason (planbridge--nonempty (plist-get plan :reason))))
-    (cons (propertize
-           (format "Plan: %s — %d/%d steps%s"
-                   (planbridge--clip (or (planbridge--nonempty (plist-get plan :title))
-                                         "accepted plan"))
-                   (planbridge--steps-done steps) (length steps)
-                   (pcase status
-                     ("done" ", done")
-                     ("paused" (format ", paused%s (M-x planbridge-resume-implementation)"
-                                       (if reason (format ": %s" reason) "")))
-                     (_ "")))
-           'face 'planbridge-tracking-heading)
-          (unless (equal status "done")
-            (mapcar #'planbridge--step-line steps)))))
-
-(defun planbridge--todo-lines (todos)
-  "Return the lines of the todo list TODOS: a heading and its items."
-  (cons (propertize (format "Todo: %d/%d done"
-                            (seq-count (lambda (item)
-                                         (equal (plist-get item :status) "completed"))
-                                       todos)
-                            (length todos))
-                    'face 'planbridge-tracking-heading)
-        (mapcar (lambda (item)
-                  (planbridge--tracking-item (plist-get item :status)
-                                             (or (plist-get item :content) "")))
-                todos)))
-
-(defun planbridge--tracking-string ()
-  "Return the text of the tracking section, or nil when it is empty."
-  (let ((lines (append (and planbridge--tracked-plan
-                            (planbridge--plan-lines planbridge--tracked-plan))
-                       (and planbridge--todos
-                            (planbridge--todo-lines planbridge--todos)))))
-    (when lines
-      (concat "\n" (mapconcat #'identity lines "\n") "\n"))))
-
-(defun planbridge--draw-tracking ()
-  "Redraw the tracking section of the current session buffer.
-The section sits between the transcript and the prompt, and is
-replaced as a whole; the transcript keeps growing above it."
-  (let ((inhibit-read-only t)
-        (buffer-undo-list t)
-        (pos (marker-position planbridge--transcript-end))
-        (text (planbridge--tracking-string)))
-    (save-excursion
-      (when (get-text-property pos 'planbridge-tracking)
-        (delete-region pos (next-single-property-change pos 'planbridge-tracking
-                                                        nil (point-max))))
-      (when text
-        (goto-char pos)
-        (insert (propertize text 'planbridge-tracking t 'read-only t
-                            'front-sticky nil 'rear-nonsticky t))
-        ;; The marker advanced over the section; the transcript ends before it.
-        (set-marker planbridge--transcript-end pos)))
-    (force-mode-line-update)))
-
-(defun planbridge--apply-tracked-plan (plan)
-  "Make PLAN, a tracked plan plist or nil, the session's plan progress.
-A change of its status is noted in the transcript."
-  (let ((old (plist-get planbridge--tracked-plan :status))
-        (new (plist-get plan :status)))
-    (setq planbridge--tracked-plan plan)
-    (planbridge--draw-tracking)
-    (unless (equal old new)
-      (let ((steps (append (plist-get plan :steps) nil))
-            (reason (planbridge--nonempty (plist-get plan :reason))))
-        (pcase new
-          ("paused"
-           (planbridge--insert-line
-            'planbridge-diagnostic
-            (format "⏸ Plan implementation paused%s; resume with M-x planbridge-resume-implementation"
-                    (if reason (format " (%s)" reason) ""))))
-          ("done"
-           (planbridge--insert-line
-            'planbridge-notice
-            (format "ℹ Plan implementation done: %d/%d steps"
-                    (planbridge--steps-done steps) (length steps)))))))))
-
-(defun planbridge--refresh-tracking ()
-  "Fetch the session's todo list and plan progress with `session/tracking'."
-  (let ((buf (current-buffer)))
-    (planbridge--async
-     :session/tracking (list :session planbridge--session-id)
-     :success (lambda (result)
-                (when (buffer-live-p buf)
-                  (with-current-buffer buf
-                    (setq planbridge--todos (append (plist-get result :todos) nil))
-                    (setq planbridge--tracked-plan (plist-get result :plan))
-                    (planbridge--draw-tracking)))))))
-
-(defun planbridge--session-command (method &optional what)
-  "Send METHOD for the current session, saying WHAT on success, if given."
-  (let ((id (progn (planbridge--connection) (planbridge--current-session-id))))
-    (planbridge--async
-     method (list :session id)
-     :success (lambda (_) (when what (message "planbridge: %s" what))))))
-
-(defun planbridge-compact ()
-  "Compact the conversation into a summary that becomes the context.
-An accepted plan being implemented survives it.  Also `/compact' in
-the composer."
-  (interactive)
-  ;; The backend's notice says that it is compacting.
-  (planbridge--session-command :session/compact))
-
-(defun planbridge-resume-implementation ()
-  "Resume a paused implementation of an accepted plan.
-Only the steps still to do are run."
-  (interactive)
-  (planbridge--session-command :implementation/resume
-                               "Resuming the plan implementation"))
-
-;;; Goal
-;;;
-
-(defun planbridge--apply-goal (data)
-  "Apply DATA of a `goal' event: the Goal, its summary.
-A new Goal and each change of its status are noted in the transcript."
-  (let* ((old planbridge--goal)
-         (goal (plist-get data :goal))
-         (status (plist-get goal :status))
-         (reason (planbridge--nonempty (plist-get goal :reason))))
-    (setq planbridge--goal goal)
-    (planbridge--update-info (list :goal (if goal (or (plist-get data :summary) "") "")))
-    (cond
-     ((and old (null goal))
-      (planbridge--insert-line 'planbridge-notice "◎ Goal cleared"))
-     ((null goal))
-     ((not (equal (plist-get old :id) (plist-get goal :id)))
-      (planbridge--insert-line (planbridge--goal-face status)
-                               "◎ Goal " (or status "?") ": "
-                               (or (plist-get goal :objective) "")))
-     ;; Accounting is settled after the status changes: the header
-     ;; shows it, the line does not.
-     ((not (equal (plist-get old :status) status))
-      (planbridge--insert-line (planbridge--goal-face status)
-                               "◎ Goal " (or status "?")
-                               (if reason (concat ": " reason) ""))))))
-
-(defun planbridge--refresh-goal ()
-  "Fetch the session's Goal with `goal/get'."
-  (let ((buf (current-buffer)))
-    (planbridge--async
-     :goal/get (list :session planbridge--session-id)
-     :success (lambda (result)
-                (when (buffer-live-p buf)
-                  (with-current-buffer buf
-                    (let ((goal (plist-get result :goal)))
-                      (setq planbridge--goal goal)
-                      (planbridge--update-info
-                       (list :goal (if goal (or (plist-get result :summary) "") ""))))))))))
-
-(defun planbridge--goal-command (method &optional params)
-  "Send Goal METHOD with PARAMS for the current session.
-The backend's answer, such as \"Goal paused.\", becomes the message."
-  (let ((id (progn (planbridge--connection) (planbridge--current-session-id))))
-    (planbridge--async
-     method `(:session ,id ,@params)
-     :success (lambda (result)
-                (message "planbridge: %s" (or (plist-get result :message) "Done"))))))
-
-(defconst planbridge--goal-verbs '("pause" "resume" "budget" "edit" "clear")
-  "Words that start a `/goal' subcommand rather than an objective.")
-
-(defun planbridge--read-objective (prompt &optional initial)
-  "Read a Goal objective with PROMPT, starting from INITIAL.
-The objective may not be empty nor start with a `/goal' subcommand
-word: the backend would run that subcommand instead."
-  (let ((text (string-trim (read-string prompt initial))))
-    (when (string-empty-p text)
-      (user-error "planbridge: The objective is empty"))
-    ;; The backend matches the first word exactly, as `/goal' does.
-    (when (member (car (split-string text " ")) planbridge--goal-verbs)
-      (user-error "planbridge: An objective cannot start with \"%s\"; rephrase it"
-                  (car (split-string text " "))))
-    text))
-
-(defun planbridge--session-goal ()
-  "Return the Goal known to the current session buffer, or nil."
-  (when-let ((buf (planbridge--current-session-buffer)))
-    (buffer-local-value 'planbridge--goal buf)))
-
-(defun planbridge-goal (objective)
-  "Start a Goal: the agent works toward OBJECTIVE turn after turn.
-It continues until the agent reports it complete or blocked, it is
-paused, or its token budget runs out.  Also `/goal OBJECTIVE'."
-  (interactive (list (planbridge--read-objective "Goal objective: ")))
-  (planbridge--goal-command :goal/start (list :objective objective)))
-
-(defun planbridge-goal-pause ()
-  "Pause the session's Goal; work in flight finishes, nothing continues."
-  (interactive)
-  (planbridge--goal-command :goal/pause))
-
-(defun planbridge-goal-resume (steering)
-  "Resume the session's paused Goal.
-STEERING, when not empty, is a prompt that runs first as a Goal turn."
-  (interactive (list (string-trim (read-string "Steering for the Goal (empty for none): "))))
-  (planbridge--goal-command
-   :goal/resume (and steering (not (string-empty-p steering))
-                     (list :steering steering))))
-
-(defun planbridge-goal-budget (budget)
-  "Set the Goal's token BUDGET; 0 (empty input) means none."
-  (interactive (list (planbridge--read-budget)))
-  (planbridge--goal-command :goal/budget (list :budget budget)))
-
-(defun planbridge-goal-edit (objective)
-  "Change the Goal's OBJECTIVE."
-  (interactive (list (planbridge--read-objective
-                      "Goal objective: "
-                      (plist-get (planbridge--session-goal) :objective))))
-  (planbridge--goal-command :goal/edit (list :objective objective)))
-
-(defun planbridge-goal-clear ()
-  "Clear the session's Goal."
-  (interactive)
-  (planbridge--goal-command :goal/clear))
-
-;;; Share links
-;;;
-
-(defun planbridge--request-unlogged (method params)
-  "Send METHOD with PARAMS, wait, and keep the answer out of the wire log.
-For answers that carry secrets."
-  (let* ((conn (planbridge--connection))
-         (size (jsonrpc--events-buffer-scrollback-size conn)))
-    (planbridge--log conn "%s (answer not logged: it carries secrets)"
-                     (planbridge--method-name method))
-    (setf (jsonrpc--events-buffer-scrollback-size conn) 0)
-    (unwind-protect
-        (planbridge--request method params)
-      (setf (jsonrpc--events-buffer-scrollback-size conn) size))))
-
-(defun planbridge--share-buffer-name (session)
-  "Return the name of the buffer listing the share links of SESSION."
-  (format "*planbridge share: %s*" session))
-
-(defun planbridge--copy-link (link)
-  "Copy the URL of share LINK, a plist, to the kill ring.
-The message names the tier, never the URL."
-  (kill-new (plist-get link :url))
-  (message "planbridge: Copied the %s link (expires %s)"
-           (plist-get link :tier)
-           (planbridge--format-time (plist-get link :expires_at))))
-
-(defun planbridge--show-links (session links)
-  "Show the share LINKS of SESSION in a small buffer, one per tier."
-  (let ((buf (get-buffer-create (planbridge--share-buffer-name session))))
-    (with-current-buffer buf
-      (let ((inhibit-read-only t))
-        (erase-buffer)
-        (special-mode)
-        (insert (propertize "Share links" 'face 'planbridge-card-heading)
-                " — anyone with a link sees the transcript and the plan.\n"
-                "Stop sharing with M-x planbridge-share-stop.\n\n")
-        (dolist (link links)
-          (insert " " (propertize (string-pad (or (plist-get link :tier) "?") 6)
-                                  'face 'planbridge-card-label)
-                  " ")
-          (insert-text-button "[copy]"
-                              'action (lambda (_) (planbridge--copy-link link))
-                              'help-echo "Copy this link")
-          (insert (format " expires %s  %s\n"
-                          (planbridge--format-time (plist-get link :expires_at))
-                          (plist-get link :url))))
-        (goto-char (point-min))))
-    (display-buffer buf '((display-buffer-reuse-window display-buffer-below-selected)
-                          (window-height . fit-window-to-buffer)))
-    buf))
-
-;;;###autoload
-(defun planbridge-share ()
-  "Share the current session to browsers and copy a link.
-Asks first: the links show the transcript and the plan, which may
-contain secrets.  The links (view, full, owner) are listed in a small
-buffer; the chosen one is copied to the kill ring.  Links are never
-written to *Messages*."
-  (interactive)
-  (let ((id (progn (planbridge--connection) (planbridge--current-session-id))))
-    (unless (yes-or-no-p "Share this session (links show its transcript and plan, which may contain secrets)? ")
-      (user-error "planbridge: Not shared"))
-    (let* ((result (planbridge--request-unlogged :share/start (list :session id)))
-           (links (append (plist-get result :links) nil))
-           (tiers (mapcar (lambda (link) (plist-get link :tier)) links)))
-      (unless links
-        (user-error "planbridge: The backend returned no share links"))
-      (planbridge--show-links id links)
-      ;; Tier names only: the minibuffer and its history never see a URL.
-      (let ((tier (completing-read (format "Copy which link (%s)? " (string-join tiers ", "))
-                                   tiers nil t nil t (car tiers))))
-        (planbridge--copy-link
-         (seq-find (lambda (link) (equal (plist-get link :tier) tier)) links))))))
-
-;;;###autoload
-(defun planbridge-share-stop ()
-  "Stop sharing the current session; every link stops working."
-  (interactive)
-  (let ((id (progn (planbridge--connection) (planbridge--current-session-id))))
-    (when-let ((buf (get-buffer (planbridge--share-buffer-name id))))
-      (dolist (win (get-buffer-window-list buf nil t))
-        (quit-window nil win))
-      (kill-buffer buf))
-    (planbridge--async
-     :share/stop (list :session id)
-     :success (lambda (result)
-                (message (if (planbridge--true-p (plist-get result :stopped))
-                             "planbridge: Sharing stopped; the links no longer work"
-                           "planbridge: The session was not shared"))))))
-
-;;; Worktree fork
-;;;
-
-(defun planbridge--forked (data)
-  "Handle DATA of a `forked' event: this session continued in a fork.
-The line says where; outside a replay the fork's session is opened
-in every window that showed this one.  This buffer stays, ended."
-  (let ((fork (plist-get data :fork))
-        (branch (plist-get data :branch))
-        (dir (plist-get data :dir)))
-    (planbridge--update-info (list :forked_to fork :fork_branch branch))
-    ;; The plan's progress moved to the fork with the implementation.
-    (when planbridge--tracked-plan
-      (setq planbridge--tracked-plan nil)
-      (planbridge--draw-tracking))
-    (planbridge--insert-line 'planbridge-notice
-                             (format "⑂ Continued in a Worktree fork: branch %s in %s "
-                                     (or branch "?") (or dir "?")))
-    (planbridge--with-transcript
-      (backward-char)
-      (insert-text-button "[open]"
-                          'action (lambda (_) (planbridge-open-session fork))
-                          'help-echo "Open the fork's session"))
-    (when (and fork (not planbridge--replaying))
-      (planbridge--open-fork fork dir))))
-
-(defun planbridge--open-fork (fork dir)
-  "Open session FORK, a fork whose workspace is DIR, in place of this buffer.
-Every window on any frame that showed the current buffer shows the
-fork's buffer instead."
-  (let* ((planning (current-buffer))
-         (buf (planbridge--session-buffer
-               `(:id ,fork ,@(and dir (file-directory-p dir) (list :workspace dir))))))
-    (dolist (win (get-buffer-window-list planning nil t))
-      (set-window-buffer win buf)
-      (set-window-point win (with-current-buffer buf (point-max))))
-    (message "planbridge: The implementation continues in the Worktree fork, buffer %s"
-             (buffer-name buf))
-    buf))
-
-;;; Sessions list
-;;;
-
-(defun planbridge--format-time (string)
-  "Return the RFC 3339 time STRING as a short local time."
-  (or (ignore-errors
-        (format-time-string "%Y-%m-%d %H:%M" (date-to-time string)))
-      (or string "")))
-
-(defun planbridge--session-entry (session)
-  "Return the `tabulated-list-entries' element for SESSION, a plist."
-  (let ((approval (plist-get session :approval)))
-    (list (plist-get session :id)
-          (vector (abbreviate-file-name (or (plist-get session :workspace) ""))
-                  (or (plist-get session :title) "")
-                  (if (planbridge--true-p (plist-get session :plan)) "Plan" "")
-                  (or (plist-get session :mode) "")
-                  (concat (or (plist-get session :proposal_status) "")
-                          (if (and approval (not (equal approval "")))
-                              (format " (card %s)" approval)
-                            "")
-                          (let ((goal (planbridge--nonempty (plist-get session :goal))))
-                            (if (and goal (string-match "\\`Goal [a-z-]+" goal))
-                                (concat " · " (match-string 0 goal))
-                              ""))
-                          (if (planbridge--nonempty (plist-get session :forked_to))
-                              " · forked"
-                            ""))
-                  (planbridge--format-time (plist-get session :updated_at))))))
-
-(defun planbridge--sessions-refresh ()
-  "Fill the sessions list from the backend."
-  (setq tabulated-list-entries
-        (mapcar #'planbridge--session-entry
-                (planbridge--request :session/list nil))))
-
-(defvar planbridge-sessions-mode-map
-  (let ((map (make-sparse-keymap)))
-    (set-keymap-parent map tabulated-list-mode-map)
-    (define-key map (kbd "RET") #'planbridge-sessions-open)
-    map)
-  "Keymap of `planbridge-sessions-mode'.")
-
-(define-derived-mode planbridge-sessions-mode tabulated-list-mode "planbridge-sessions"
-  "Major mode listing the stored planbridge sessions.
-\\{planbridge-sessions-mode-map}"
-  (setq tabulated-list-format
-        [("Workspace" 28 t) ("Title" 30 t) ("Plan" 5 t) ("Mode" 10 t)
-         ("Proposal / Goal" 28 t) ("Last activity" 16 t)])
-  (setq tabulated-list-sort-key '("Last activity" . t))
-  (add-hook 'tabulated-list-revert-hook #'planbridge--sessions-refresh nil t)
-  (tabulated-list-init-header))
-
-(defun planbridge-sessions-open ()
-  "Open the session on the current line."
-  (interactive)
-  (let ((id (tabulated-list-get-id)))
-    (unless id
-      (user-error "planbridge: No session on this line"))
-    (planbridge-open-session id)))
-
-;;;###autoload
-(defun planbridge-sessions ()
-  "List the stored planbridge sessions; RET opens one."
-  (interactive)
-  (planbridge--connection)
-  (let ((buf (get-buffer-create "*planbridge sessions*")))
-    (with-current-buffer buf
-      (planbridge-sessions-mode)
-      (planbridge--sessions-refresh)
-      (tabulated-list-print))
-    (pop-to-buffer buf)
-    buf))
+(add-hook 'kill-emacs-query-functions #'planbridge--kill-emacs-query)
 
 ;;; Cockpit
 ;;;
@@ -2595,4 +1873,13 @@ fork's buffer instead."
     ("X" "Stop sharing" planbridge-share-stop)]])
 
 (provide 'planbridge)
+
+;; The features; each requires this file, so they load after `provide'.
+(cl-eval-when (load eval)
+  (require 'planbridge-card)
+  (require 'planbridge-tracking)
+  (require 'planbridge-goal)
+  (require 'planbridge-share)
+  (require 'planbridge-sessions))
+
 ;;; planbridge.el ends here

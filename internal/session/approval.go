@@ -398,7 +398,9 @@ func (s *Session) AcceptExpecting(ctx context.Context, attempt, branch string, e
 	s.mu.Lock()
 	s.prop, s.row.Plan = &p, false
 	s.mu.Unlock()
-	s.emit("approval_closed", map[string]any{"attempt": a, "reason": "accepted"})
+	// The selection rides along, so the transcript records what the
+	// implementation runs with.
+	s.emit("approval_closed", map[string]any{"attempt": a, "reason": "accepted", "selection": sel})
 	s.emitSteps()
 	s.emit("notice", map[string]any{"message": "Preparing implementation..."})
 	s.emit("status", s.statusData())
