@@ -1084,6 +1084,7 @@ The header shows its mode while the implementation runs."
                                    (or (plist-get data :chars) "?"))))
 
 (add-hook 'planbridge--turn-boundary-hook #'planbridge--refresh-pending-approval)
+(add-hook 'planbridge--after-open-hook #'planbridge--refresh-approval)
 
 (provide 'planbridge-card)
 ;;; planbridge-card.el ends here

@@ -143,5 +143,7 @@ STEERING, when not empty, is a prompt that runs first as a Goal turn."
   (interactive)
   (planbridge--goal-command :goal/clear))
 
+(add-hook 'planbridge--after-open-hook #'planbridge--refresh-goal)
+
 (provide 'planbridge-goal)
 ;;; planbridge-goal.el ends here

@@ -192,5 +192,7 @@ Only the steps still to do are run."
   (planbridge--session-command :implementation/resume
                                "Resuming the plan implementation"))
 
+(add-hook 'planbridge--after-open-hook #'planbridge--refresh-tracking)
+
 (provide 'planbridge-tracking)
 ;;; planbridge-tracking.el ends here

@@ -406,6 +406,9 @@ from `approval/get' afterwards.")
    (-instance
     :initform nil :accessor planbridge--conn-instance
     :documentation "The backend's instance id, from `initialize'.")
+   (-process
+    :initform nil :accessor planbridge--conn-process
+    :documentation "The backend process.")
    (-log-size
     :initarg :log-size :initform nil :accessor planbridge--log-size
     :documentation "The size limit of the events buffer, as given at start."))
@@ -552,6 +555,7 @@ key reaches the backend in its environment (see `planbridge--start')."
               ;; jsonrpc.el expects exactly this name: it mirrors the
               ;; lines into the events buffer.
               :stderr (get-buffer-create "*planbridge stderr*"))))))))
+    (setf (planbridge--conn-process conn) proc)
     (set-process-sentinel proc (planbridge--wrap-sentinel (process-sentinel proc)))
     (condition-case err
         (let ((planbridge--starting t))
@@ -647,7 +651,17 @@ Only for answers needed at command time.  Errors become `user-error's."
     ("handoff/retry" . "retry the implementation")
     ("handoff/savePlan" . "save the plan")
     ("implementation/resume" . "resume the implementation")
-    ("session/compact" . "compact the conversation"))
+    ("session/compact" . "compact the conversation")
+    ("session/setPermissionMode" . "change the permission mode")
+    ("plan/enter" . "enter Plan")
+    ("plan/exit" . "leave Plan")
+    ("goal/start" . "start the Goal")
+    ("goal/pause" . "pause the Goal")
+    ("goal/resume" . "resume the Goal")
+    ("goal/budget" . "set the Goal's budget")
+    ("goal/edit" . "change the Goal's objective")
+    ("goal/clear" . "clear the Goal")
+    ("share/stop" . "stop sharing"))
   "What each request does, in words, for error messages.")
 
 (defun planbridge--error-reporter (what)

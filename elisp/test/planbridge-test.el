@@ -348,7 +348,7 @@ The session comes back with Plan still on and no event shown twice."
     (planbridge-test--type "investigate")
     (planbridge-test--wait-turn-end 1)
     (let* ((old planbridge--connection)
-           (proc (jsonrpc--process old))
+           (proc (planbridge--conn-process old))
            (messages (with-current-buffer (messages-buffer) (point-max))))
       (signal-process (process-id proc) 'KILL)
       (planbridge-test--wait (lambda () (not (process-live-p proc))) "the backend to die")
@@ -411,7 +411,7 @@ The session comes back with Plan still on and no event shown twice."
          (with-current-buffer (messages-buffer)
            (save-excursion
              (goto-char messages)
-             (re-search-forward "^planbridge: plan/enter failed: .*not_found" nil t))))
+             (re-search-forward "^planbridge: Could not enter Plan: ." nil t))))
        "the error message")
       (should (equal (planbridge-test--header) "[ask]"))
       (should (planbridge--live-p)))))
@@ -449,7 +449,8 @@ The session comes back with Plan still on and no event shown twice."
         (kill-buffer buf)))))
 
 (ert-deftest planbridge-test-api-key-from-auth-source ()
-  "The openai API key comes from auth-source and is written nowhere."
+  "The openai API key comes from auth-source and is written nowhere.
+It reaches the backend in its environment, never on the wire."
   (let* ((root (file-name-as-directory (make-temp-file "planbridge-test-" t)))
          (secret "sk-planbridge-test-secret")
          (planbridge-program (planbridge-test--program))
@@ -474,7 +475,16 @@ The session comes back with Plan still on and no event shown twice."
                    (engine (plist-get (plist-get init :params) :engine)))
               (should (equal (plist-get engine :kind) "openai"))
               (should (equal (plist-get engine :model) "test-model"))
-              (should (equal (plist-get engine :api_key) secret)))
+              ;; The key never travels on the wire: it is in the
+              ;; backend's environment.
+              (should-not (plist-get engine :api_key))
+              (should-not (string-match-p secret (prin1-to-string sent)))
+              (should (string-match-p
+                       (concat "\\(?:\\`\\|\0\\)PLANBRIDGE_OPENAI_API_KEY=" secret "\0")
+                       (with-temp-buffer
+                         (insert-file-contents-literally
+                          (format "/proc/%d/environ" (process-id (planbridge--conn-process conn))))
+                         (buffer-string)))))
             (with-current-buffer (jsonrpc-events-buffer conn)
               (should (string-match-p "initialize" (buffer-string)))
               (should-not (string-match-p secret (buffer-string))))
@@ -591,9 +601,18 @@ Return the card buffer."
                                           (line-end-position)))))))
 
 (defun planbridge-test--card-lines (card)
-  "Return the number of lines of CARD."
+  "Return the number of lines of CARD, counting its notice as one.
+The notice is filled, never cut, so it may take several rows."
   (with-current-buffer card
-    (count-lines (point-min) (point-max))))
+    (save-excursion
+      (goto-char (point-min))
+      (let ((lines 0) (notice nil))
+        (while (not (eobp))
+          (if (eq (get-text-property (point) 'planbridge-row) 'notice)
+              (unless notice (setq notice t lines (1+ lines)))
+            (setq notice nil lines (1+ lines)))
+          (forward-line 1))
+        lines))))
 
 (defun planbridge-test--press (card key)
   "Run the command KEY is bound to in CARD."
@@ -672,7 +691,7 @@ Replayed approval events draw no card: `approval/get' does that."
       (planbridge--handle-event
        '(:seq 6 :kind "handoff" :data (:state "failed" :step "kickoff" :reason "provider down")))
       (let ((text (planbridge-test--buffer-text)))
-        (should (string-match-p "^ℹ Plan cancelled: the proposal is a draft now$" text))
+        (should (string-match-p "^ℹ Plan cancelled: the proposal is a draft now (C-c C-r brings it back)$" text))
         (should (string-match-p "^ℹ Preparing implementation\\.\\.\\.$" text))
         (should (string-match-p "^ℹ Implementation handoff started (step recorded)$" text))
         (should (string-match-p "^ℹ Handoff summary ready (1234 characters)$" text))
@@ -827,11 +846,16 @@ Replayed approval events draw no card: `approval/get' does that."
                                     (planbridge-test--row card 'instructions)))
          "the instructions row")
         (should (= lines (planbridge-test--card-lines card)))
-        ;; C-c C-k cancels without a change.
+        ;; C-c C-k on a changed draft asks; no keeps it, yes throws it away.
         (planbridge-test--press card "i")
         (with-current-buffer (format "*planbridge instructions: %s*" planbridge--session-id)
           (erase-buffer)
-          (call-interactively (key-binding (kbd "C-c C-k"))))
+          (cl-letf (((symbol-function 'y-or-n-p) (lambda (_) nil)))
+            (should-error (call-interactively (key-binding (kbd "C-c C-k"))) :type 'user-error))
+          (should (buffer-live-p (current-buffer)))
+          (cl-letf (((symbol-function 'y-or-n-p) (lambda (_) t)))
+            (call-interactively (key-binding (kbd "C-c C-k")))))
+        (should-not (get-buffer (format "*planbridge instructions: %s*" planbridge--session-id)))
         (should (equal (plist-get (plist-get (planbridge-test--approval) :selection) :instructions)
                        "Keep the tests green.\nAnd be brief."))))))
 
@@ -968,12 +992,24 @@ Replayed approval events draw no card: `approval/get' does that."
       (should (eq :json-false (plist-get (planbridge-test--approval) :hidden))))))
 
 (ert-deftest planbridge-test-card-cancel ()
-  "C-g cancels: the card goes, the proposal is a draft."
+  "C-g asks first; a cancelled plan is a draft that C-c C-r brings back."
   (planbridge-test-with-session (planbridge-test--script (list :text planbridge-test--plan-text))
-    (let ((card (planbridge-test--propose)))
+    (let* ((card (planbridge-test--propose))
+           (attempt (plist-get (buffer-local-value 'planbridge--card-view card) :attempt))
+           (asked nil))
       (should (eq (with-current-buffer card (key-binding (kbd "C-g")))
                   #'planbridge-approval-cancel))
-      (planbridge-test--press card "C-g")
+      ;; Answering no keeps everything as it was.
+      (cl-letf (((symbol-function 'y-or-n-p) (lambda (prompt) (setq asked prompt) nil)))
+        (should-error (planbridge-test--press card "C-g") :type 'user-error))
+      (should (string-match-p "Cancel this plan" asked))
+      (should (string-match-p "C-c C-r brings it back" asked))
+      (should (buffer-live-p card))
+      (should (eq t (plist-get (planbridge-test--approval) :pending)))
+      (should (equal attempt (plist-get (planbridge-test--approval) :attempt)))
+      ;; Yes cancels: the proposal is a draft.
+      (cl-letf (((symbol-function 'y-or-n-p) (lambda (_) t)))
+        (planbridge-test--press card "C-g"))
       (planbridge-test--wait (lambda () (not (buffer-live-p card))) "the card to close")
       (planbridge-test--wait
        (lambda () (equal "draft" (plist-get (planbridge-test--status) :proposal_status)))
@@ -981,9 +1017,32 @@ Replayed approval events draw no card: `approval/get' does that."
       (should (eq :json-false (plist-get (planbridge-test--approval) :pending)))
       (should (eq t (plist-get (planbridge-test--status) :plan)))
       (planbridge-test--wait
-       (lambda () (string-match-p "^ℹ Plan cancelled" (planbridge-test--buffer-text)))
+       (lambda () (string-match-p "^ℹ Plan cancelled: the proposal is a draft now (C-c C-r brings it back)"
+                                  (planbridge-test--buffer-text)))
        "the cancel line")
-      (should-not (string-match-p "1 plan" (planbridge-test--header))))))
+      (should-not (string-match-p "1 plan" (planbridge-test--header)))
+      ;; A hash that does not match restores nothing.
+      (let ((hash planbridge--draft-hash)
+            (messages (planbridge-test--messages-mark)))
+        (should (stringp hash))
+        (setq planbridge--draft-hash (make-string 64 ?0))
+        (planbridge-restore-draft)
+        (planbridge-test--wait
+         (lambda () (string-match-p "^planbridge: Could not restore the draft plan: The draft plan changed"
+                                    (planbridge-test--messages-since messages)))
+         "the hash mismatch message")
+        (should (eq :json-false (plist-get (planbridge-test--approval) :pending)))
+        ;; The real hash brings the plan back as a card, selected.
+        (setq planbridge--draft-hash hash))
+      (should (eq (key-binding (kbd "C-c C-r")) #'planbridge-restore-draft))
+      (call-interactively #'planbridge-restore-draft)
+      (let ((back (planbridge-test--wait-card attempt)))
+        (should (eq (window-buffer (selected-window)) back))
+        (should (string-match-p "Plan proposal: Rename the greeting"
+                                (with-current-buffer back (buffer-string))))
+        (should (eq t (plist-get (planbridge-test--approval) :pending)))
+        (should-not (equal attempt (plist-get (planbridge-test--approval) :attempt)))
+        (should (equal "proposed" (plist-get (planbridge-test--status) :proposal_status)))))))
 
 (ert-deftest planbridge-test-card-stale-attempt ()
   "An action with a stale attempt is a message, changes nothing, refetches."
@@ -1375,7 +1434,7 @@ of each request of that method sent so far, oldest first; called with
       (planbridge-test--wait
        (lambda () (string-match-p "1/2 steps" (planbridge-test--header)))
        "one step done")
-      (let ((proc (jsonrpc--process planbridge--connection)))
+      (let ((proc (planbridge--conn-process planbridge--connection)))
         (signal-process (process-id proc) 'KILL)
         (planbridge-test--wait (lambda () (null planbridge--connection)) "the death to be noticed"))
       (let ((default-directory planbridge-test--repo))
@@ -1467,7 +1526,7 @@ of each request of that method sent so far, oldest first; called with
                      (list (list :session planbridge--session-id))))
       ;; Nothing is paused: the backend says so, as a message.
       (planbridge-test--wait
-       (lambda () (string-match-p "^planbridge: \\(implementation/resume failed\\|Resuming\\)"
+       (lambda () (string-match-p "^planbridge: \\(Could not resume the implementation\\|Resuming\\)"
                                   (planbridge-test--messages-since messages)))
        "the answer"))))
 
@@ -1621,7 +1680,7 @@ of each request of that method sent so far, oldest first; called with
                                 :tokens_used 120 :turns 1)
                            :summary "Goal active · 120 tokens (no budget) · 1 turn")))
       (should (equal (planbridge-test--header)
-                     "[?] Goal active · 120 tokens (no budget) · 1 turn disconnected"))
+                     "[?] Goal active · 120 tokens (no budget) · 1 turn · disconnected"))
       (planbridge--handle-event
        '(:seq 3 :kind "goal"
               :data (:goal (:id "g-1" :objective "Ship it" :status "blocked" :reason "no access"
@@ -1675,7 +1734,7 @@ of each request of that method sent so far, oldest first; called with
     (should (string-match-p "^◎ Goal paused: paused by you$"
                             (planbridge-test--buffer-text)))
     (should (equal (planbridge-test--header)
-                   "[ask] ended → fork plan/x Goal paused · 150 tokens (no budget) · 2 turns disconnected"))))
+                   "[ask] ended → fork plan/x · Goal paused · 150 tokens (no budget) · 2 turns · disconnected"))))
 
 (ert-deftest planbridge-test-dispatch ()
   "The transient cockpit is defined with the session commands."
