@@ -1771,5 +1771,500 @@ of each request of that method sent so far, oldest first; called with
       (should (equal (list status (car (last (split-string (string-trim output) "\n"))))
                      (list 0 "tmux-test: ok"))))))
 
+
+;;; Tests of issue 17: calm, discoverable, never surprising
+;;;
+
+(ert-deftest planbridge-test-card-never-takes-focus ()
+  "A proposal arriving while the person types elsewhere takes no focus.
+The card is displayed next to the session, unselected; a message says
+how to review it; keys typed in the other buffer never reach it."
+  (planbridge-test-with-session (planbridge-test--script (list :text planbridge-test--plan-text))
+    (should-not planbridge-select-approval-card)
+    (planbridge-toggle-plan)
+    (planbridge-test--wait-header "[Plan · ask]")
+    (delete-other-windows)
+    (switch-to-buffer (current-buffer))
+    (let* ((session (current-buffer))
+           (code (get-buffer-create "*planbridge-test code*"))
+           (code-win (split-window-right))
+           (messages (planbridge-test--messages-mark)))
+      (unwind-protect
+          (progn
+            (set-window-buffer code-win code)
+            (select-window code-win)
+            (set-buffer code)
+            (with-current-buffer session
+              (goto-char (point-max))
+              (insert "rename the greeting")
+              (planbridge-send))
+            ;; The person keeps typing in the code buffer.
+            (execute-kbd-macro (kbd "l m c e"))
+            (let ((card (with-current-buffer session (planbridge-test--wait-card))))
+              (execute-kbd-macro (kbd "l m RET"))
+              (should (eq (selected-window) code-win))
+              (should (eq (window-buffer code-win) code))
+              (should (equal (with-current-buffer code (buffer-string)) "lmcelm\n"))
+              (should (get-buffer-window card))
+              (should-not (eq (get-buffer-window card) code-win))
+              (planbridge-test--wait
+               (lambda () (string-match-p "^planbridge: Plan proposed — C-c C-a to review$"
+                                          (planbridge-test--messages-since messages)))
+               "the message")
+              (with-current-buffer session
+                (let ((sel (plist-get (planbridge-test--approval) :selection)))
+                  (should (eq t (plist-get (planbridge-test--approval) :pending)))
+                  (should (equal (plist-get sel :location) "here"))
+                  (should (equal (plist-get sel :mode) "ask"))
+                  (should (equal (plist-get sel :context) "current")))
+                ;; C-c C-a goes to the card.
+                (call-interactively #'planbridge-show-approval)
+                (planbridge-test--wait (lambda () (eq (window-buffer (selected-window)) card))
+                                       "the card to be selected"))))
+        (kill-buffer code)))))
+
+(ert-deftest planbridge-test-card-hidden-session-no-window ()
+  "With the session buffer not visible, the card is not displayed at all."
+  (planbridge-test-with-session (planbridge-test--script (list :text planbridge-test--plan-text))
+    (planbridge-toggle-plan)
+    (planbridge-test--wait-header "[Plan · ask]")
+    (delete-other-windows)
+    (let ((session (current-buffer))
+          (code (get-buffer-create "*planbridge-test code*")))
+      (unwind-protect
+          (progn
+            (switch-to-buffer code)
+            (with-current-buffer session
+              (planbridge-test--type "rename the greeting")
+              (planbridge-test--wait-turn-end 1)
+              (planbridge-test--wait (lambda () (planbridge--card-live-p)) "the card")
+              (should-not (get-buffer-window (planbridge--card-live-p) t))
+              (should (string-match-p "1 plan" (planbridge-test--header)))
+              (should (string-match-p "1 plan to review" planbridge--global-indicator)))
+            (should (eq (window-buffer (selected-window)) code))
+            (should (one-window-p)))
+        (kill-buffer code)))))
+
+(ert-deftest planbridge-test-prompt-while-plan-waits ()
+  "A prompt typed while a card waits asks: feedback, queue or keep editing."
+  (planbridge-test-with-session
+      (planbridge-test--script (list :text planbridge-test--plan-text)
+                               (list :text "Revised.\n"))
+    (planbridge-test--propose)
+    (let ((sent (planbridge-test--sent-recorder)))
+      (unwind-protect
+          (progn
+            ;; Keep editing: nothing is sent, the text stays.
+            (cl-letf (((symbol-function 'read-multiple-choice) (lambda (&rest _) '(?c "cancel"))))
+              (planbridge-test--type "also update the README"))
+            (should (equal (planbridge--composer-text) "also update the README"))
+            (should-not (funcall sent "session/submit"))
+            ;; Queue: the plan keeps waiting.
+            (cl-letf (((symbol-function 'read-multiple-choice) (lambda (&rest _) '(?q "queue"))))
+              (call-interactively #'planbridge-send))
+            (should (equal (planbridge--composer-text) ""))
+            (planbridge-test--wait (lambda () (funcall sent "session/queue")) "session/queue")
+            (should (equal (plist-get (car (funcall sent "session/queue")) :text)
+                           "also update the README"))
+            (planbridge-test--wait
+             (lambda () (string-match-p "^… queued: also update the README$"
+                                        (planbridge-test--buffer-text)))
+             "the queued line")
+            (should (eq t (plist-get (planbridge-test--approval) :pending)))
+            (should (equal "proposed" (plist-get (planbridge-test--status) :proposal_status)))
+            ;; Feedback: the agent revises the plan.
+            (cl-letf (((symbol-function 'read-multiple-choice) (lambda (&rest _) '(?f "feedback"))))
+              (planbridge-test--type "use hey instead"))
+            (planbridge-test--wait (lambda () (funcall sent "approval/feedback")) "approval/feedback")
+            (should (equal (plist-get (car (funcall sent "approval/feedback")) :text)
+                           "use hey instead"))
+            (should-not (funcall sent "session/submit"))
+            (planbridge-test--wait
+             (lambda () (string-match-p "^▶ Feedback: use hey instead$" (planbridge-test--buffer-text)))
+             "the feedback turn"))
+        (funcall sent 'stop)))))
+
+(ert-deftest planbridge-test-slash-commands ()
+  "/help is local, an unknown /cmd is an error, slash commands complete.
+C-h m lists them with the main commands."
+  (planbridge-test-with-session "[{\"text\": \"as a prompt\\n\"}]"
+    (let ((sent (planbridge-test--sent-recorder)))
+      (unwind-protect
+          (progn
+            (planbridge-test--type "/help")
+            (should (equal (planbridge--composer-text) ""))
+            (let ((text (planbridge-test--buffer-text)))
+              (should (string-match-p "^ℹ Slash commands:$" text))
+              (should (string-match-p "^  /plan status +show the posture" text))
+              (should (string-match-p "^  /goal resume +resume the Goal" text)))
+            (goto-char (point-max))
+            (insert "/frobnicate now")
+            (let ((err (should-error (call-interactively #'planbridge-send) :type 'user-error)))
+              (should (string-match-p "Unknown command /frobnicate; /help lists the commands"
+                                      (cadr err))))
+            (should (equal (planbridge--composer-text) "/frobnicate now"))
+            (should-not (funcall sent "session/submit"))
+            ;; C-u RET sends it as a prompt anyway.
+            (let ((current-prefix-arg '(4)))
+              (call-interactively #'planbridge-send))
+            (planbridge-test--wait (lambda () (funcall sent "session/submit")) "the submit")
+            (should (equal (plist-get (car (funcall sent "session/submit")) :text) "/frobnicate now")))
+        (funcall sent 'stop))
+      (planbridge-test--wait-turn-end 1)
+      ;; Completion at point offers the slash commands.
+      (goto-char (point-max))
+      (insert "/go")
+      (let ((capf (planbridge-completion-at-point)))
+        (should capf)
+        (should (member "/goal pause" (all-completions "/go" (nth 2 capf))))
+        (should-not (all-completions "/x" (nth 2 capf))))
+      (should (eq (key-binding (kbd "TAB")) #'planbridge-complete-or-indent))
+      (planbridge-complete-or-indent)
+      (should (string-prefix-p "/goal" (planbridge--composer-text)))
+      (delete-region planbridge--input-start (point-max))
+      (insert "no slash")
+      (should-not (planbridge-completion-at-point))
+      ;; C-h m.
+      (let ((help (with-temp-buffer
+                    (let ((doc (documentation 'planbridge-session-mode)))
+                      (insert (substitute-command-keys doc))
+                      (buffer-string)))))
+        (dolist (want '("/plan status" "/compact" "/goal OBJ" "/help" "C-j"
+                        "M-p" "C-c C-a" "planbridge-restore-draft" "planbridge-interrupt"))
+          (should (string-match-p (regexp-quote want) help)))))))
+
+(ert-deftest planbridge-test-history-and-prompt-navigation ()
+  "M-p, M-n and M-r recall prompts; C-c C-p and C-c C-n move between them."
+  (planbridge-test-with-session "[{\"text\": \"one\\n\"}, {\"text\": \"two\\n\"}]"
+    (planbridge-test--type "first prompt")
+    (planbridge-test--wait-turn-end 1)
+    (planbridge-test--type "second prompt")
+    (planbridge-test--wait-turn-end 2)
+    (goto-char (point-max))
+    (should (eq (key-binding (kbd "M-p")) #'planbridge-previous-input))
+    (call-interactively #'planbridge-previous-input)
+    (should (equal (planbridge--composer-text) "second prompt"))
+    (call-interactively #'planbridge-previous-input)
+    (should (equal (planbridge--composer-text) "first prompt"))
+    (call-interactively #'planbridge-next-input)
+    (should (equal (planbridge--composer-text) "second prompt"))
+    (call-interactively #'planbridge-next-input)
+    (should (equal (planbridge--composer-text) ""))
+    (planbridge-search-input "fir")
+    (should (equal (planbridge--composer-text) "first prompt"))
+    (delete-region planbridge--input-start (point-max))
+    ;; Prompt navigation in the transcript.
+    (goto-char (point-max))
+    (planbridge-previous-prompt 1)
+    (should (looking-at "▶ second prompt$"))
+    (planbridge-previous-prompt 1)
+    (should (looking-at "▶ first prompt$"))
+    (should-error (planbridge-previous-prompt 1) :type 'user-error)
+    (planbridge-next-prompt 1)
+    (should (looking-at "▶ second prompt$"))
+    (planbridge-next-prompt 1)
+    (should (= (point) (point-max)))
+    (should (eq (key-binding (kbd "C-j")) #'newline))))
+
+(ert-deftest planbridge-test-header-percent-and-read-only-start ()
+  "The header shows % literally; nothing can be typed before the transcript."
+  (with-temp-buffer
+    (planbridge-session-mode)
+    (let ((planbridge--connection nil))
+      (planbridge--handle-event
+       '(:seq 1 :kind "goal" :data (:goal (:id "g1" :status "active" :objective "x")
+                                          :summary "Goal active · 1,200/5,000 tokens (24%) · 2 turns")))
+      (planbridge--handle-event '(:seq 2 :kind "notice" :data (:message "hello")))
+      (setq planbridge--tracked-plan '(:status "running" :steps [(:status "completed") (:status "pending")]))
+      ;; `format-mode-line' needs a real frame (see the tmux test); the
+      ;; construct doubles each %, which the mode line shows as one.
+      (should (equal header-line-format '((:eval (planbridge--header-line-format)))))
+      (should (string-match-p "(24%%) · 2 turns · 1/2 steps" (planbridge--header-line-format)))
+      (should-not (string-match-p "[^%]%[^%]" (planbridge--header-line-format)))
+      ;; The header's own string keeps its properties.
+      (should (string-match-p "(24%)" (planbridge--header-line)))
+      (goto-char (point-min))
+      (should-error (insert "x") :type 'text-read-only)
+      (should (string-prefix-p "◎ Goal active" (buffer-string))))))
+
+(ert-deftest planbridge-test-restart-renders-from-log ()
+  "A new backend instance, or a log shorter than the buffer, re-renders.
+A live event that repeats a seq also makes the buffer render the log."
+  (planbridge-test-with-session "[{\"text\": \"the answer\\n\"}]"
+    (planbridge-test--type "question")
+    (planbridge-test--wait-turn-end 1)
+    (let ((instance planbridge--instance)
+          (old (planbridge--conn-process planbridge--connection)))
+      (should (string-prefix-p "i-" instance))
+      ;; Kill the backend; the next command starts a new instance.
+      (signal-process (process-id old) 'KILL)
+      (planbridge-test--wait (lambda () (null planbridge--connection)) "the death to be noticed")
+      ;; Pretend the buffer had seen more than the log holds.
+      (planbridge--with-transcript (insert "stale line from the old instance\n"))
+      (let ((default-directory planbridge-test--repo))
+        (planbridge))
+      (planbridge-test--wait (lambda () (not planbridge--opening)) "the reopen")
+      (should-not (equal instance planbridge--instance))
+      (let ((text (planbridge-test--buffer-text)))
+        (should-not (string-match-p "stale line" text))
+        (should (= 1 (planbridge-test--count "^▶ question$" text)))
+        (should (= 1 (planbridge-test--count "the answer" text)))))
+    ;; Same instance, but the log ends before the buffer's last seq.
+    (planbridge--with-transcript (insert "stale again\n"))
+    (setq planbridge--last-seq (+ planbridge--last-seq 100))
+    (planbridge--reopen)
+    (planbridge-test--wait (lambda () (not planbridge--opening)) "the second reopen")
+    (planbridge-test--wait (lambda () (not (string-match-p "stale again" (planbridge-test--buffer-text))))
+                           "the re-render")
+    (should (= 1 (planbridge-test--count "the answer" (planbridge-test--buffer-text))))
+    ;; A live event with a seq already seen.
+    (planbridge--with-transcript (insert "stale the third\n"))
+    (planbridge-handle-notification planbridge--connection 'session/event
+                                    :session planbridge--session-id
+                                    :seq 1 :kind "notice" :data '(:message "replayed?"))
+    (planbridge-test--wait (lambda () (not planbridge--opening)) "the third reopen")
+    (planbridge-test--wait (lambda () (not (string-match-p "stale the third" (planbridge-test--buffer-text))))
+                           "the third re-render")
+    (should-not (string-match-p "replayed\\?" (planbridge-test--buffer-text)))
+    (should (= 1 (planbridge-test--count "^▶ question$" (planbridge-test--buffer-text))))))
+
+(ert-deftest planbridge-test-crash-mid-implementation-retried-turn-appears ()
+  "Killing the backend mid-implementation and recovering shows the retried turn."
+  (planbridge-test-with-session
+      (planbridge-test--script
+       (list :text planbridge-test--steps-plan-text)
+       (list :text (concat "Slowly implementing" (make-string 300 ?.) "\n") :delay_ms 30)
+       (list :tool_calls (vector (list :name "update_plan_step"
+                                       :arguments (list :step "s1" :status "completed"))
+                                 (list :name "update_plan_step"
+                                       :arguments (list :step "s2" :status "completed"))))
+       (list :text "Recovered and finished.\n"))
+    (let ((card (planbridge-test--propose))
+          (buf (current-buffer)))
+      (planbridge-test--press card "RET")
+      (planbridge-test--wait (lambda () (string-match-p "Slowly implementing" (planbridge-test--buffer-text)))
+                             "the implementation to stream")
+      (signal-process (process-id (planbridge--conn-process planbridge--connection)) 'KILL)
+      (planbridge-test--wait (lambda () (null planbridge--connection)) "the death to be noticed")
+      (call-interactively #'planbridge-resume-implementation)
+      (should (eq (current-buffer) buf))
+      (planbridge-test--wait
+       (lambda () (string-match-p "Recovered and finished\\." (planbridge-test--buffer-text)))
+       "the retried turn, without reopening")
+      (should (eq (gethash planbridge--session-id planbridge--buffers) buf))
+      (should (= 1 (planbridge-test--count "^▶ rename the greeting$" (planbridge-test--buffer-text)))))))
+
+(ert-deftest planbridge-test-buffer-names-and-new-session ()
+  "Buffers are named by project and title; C-u M-x planbridge starts anew.
+Each new session replays the script from its first response."
+  (planbridge-test-with-session "[{\"text\": \"first response\\n\"}]"
+    (should (equal (buffer-name) "*planbridge: repo*"))
+    (planbridge-test--type "rename the greeting")
+    (planbridge-test--wait-turn-end 1)
+    (should (equal (buffer-name) "*planbridge: repo · rename the greeting*"))
+    (should-not (string-match-p "s-" (buffer-name)))
+    (let* ((first (current-buffer))
+           (second (let ((default-directory planbridge-test--repo))
+                     (planbridge '(4)))))
+      (should-not (eq first second))
+      (with-current-buffer second
+        (planbridge-test--wait (lambda () (not planbridge--opening)) "the new session")
+        (should-not (equal planbridge--session-id
+                           (buffer-local-value 'planbridge--session-id first)))
+        (should (equal (buffer-name) "*planbridge: repo*"))
+        (planbridge-test--type "again")
+        (planbridge-test--wait
+         (lambda () (string-match-p "first response" (planbridge-test--buffer-text)))
+         "the first response in the new session")
+        (should-not (string-match-p "script exhausted" (planbridge-test--buffer-text))))
+      ;; Without the prefix, the most recent live buffer of the project.
+      (should (memq (let ((default-directory planbridge-test--repo)) (planbridge))
+                    (list first second))))))
+
+(ert-deftest planbridge-test-implementation-recorded-and-files-reverted ()
+  "The transcript records the implementation's settings; the header its
+mode while it runs; buffers visiting the files it wrote are reverted."
+  (planbridge-test-with-session planbridge-test--propose-and-implement
+    (let* ((file (expand-file-name "hello.txt" planbridge-test--repo))
+           (visiting (find-file-noselect file))
+           (card (planbridge-test--propose)))
+      (unwind-protect
+          (progn
+            (should (equal (with-current-buffer visiting (buffer-string)) "hello\n"))
+            (planbridge-test--press card "m")
+            (planbridge-test--wait (lambda () (string-match-p "Mode +edits" (planbridge-test--row card 'mode)))
+                                   "mode edits")
+            (planbridge-test--press card "RET")
+            (planbridge-test--wait
+             (lambda () (string-match-p "^ℹ The implementation runs with mode edits · model default · effort default · skills none · Here, current context$"
+                                        (planbridge-test--buffer-text)))
+             "the implementation line")
+            (planbridge-test--wait
+             (lambda () (string-match-p "Done: hello.txt says hi" (planbridge-test--buffer-text)))
+             "the implementation")
+            (planbridge-test--wait (lambda () (equal (with-current-buffer visiting (buffer-string)) "hi\n"))
+                                   "the visiting buffer to be reverted")
+            ;; While an implementation runs the header shows its mode.
+            (let ((planbridge--info (list :busy t :implementation_mode "edits" :mode "ask")))
+              (should (string-prefix-p "[implementing · edits]" (planbridge--header-line))))
+            ;; The line is in the log: a reopened buffer shows it too.
+            (let ((id planbridge--session-id))
+              (planbridge-test--wait-turn-end 2)
+              (kill-buffer (current-buffer))
+              (with-current-buffer (planbridge-open-session id)
+                (planbridge-test--wait (lambda () (not planbridge--opening)) "session/open")
+                (should (string-match-p "^ℹ The implementation runs with mode edits"
+                                        (planbridge-test--buffer-text))))))
+        (kill-buffer visiting)))))
+
+(ert-deftest planbridge-test-card-conveniences ()
+  "Settings cycle both ways, the branch defaults to the plan's title, an
+unchanged edit sends nothing and keeps the comments."
+  (planbridge-test-with-session (planbridge-test--script (list :text planbridge-test--plan-text))
+    (let ((card (planbridge-test--propose))
+          (sent (planbridge-test--sent-recorder)))
+      (unwind-protect
+          (progn
+            ;; Backward: ask → full-auto, then forward again.
+            (with-current-buffer card
+              (let ((current-prefix-arg '(4)))
+                (call-interactively (key-binding (kbd "m")))))
+            (planbridge-test--wait (lambda () (string-match-p "Mode +full-auto" (planbridge-test--row card 'mode)))
+                                   "mode full-auto")
+            (planbridge-test--press card "<backtab>")
+            (planbridge-test--wait (lambda () (string-match-p "Mode +edits" (planbridge-test--row card 'mode)))
+                                   "mode edits")
+            (planbridge-test--press card "C")
+            (planbridge-test--wait (lambda () (string-match-p "Context +Summary" (planbridge-test--row card 'context)))
+                                   "context summary")
+            ;; An unchanged edit: nothing sent, the comment stays.
+            (with-current-buffer card
+              (goto-char (point-min))
+              (forward-line 1)
+              (planbridge-approval-comment "hey"))
+            (planbridge-test--press card "E")
+            (with-current-buffer (format "*planbridge plan edit: %s*" planbridge--session-id)
+              (call-interactively (key-binding (kbd "C-c C-c"))))
+            (should-not (funcall sent "approval/edit"))
+            (should (buffer-live-p card))
+            (should (equal (buffer-local-value 'planbridge--card-comments card) '((1 . "hey"))))
+            (should (eq :json-false (plist-get (planbridge-test--approval) :edited)))
+            ;; The branch prompt offers one derived from the title.
+            (should (equal (planbridge--branch-from-title "Add a --name flag to the greeter!")
+                           "plan/add-a-name-flag-to-the-greeter"))
+            (should-not (planbridge--branch-from-title "!!!"))
+            (planbridge-test--press card "l")
+            (planbridge-test--wait (lambda () (string-match-p "Location +Worktree" (planbridge-test--row card 'location)))
+                                   "worktree")
+            (let (prompt default)
+              (cl-letf (((symbol-function 'read-string)
+                         (lambda (p &optional _init _hist def &rest _)
+                           (setq prompt p default def) "")))
+                (with-current-buffer card
+                  (condition-case nil
+                      (call-interactively #'planbridge-approval-accept)
+                    (user-error nil))))
+              (should (equal default "plan/rename-the-greeting"))
+              (should (string-match-p "plan/rename-the-greeting" prompt))))
+        (funcall sent 'stop)))))
+
+(ert-deftest planbridge-test-card-notice-is-filled ()
+  "A long notice is filled over several rows, never cut."
+  (let* ((notice (mapconcat #'identity (make-list 30 "blocker") " "))
+         (text (planbridge--card-string
+                (list :pending t :attempt "a-1" :title "T" :body "# T"
+                      :notice notice :selection '(:location "here"))
+                60 nil))
+         (rows nil))
+    (with-temp-buffer
+      (insert text)
+      (goto-char (point-min))
+      (while (not (eobp))
+        (when (eq (get-text-property (point) 'planbridge-row) 'notice)
+          (push (buffer-substring-no-properties (point) (line-end-position)) rows))
+        (forward-line 1)))
+    (should (> (length rows) 2))
+    (dolist (row rows) (should (<= (string-width row) 60)))
+    (should (equal (mapconcat #'identity (nreverse rows) " ") notice))
+    (should-not (seq-some (lambda (row) (string-match-p "…" row)) rows))))
+
+(ert-deftest planbridge-test-permission-window ()
+  "A permission question shows what would change and needs a typed answer."
+  (let* ((dir (file-name-as-directory (make-temp-file "planbridge-perm-" t)))
+         (default-directory dir)
+         (asked nil))
+    (unwind-protect
+        (progn
+          (with-temp-file (expand-file-name "a.txt" dir) (insert "old line\n"))
+          (cl-letf (((symbol-function 'y-or-n-p) (lambda (&rest _) (error "A stray key could answer")))
+                    ((symbol-function 'yes-or-no-p)
+                     (lambda (prompt)
+                       (setq asked prompt)
+                       (with-current-buffer "*planbridge permission*"
+                         (let ((text (buffer-string)))
+                           (should (string-match-p "The agent asks to run write_file (edits need approval)" text))
+                           (should (string-match-p "^-old line$" text))
+                           (should (string-match-p "^\\+new line$" text))))
+                       (should (get-buffer-window "*planbridge permission*"))
+                       t)))
+            (should (planbridge-ask-permission "s-1" "write_file"
+                                               '(:path "a.txt" :content "new line\n")
+                                               "edits need approval")))
+          (should (string-match-p "Allow write_file a.txt" asked))
+          (should-not (get-buffer "*planbridge permission*"))
+          (cl-letf (((symbol-function 'yes-or-no-p)
+                     (lambda (_)
+                       (should (string-match-p "^\\$ rm -rf build$"
+                                               (with-current-buffer "*planbridge permission*"
+                                                 (buffer-string))))
+                       nil)))
+            (should-not (planbridge-ask-permission "s-1" "bash" '(:command "rm -rf build") ""))))
+      (delete-directory dir t))))
+
+(ert-deftest planbridge-test-quit-asks-while-busy ()
+  "Quitting Emacs asks while a turn runs; the global indicator says so."
+  (planbridge-test-with-session
+      (format "[{\"text\": %S, \"delay_ms\": 40}]" (make-string 200 ?x))
+    (planbridge-test--type "stream slowly")
+    (planbridge-test--wait (lambda () (planbridge-test--events "text")) "streaming")
+    (should (memq #'planbridge--kill-emacs-query kill-emacs-query-functions))
+    (should (string-match-p "working" planbridge--global-indicator))
+    (let (asked)
+      (cl-letf (((symbol-function 'yes-or-no-p) (lambda (p) (setq asked p) nil)))
+        (should-not (planbridge--kill-emacs-query)))
+      (should (string-match-p "1 session is still working; quit anyway" asked)))
+    (planbridge-interrupt)
+    (planbridge-test--wait-turn-end 1)
+    (cl-letf (((symbol-function 'yes-or-no-p) (lambda (_) (error "Asked while idle"))))
+      (should (planbridge--kill-emacs-query)))
+    (should (equal planbridge--global-indicator ""))))
+
+(ert-deftest planbridge-test-retry-points-at-goal-resume ()
+  "With nothing to retry and a stopped Goal, the message says /goal resume."
+  (planbridge-test-with-session "[]"
+    (setq planbridge--goal '(:id "g1" :status "paused" :objective "x"))
+    (let ((messages (planbridge-test--messages-mark)))
+      (call-interactively #'planbridge-retry-plan-implementation)
+      (planbridge-test--wait
+       (lambda () (string-match-p "^planbridge: Nothing to retry; the Goal is paused: resume it with M-x planbridge-goal-resume or /goal resume$"
+                                  (planbridge-test--messages-since messages)))
+       "the message"))))
+
+(ert-deftest planbridge-test-render-event-methods ()
+  "Each kind is a `planbridge-render-event' method; unknown kinds are logged."
+  (dolist (kind '(user text tool_call tool_result blocked proposal diagnostic status
+                       notice error queued turn_start turn_end corrupt compacted
+                       approval approval_closed handoff summary goal todo steps forked))
+    (should (cl-find-method #'planbridge-render-event nil (list `(eql ',kind) t))))
+  (with-temp-buffer
+    (planbridge-session-mode)
+    (let ((planbridge--connection nil)
+          (seen nil))
+      (cl-letf (((symbol-function 'planbridge--log) (lambda (_c fmt &rest args) (push (apply #'format fmt args) seen))))
+        (setq planbridge--connection 'fake)
+        (planbridge--handle-event '(:seq 1 :kind "mystery" :data (:x 1))))
+      (should (equal seen '("unknown event kind mystery")))
+      (should (string-match-p "^\\[mystery\\] {\"x\":1}$" (buffer-string))))))
+
 (provide 'planbridge-test)
 ;;; planbridge-test.el ends here
