@@ -2,7 +2,7 @@
 GO      ?= go
 EMACS   ?= emacs
 BIN     := bin/planbridge
-ELISP   := elisp/planbridge.el
+ELISP   := $(wildcard elisp/planbridge*.el)
 export PLANBRIDGE_PROGRAM := $(CURDIR)/$(BIN)
 
 .PHONY: build test go-test elisp-test bench demo lint vet

@@ -510,7 +510,7 @@ approval view is applied to the session."
   "The values of each cyclable card setting, in cycling order.")
 
 (defun planbridge--card-cycle (axis backward)
-  "Cycle AXIS of the card at point; BACKWARD non-nil goes the other way.
+  "Cycle AXIS of the card at point, the other way if BACKWARD is non-nil.
 Forward cycling is the backend's; backward picks the previous value."
   (if (not backward)
       (planbridge--card-update (list :axis axis :cycle t))
@@ -1029,7 +1029,7 @@ A replay takes the card from `approval/get' afterwards."
       (planbridge--close-approval (plist-get data :attempt)))))
 
 (defun planbridge--note-implementation (selection)
-  "Record in the transcript what the accepted plan's SELECTION runs with.
+  "Record in the transcript the settings of the accepted SELECTION.
 The header shows its mode while the implementation runs."
   (let ((mode (planbridge--nonempty (plist-get selection :mode)))
         (skills (append (plist-get selection :skills) nil)))

@@ -42,7 +42,7 @@
   (planbridge--draw-tracking))
 
 (cl-defmethod planbridge-render-event ((_kind (eql 'steps)) data)
-  "Apply DATA of a `steps' event: the accepted plan's progress."
+  "Apply DATA, the progress of the accepted plan being implemented."
   (planbridge--apply-tracked-plan data))
 
 (defconst planbridge--todo-marks

@@ -940,9 +940,9 @@ All but /help are handled by the backend.")
 (define-derived-mode planbridge-session-mode fundamental-mode "planbridge"
   "Major mode of a planbridge session buffer.
 The transcript above the prompt is read-only; type at the prompt and
-send with RET.  C-j inserts a newline: prompts can span lines.  M-p
-and M-n recall earlier prompts, M-r searches them; C-c C-p and C-c
-C-n move between the prompts of the transcript.
+send with \\[planbridge-send].  \\[newline] inserts a newline: prompts can span
+lines.  \\[planbridge-previous-input] and \\[planbridge-next-input] recall earlier prompts, \\[planbridge-search-input] searches
+them; \\[planbridge-previous-prompt] and \\[planbridge-next-prompt] move between the prompts of the transcript.
 
 Slash commands, typed at the prompt (TAB completes them):
   /plan          toggle Plan (/plan on, /plan off, /plan status)
@@ -1070,7 +1070,7 @@ The posture comes first; the other parts are separated by \" · \"."
       (planbridge--posture))))
 
 (defun planbridge--escape-percent (string)
-  "Return STRING with each % doubled, so a mode line shows it literally.
+  "Return STRING with each % doubled, for a mode line to show it literally.
 Text properties are kept."
   (let ((start 0) (pieces nil))
     (while (string-match "%" string start)
@@ -1081,7 +1081,7 @@ Text properties are kept."
     (apply #'concat (nreverse pieces))))
 
 (defun planbridge--header-line-format ()
-  "Return the header line as a mode line construct: % shows literally."
+  "Return the header line as a mode line construct, % doubled."
   (planbridge--escape-percent (planbridge--header-line)))
 
 (defun planbridge--update-info (plist)
@@ -1600,7 +1600,7 @@ Past the newest one, the composer is emptied."
     (planbridge--replace-input (nth found planbridge--history))))
 
 (defun planbridge--prompt-positions ()
-  "Return the positions of the person's prompts in the transcript."
+  "Return where the person's prompt lines start in the transcript."
   (let ((positions nil)
         (pos (point-min))
         (end planbridge--transcript-end))
@@ -1845,7 +1845,7 @@ Like eglot's indicator: the text is empty when nothing happens."
           (append (or global-mode-string '("")) '((:eval planbridge--global-indicator))))))
 
 (defun planbridge--kill-emacs-query ()
-  "Ask before quitting Emacs while a planbridge turn runs.
+  "Ask before quitting Emacs while a planbridge turn is running.
 For `kill-emacs-query-functions'; the turn would be cut short."
   (let ((busy (car (planbridge--session-states))))
     (or (zerop busy)

@@ -2,7 +2,7 @@
 
 ;;; Commentary:
 
-;; Usage: emacs -Q --batch -L elisp -l elisp/test/lint.el elisp/planbridge.el
+;; Usage: emacs -Q --batch -L elisp -l elisp/test/lint.el elisp/planbridge*.el
 ;;
 ;; Runs checkdoc and package-lint (from the Debian `elpa-package-lint'
 ;; package) on every file left on the command line and exits non-zero
@@ -66,11 +66,17 @@ dependency is installable, which needs the archive contents."
           (checkdoc-current-buffer t))))
     (nreverse problems)))
 
+(defvar package-lint-main-file)
+
 (defun planbridge-lint--package-lint (file)
-  "Return package-lint's complaints about FILE as a list of strings."
+  "Return package-lint's complaints about FILE as a list of strings.
+The files other than planbridge.el are checked as parts of its
+package, whose headers are in planbridge.el."
   (with-temp-buffer
     (insert-file-contents file t)
     (emacs-lisp-mode)
+    (setq-local package-lint-main-file
+                (expand-file-name "planbridge.el" (file-name-directory file)))
     (cl-loop for (line col type message) in (package-lint-buffer)
              unless (member message planbridge-lint--ignored)
              collect (format "%s:%d:%d: package-lint %s: %s"

@@ -184,28 +184,48 @@ SCRIPT is the script engine's JSON text: a list of responses
 ;;; Tests
 ;;;
 
+(defun planbridge-test--sources ()
+  "Return the package's files: planbridge.el and its feature files."
+  (directory-files (file-name-directory planbridge-test--source) t
+                   "\\`planbridge.*\\.el\\'"))
+
 (ert-deftest planbridge-test-byte-compile ()
-  "planbridge.el byte-compiles with warnings as errors."
-  (let* ((dest (make-temp-file "planbridge-" nil ".elc"))
-         (byte-compile-error-on-warn t)
-         (byte-compile-dest-file-function (lambda (_) dest)))
+  "Every file of the package byte-compiles with warnings as errors.
+Each is compiled in a fresh Emacs, as `make lint' does."
+  (let ((emacs (expand-file-name invocation-name invocation-directory))
+        (dir (file-name-directory planbridge-test--source))
+        (out (make-temp-file "planbridge-elc-" t)))
+    (should (>= (length (planbridge-test--sources)) 6))
     (unwind-protect
-        (should (byte-compile-file planbridge-test--source))
-      (delete-file dest))))
+        (dolist (file (planbridge-test--sources))
+          (let* ((status nil)
+                 (output (with-temp-buffer
+                           (setq status
+                                 (call-process
+                                  emacs nil t nil "-Q" "--batch" "-L" dir
+                                  "--eval" (format "(setq byte-compile-error-on-warn t byte-compile-dest-file-function (lambda (_) %S))"
+                                                   (expand-file-name (concat (file-name-base file) ".elc") out))
+                                  "-f" "batch-byte-compile" file))
+                           (buffer-string))))
+            (should (equal (list file status) (list file 0)))
+            (should-not (string-match-p "Warning\\|Error" output))))
+      (delete-directory out t))))
 
 (ert-deftest planbridge-test-lint ()
   "checkdoc and package-lint (elisp/test/lint.el) find nothing."
   (let* ((dir (file-name-directory planbridge-test--source))
          (emacs (expand-file-name invocation-name invocation-directory))
+         (files (planbridge-test--sources))
          (status nil)
          (output (with-temp-buffer
-                   (setq status (call-process
-                                 emacs nil t nil "-Q" "--batch" "-L" dir
-                                 "-l" (expand-file-name "test/lint.el" dir)
-                                 planbridge-test--source))
+                   (setq status (apply #'call-process
+                                       emacs nil t nil "-Q" "--batch" "-L" dir
+                                       "-l" (expand-file-name "test/lint.el" dir)
+                                       files))
                    (buffer-string))))
-    (should (equal (list status output)
-                   (list 0 "lint: 0 problem(s) in planbridge.el\n")))))
+    (should (equal (list status (car (last (split-string output "\n" t))))
+                   (list 0 (concat "lint: 0 problem(s) in "
+                                   (mapconcat #'file-name-nondirectory files " ")))))))
 
 (ert-deftest planbridge-test-program-required ()
   "The tests insist on the real backend binary."
