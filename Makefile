@@ -5,7 +5,7 @@ BIN     := bin/planbridge
 ELISP   := $(wildcard elisp/planbridge*.el)
 export PLANBRIDGE_PROGRAM := $(CURDIR)/$(BIN)
 
-.PHONY: build test go-test elisp-test bench demo lint vet
+.PHONY: build test go-test elisp-test bench elisp-bench demo lint vet
 
 build:
 	$(GO) build -o $(BIN) ./cmd/planbridge
@@ -30,6 +30,15 @@ lint:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 30m ./... | tee bin/bench.txt
 	$(GO) run ./internal/benchreport < bin/bench.txt
+	$(MAKE) --no-print-directory elisp-bench
+
+# The Emacs figures of issue 17 (render, reopen, keystroke), measured on
+# byte-compiled files as a user runs them.
+elisp-bench: build
+	@d=$$(mktemp -d) && cp elisp/*.el "$$d" && \
+	  $(EMACS) -Q --batch -L "$$d" -f batch-byte-compile "$$d"/*.el && \
+	  $(EMACS) -Q --batch -L "$$d" -l elisp/test/bench.el 2>&1 | grep '^planbridge-bench:'; \
+	  status=$$?; rm -rf "$$d"; exit $$status
 
 demo: build
 	./$(BIN) demo

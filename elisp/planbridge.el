@@ -138,9 +138,15 @@ Ask runs read-only tools and asks about the rest; edits also runs
 file edits; full-auto runs everything.  Plan is independent of it."
   :type '(choice (const "ask") (const "edits") (const "full-auto")))
 
-(defcustom planbridge-events-buffer-size 2000000
+(defcustom planbridge-events-buffer-size 0
   "Maximum size in characters of the `*planbridge events*' wire log.
-0 disables the log; nil means no limit."
+0, the default, disables the log; nil means no limit.  jsonrpc.el
+pretty-prints every message it logs, which costs more than rendering
+it: a session streaming text or reopening a long transcript is many
+times slower with the log on.  Turn it on to debug the wire, for
+instance with 2000000 (eglot's size).  The backend never sends
+secrets, and an API key reaches it in its environment, so the log
+never holds one; share links are scrubbed from it."
   :type '(choice (const :tag "No limit" nil) natnum))
 
 (defcustom planbridge-permission-function #'planbridge-ask-permission
@@ -376,6 +382,11 @@ The symbol `break' stands for the start of a new text run.")
 
 (defvar-local planbridge--flush-timer nil
   "Timer that inserts `planbridge--pending-text', or nil.")
+
+(defvar-local planbridge--rendered-kind nil
+  "Kind of the last event rendered into the transcript, a symbol.
+Streamed text is rendered when it is flushed, so this can lag behind
+`planbridge--last-kind'.")
 
 (defvar-local planbridge--card-session nil
   "Id of the session whose approval card this buffer shows.")
@@ -737,9 +748,11 @@ defaults to reporting it as a message."
                           :message (format "emacs does not handle %s" method))))
 
 (cl-defmethod planbridge-handle-notification
-  (_conn (_method (eql session/event)) &rest event &key session &allow-other-keys)
-  "Render EVENT in the buffer of SESSION, if there is one."
-  (let ((buf (gethash session planbridge--buffers)))
+  (_conn (_method (eql session/event)) &rest event)
+  "Render EVENT in the buffer of its session, if there is one.
+EVENT is the notification's plist: :session, :seq, :kind and :data."
+  (let* ((session (plist-get event :session))
+         (buf (gethash session planbridge--buffers)))
     (when (buffer-live-p buf)
       (with-current-buffer buf
         (cond
@@ -1146,7 +1159,8 @@ The composer keeps what is typed in it."
     (setq planbridge--flush-timer nil
           planbridge--pending-text nil
           planbridge--last-seq 0
-          planbridge--last-kind nil)
+          planbridge--last-kind nil
+          planbridge--rendered-kind nil)
     (delete-region (point-min) planbridge--transcript-end)))
 
 (defun planbridge--reopen ()
@@ -1186,9 +1200,13 @@ whose events replace the ones shown."
        (funcall (planbridge--error-reporter "session/open") err)))))
 
 (defun planbridge--render-opened (result)
-  "Render RESULT of `session/open' and the events held meanwhile."
+  "Render RESULT of `session/open' and the events held meanwhile.
+The replay allocates little but runs over a large parsed answer, which
+every garbage collection would mark again: it runs with a higher
+`gc-cons-threshold', as a long replay is one operation."
   (let ((held (and (listp planbridge--opening) planbridge--opening))
-        (planbridge--replaying t))
+        (planbridge--replaying t)
+        (gc-cons-threshold (max gc-cons-threshold (* 64 1024 1024))))
     (setq planbridge--opening nil)
     (seq-doseq (event (plist-get result :events))
       (planbridge--handle-event event))
@@ -1237,9 +1255,9 @@ Deltas arriving meanwhile are inserted at once, so the transcript
 grows in a few large inserts rather than one per delta.")
 
 (defun planbridge--queue-text (delta)
-  "Queue DELTA, streamed text, for the transcript."
-  (unless (equal planbridge--last-kind "text")
-    (push 'break planbridge--pending-text))
+  "Queue DELTA, streamed text, for the transcript.
+It is inserted within `planbridge--flush-delay', together with the
+deltas that arrive meanwhile, or before the next event of another kind."
   (push delta planbridge--pending-text)
   (unless (or planbridge--replaying planbridge--flush-timer)
     (setq planbridge--flush-timer
@@ -1253,37 +1271,43 @@ grows in a few large inserts rather than one per delta.")
       (planbridge--flush-text))))
 
 (defun planbridge--flush-text ()
-  "Insert the streamed text queued in the current buffer."
+  "Render the streamed text queued in the current buffer as one event.
+The `text' method of `planbridge-render-event' gets all the deltas
+queued since the last flush, joined."
   (when (timerp planbridge--flush-timer)
     (cancel-timer planbridge--flush-timer))
   (setq planbridge--flush-timer nil)
   (when planbridge--pending-text
-    (let ((pieces (nreverse planbridge--pending-text)))
+    (let ((delta (apply #'concat (nreverse planbridge--pending-text))))
       (setq planbridge--pending-text nil)
-      (planbridge--with-transcript
-        (dolist (piece pieces)
-          (if (eq piece 'break)
-              (unless (or (bobp) (eq (char-before) ?\n))
-                (insert "\n"))
-            (insert piece)))))))
+      (planbridge--render 'text (list :delta delta)))))
 
 ;;;; Events
 
 (defun planbridge--handle-event (event)
-  "Render EVENT, a plist, unless its seq was already seen."
-  (let ((seq (plist-get event :seq)))
+  "Render EVENT, a plist, unless its seq was already seen.
+Streamed text is queued and rendered in large pieces; any other event
+renders the queued text first."
+  (let ((seq (plist-get event :seq))
+        (kind (plist-get event :kind)))
     (unless (and (integerp seq) (<= seq planbridge--last-seq))
       (when (integerp seq)
         (setq planbridge--last-seq seq))
-      (let ((kind (plist-get event :kind)))
-        (condition-case err
-            (planbridge-render-event (intern (format "%s" kind)) (plist-get event :data))
-          (error
-           (planbridge--insert-line
-            'planbridge-diagnostic
-            (format "[could not render %s event: %s]"
-                    kind (error-message-string err)))))
-        (setq planbridge--last-kind kind)))))
+      (if (equal kind "text")
+          (planbridge--queue-text (or (plist-get (plist-get event :data) :delta) ""))
+        (planbridge--flush-text)
+        (planbridge--render (intern (format "%s" kind)) (plist-get event :data)))
+      (setq planbridge--last-kind kind))))
+
+(defun planbridge--render (kind data)
+  "Call `planbridge-render-event' with KIND and DATA, reporting errors."
+  (condition-case err
+      (planbridge-render-event kind data)
+    (error
+     (planbridge--insert-line
+      'planbridge-diagnostic
+      (format "[could not render %s event: %s]" kind (error-message-string err)))))
+  (setq planbridge--rendered-kind kind))
 
 (cl-defgeneric planbridge-render-event (kind data)
   "Render an event of KIND with DATA in the current session buffer.
@@ -1314,8 +1338,15 @@ buffer and shows it as a diagnostic line."
                                (plist-get data :text) "")))
 
 (cl-defmethod planbridge-render-event ((_kind (eql 'text)) data)
-  "Queue DATA's delta of a `text' event: streamed assistant text."
-  (planbridge--queue-text (or (plist-get data :delta) "")))
+  "Insert DATA's delta of `text' events: streamed assistant text.
+The deltas of consecutive events come joined in one call.  A new run
+of text starts on a fresh line."
+  (let ((delta (or (plist-get data :delta) "")))
+    (planbridge--with-transcript
+      (unless (or (eq planbridge--rendered-kind 'text)
+                  (bobp) (eq (char-before) ?\n))
+        (insert "\n"))
+      (insert delta))))
 
 (cl-defmethod planbridge-render-event ((_kind (eql 'tool_call)) data)
   "Render DATA of a `tool_call' event."

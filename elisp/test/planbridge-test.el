@@ -133,7 +133,7 @@ SCRIPT is the JSON text of the script engine's response list."
          (planbridge-program program)
          (planbridge-state-dir (expand-file-name "state/" root))
          (planbridge-engine `(script :file ,script-file))
-         (planbridge-events-buffer-size 20000)
+         (planbridge-events-buffer-size (if (boundp 'planbridge-bench--mib) 0 20000))
          (planbridge-default-permission-mode "ask")
          (planbridge-permission-function (lambda (&rest _) nil))
          (planbridge--connection nil)
