@@ -476,6 +476,7 @@ It reaches the backend in its environment, never on the wire."
          (planbridge-program (planbridge-test--program))
          (planbridge-state-dir (expand-file-name "state/" root))
          (planbridge-engine '(openai :base-url "http://127.0.0.1:9/v1" :model "test-model"))
+         (planbridge-events-buffer-size 20000)
          (planbridge--connection nil)
          (planbridge--buffers (make-hash-table :test #'equal))
          (sent nil)
