@@ -34,22 +34,28 @@
 ;; Usage:
 ;;
 ;;   M-x planbridge              session for the current project
+;;   C-u M-x planbridge          a new session for the current project
 ;;   M-x planbridge-open-session  reopen a stored session by id
 ;;
 ;; In the session buffer, type at the prompt and press RET (or
 ;; C-c C-c) to send.  C-<tab> toggles Plan, S-<tab> cycles the
 ;; permission mode (ask → edits → full-auto), C-c C-k interrupts the
 ;; running turn.  The header line shows the posture, e.g. `[Plan · ask]'.
-;; Slash commands such as `/plan status' are handled by the backend.
+;; Slash commands such as `/plan status' are handled by the backend;
+;; `/help' lists them (so does C-h m), TAB completes them.  M-p, M-n
+;; and M-r recall prompts, C-j starts a new line of one.
 ;;
-;; When the agent proposes a plan, an approval card opens in the
-;; `*planbridge approval: PROJECT*' buffer: the plan above a compact
+;; When the agent proposes a plan, an approval card is displayed, not
+;; selected, in the `*planbridge approval: PROJECT*' buffer; C-c C-a
+;; goes to it.  It shows the plan above a compact
 ;; Implementation section, one row per setting.  There, l, c, e, b, m
 ;; (or TAB), M, s and i change Location, Context, Execution, Budget,
 ;; Mode, Model, Skills and Instructions; RET accepts, f sends feedback
 ;; (with the comments made on plan lines with `;'), E edits the plan,
 ;; q hides the card (the header's "1 plan" brings it back, as does
-;; C-c C-a) and C-g cancels it.  C-c TAB in the composer queues a
+;; C-c C-a) and C-g cancels it, after asking; C-c C-r brings the
+;; cancelled plan back.  A prompt typed while a plan waits asks whether
+;; it is feedback or should be queued; C-c TAB in the composer queues a
 ;; follow-up that runs after the implementation starts.
 ;;
 ;;   M-x planbridge-sessions     every stored session, RET opens one
@@ -74,8 +80,14 @@
 ;;                               in *Messages*)
 ;;   M-x planbridge-share-stop   every link stops working
 ;;
-;; The wire log lives in the `*planbridge events*' buffer (bounded by
-;; `planbridge-events-buffer-size'), as eglot does it.
+;; The wire log lives in the `*planbridge events*' buffer when
+;; `planbridge-events-buffer-size' is not 0, as eglot does it.
+;;
+;; The package is split by feature: this file (the connection, session
+;; buffers, the transcript and its commands), planbridge-card.el,
+;; planbridge-goal.el, planbridge-tracking.el, planbridge-share.el and
+;; planbridge-sessions.el.  Each event kind is rendered by a method of
+;; the generic function `planbridge-render-event'.
 
 ;;; Code:
 
