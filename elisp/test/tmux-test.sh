@@ -263,7 +263,9 @@ cat >"$tmp/greeter.el" <<INIT
       planbridge-engine '(script :file "$root/testdata/scripts/greeter.json")
       planbridge-permission-function #'ignore)
 INIT
-tm new-session -d -s "$name" -x 120 -y 40 -c "$greeter" \
+# A 110x32 terminal: the greeter's long plan does not fit the card's
+# window, and its settings and footer must still be on screen.
+tm new-session -d -s "$name" -x 110 -y 32 -c "$greeter" \
   "TERM=xterm-256color $emacs -nw -Q -L '$elisp' -l planbridge -l '$tmp/greeter.el'"
 wait_for '\*scratch\*'
 for round in 1 2; do
@@ -282,6 +284,9 @@ for round in 1 2; do
   # answer of approval/get comes first).
   tm send-keys -t "$name" C-c C-a
   wait_for 'Context +Current'
+  for row in 'Location +Here' 'Instructions +none' 'RET accept +f feedback'; do
+    wait_for "$row" 5
+  done
   sleep 1
   tm send-keys -t "$name" c
   wait_for 'Context +Fresh'
