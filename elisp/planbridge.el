@@ -134,13 +134,19 @@ The default is $PLANBRIDGE_STATE_DIR or $XDG_STATE_HOME/planbridge."
 nil leaves the choice to the backend (its flags and environment).
 \(script :file FILE) replays the model responses listed in FILE.
 \(openai :base-url URL :model MODEL) talks to an OpenAI-compatible
-endpoint; the API key is read from auth-source for URL's host and is
-never written anywhere by planbridge."
+endpoint, (anthropic :base-url URL :model MODEL) to Anthropic's
+Messages API.  The API key is read from auth-source for URL's host
+and handed to the backend in its environment: it never travels on
+the wire and is never written anywhere by planbridge."
   :type '(choice (const :tag "Backend default" nil)
                  (list :tag "Scripted replay"
                        (const script) (const :file) (file :must-match t))
                  (list :tag "OpenAI-compatible"
                        (const openai)
+                       (const :base-url) (string :tag "Base URL")
+                       (const :model) (string :tag "Model"))
+                 (list :tag "Anthropic"
+                       (const anthropic)
                        (const :base-url) (string :tag "Base URL")
                        (const :model) (string :tag "Model"))))
 
@@ -490,21 +496,24 @@ later, asynchronously; other messages are sent as ARGS say."
       ('script
        (list :kind "script"
              :script (expand-file-name (plist-get args :file))))
-      ('openai
-       (list :kind "openai" :base_url (plist-get args :base-url)
+      ((and kind (or 'openai 'anthropic))
+       (list :kind (symbol-name kind) :base_url (plist-get args :base-url)
              :model (plist-get args :model))))))
 
 (defun planbridge--process-environment ()
   "Return the environment of the backend process.
-With an openai engine, the API key from auth-source is put in
-PLANBRIDGE_OPENAI_API_KEY: it never travels on the wire, so the
-events buffer never holds it."
-  (let* ((args (cdr-safe planbridge-engine))
-         (url (and (eq (car-safe planbridge-engine) 'openai)
-                   (plist-get args :base-url)))
+With an openai or anthropic engine, the API key from auth-source is
+put in PLANBRIDGE_OPENAI_API_KEY or PLANBRIDGE_ANTHROPIC_API_KEY: it
+never travels on the wire, so the events buffer never holds it."
+  (let* ((kind (car-safe planbridge-engine))
+         (args (cdr-safe planbridge-engine))
+         (url (and (memq kind '(openai anthropic))
+                   (or (plist-get args :base-url)
+                       (and (eq kind 'anthropic) "https://api.anthropic.com"))))
          (key (and url (planbridge--api-key url))))
     (if key
-        (cons (concat "PLANBRIDGE_OPENAI_API_KEY=" key) process-environment)
+        (cons (format "PLANBRIDGE_%s_API_KEY=%s" (upcase (symbol-name kind)) key)
+              process-environment)
       process-environment)))
 
 (defun planbridge--models-params ()
