@@ -2067,6 +2067,13 @@ A live event that repeats a seq also makes the buffer render the log."
                              "the implementation to stream")
       (signal-process (process-id (planbridge--conn-process planbridge--connection)) 'KILL)
       (planbridge-test--wait (lambda () (null planbridge--connection)) "the death to be noticed")
+      ;; Reopened by a new backend: the killed turn left a `turn_start'
+      ;; without its end, and the header still says the session is idle.
+      (let ((default-directory planbridge-test--repo))
+        (should (eq (planbridge) buf)))
+      (planbridge-test--wait (lambda () (not planbridge--opening)) "the reopen")
+      (should-not (string-match-p "busy" (planbridge-test--header)))
+      (should (= 1 (planbridge-test--count "^▶ rename the greeting$" (planbridge-test--buffer-text))))
       (call-interactively #'planbridge-resume-implementation)
       (should (eq (current-buffer) buf))
       (planbridge-test--wait
