@@ -1006,7 +1006,10 @@ Replayed approval events draw no card: `approval/get' does that."
       (call-interactively #'planbridge-show-approval)
       (let ((card (planbridge-test--wait-card)))
         (should (get-buffer-window card t))
-        (should (eq (window-buffer (selected-window)) card))
+        ;; The `approval' event may draw the card before the answer
+        ;; to approval/show, which selects it, arrives.
+        (planbridge-test--wait (lambda () (eq (window-buffer (selected-window)) card))
+                               "the card to be selected")
         (should (equal (buffer-local-value 'planbridge--card-comments card) '((4 . "hey"))))
         (should (string-match-p "Location +Here" (planbridge-test--row card 'location))))
       (should-not (string-match-p "1 plan" (planbridge-test--header)))
@@ -1058,7 +1061,9 @@ Replayed approval events draw no card: `approval/get' does that."
       (should (eq (key-binding (kbd "C-c C-r")) #'planbridge-restore-draft))
       (call-interactively #'planbridge-restore-draft)
       (let ((back (planbridge-test--wait-card attempt)))
-        (should (eq (window-buffer (selected-window)) back))
+        ;; The `approval' event may draw it before the answer selects it.
+        (planbridge-test--wait (lambda () (eq (window-buffer (selected-window)) back))
+                               "the restored card to be selected")
         (should (string-match-p "Plan proposal: Rename the greeting"
                                 (with-current-buffer back (buffer-string))))
         (should (eq t (plist-get (planbridge-test--approval) :pending)))
