@@ -32,6 +32,18 @@ func waitAfter(ctx context.Context, c *rpc.Client, from int, pred func(rpc.Event
 	return err
 }
 
+// instanceOf returns the instance id initialize answers.
+func instanceOf(t *testing.T, ctx context.Context, c *rpc.Client) string {
+	t.Helper()
+	var r struct {
+		Instance string `json:"instance"`
+	}
+	if err := c.Call(ctx, "initialize", map[string]any{}, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Instance
+}
+
 // submitAndWait sends text and waits for its turn to end.
 func submitAndWait(t *testing.T, ctx context.Context, c *rpc.Client, session, text string) {
 	t.Helper()
@@ -56,6 +68,10 @@ func TestScriptPositionPerSession(t *testing.T) {
 	ws := gitRepo(t, map[string]string{"a.txt": "a\n"})
 	script := writeScript(t, `[{"text": "one\n"}, {"text": "two two two two two two two two\n", "delay_ms": 200}, {"text": "three\n"}]`)
 	p := startServe(t, state, "--engine", "script", "--script", script)
+	first := instanceOf(t, ctx, p.c)
+	if first != instanceOf(t, ctx, p.c) {
+		t.Fatal("initialize gave two instance ids in one process")
+	}
 	a := createSession(t, ctx, p.c, ws)
 	submitAndWait(t, ctx, p.c, a.ID, "first")
 	if got, _ := turnText(p.c, a.ID, 0); got != "one\n" {
@@ -87,6 +103,9 @@ func TestScriptPositionPerSession(t *testing.T) {
 	// After a restart, A continues after the interrupted step and B after
 	// its first; a new session C starts at the beginning.
 	p2 := startServe(t, state, "--engine", "script", "--script", script)
+	if second := instanceOf(t, ctx, p2.c); second == first || !strings.HasPrefix(second, "i-") {
+		t.Fatalf("instance ids %q then %q: a restarted backend must be a new instance", first, second)
+	}
 	var opened json.RawMessage
 	for _, id := range []string{a.ID, b.ID} {
 		if err := p2.c.Call(ctx, "session/open", map[string]any{"session": id}, &opened); err != nil {

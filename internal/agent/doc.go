@@ -47,4 +47,9 @@
 // shell — obeys one read policy ([Roots.ResolveRead], [Roots.OpenRead],
 // [sandbox.ReadPolicy]): the workspace, work:// and the configured read
 // roots, with symlinks resolved and never /proc, /sys or /dev.
+//
+// The [Script] engine's replay position belongs to a session, as a
+// conversation does ([SessionEngine]): every session starts the script from
+// its first step, a fork from its parent's position, and a [CursorStore]
+// keeps the positions across restarts.
 package agent
