@@ -1700,11 +1700,20 @@ For `completion-at-point-functions'."
               :exclusive 'no)))))
 
 (defun planbridge-complete-or-indent ()
-  "Complete a slash command in the composer, or indent elsewhere."
+  "Complete a slash command in the composer, or move to the next button.
+In the transcript, TAB moves to the next button (such as \"[12 lines]\"),
+or to the composer past the last one; in the composer, it completes a
+slash command or indents."
   (interactive)
-  (if (planbridge-completion-at-point)
-      (completion-at-point)
-    (indent-for-tab-command)))
+  (cond
+   ((and planbridge--input-start (< (point) planbridge--input-start))
+    (let ((next (next-button (point))))
+      (goto-char (if (and next (< (button-start next) planbridge--input-start))
+                     (button-start next)
+                   (point-max)))))
+   ((planbridge-completion-at-point)
+    (completion-at-point))
+   (t (indent-for-tab-command))))
 
 (defun planbridge--posture-request (method params)
   "Send METHOD with PARAMS and update this buffer from the result."

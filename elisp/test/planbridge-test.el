@@ -1950,6 +1950,10 @@ C-h m lists them with the main commands."
       (delete-region planbridge--input-start (point-max))
       (insert "no slash")
       (should-not (planbridge-completion-at-point))
+      ;; In the transcript, TAB goes to the composer past the last button.
+      (goto-char (point-min))
+      (planbridge-complete-or-indent)
+      (should (= (point) (point-max)))
       ;; C-h m.
       (let ((help (with-temp-buffer
                     (let ((doc (documentation 'planbridge-session-mode)))
