@@ -1201,7 +1201,7 @@ whose events replace the ones shown."
     (setq planbridge--opening t)
     (force-mode-line-update)
     (planbridge--async
-     :session/open (list :session id :since planbridge--last-seq)
+     :session/open (list :session id :since planbridge--last-seq :coalesce_text t)
      :success
      (lambda (result)
        (when (buffer-live-p buf)

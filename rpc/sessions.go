@@ -27,12 +27,16 @@ func sessionCreate(ctx context.Context, s *Server, raw json.RawMessage) (any, er
 
 func sessionOpen(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
 	type params struct {
-		Since int64 `json:"since"`
+		Since        int64 `json:"since"`
+		CoalesceText bool  `json:"coalesce_text"`
 	}
 	return withSession(ctx, s, raw, func(sess *session.Session, p params) (any, error) {
 		evs, err := sess.Events(ctx, p.Since)
 		if err != nil {
 			return nil, err
+		}
+		if p.CoalesceText {
+			evs = session.CoalesceText(evs)
 		}
 		return map[string]any{"session": sess.Info(), "events": evs}, nil
 	})

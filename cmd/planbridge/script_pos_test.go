@@ -106,10 +106,34 @@ func TestScriptPositionPerSession(t *testing.T) {
 	if second := instanceOf(t, ctx, p2.c); second == first || !strings.HasPrefix(second, "i-") {
 		t.Fatalf("instance ids %q then %q: a restarted backend must be a new instance", first, second)
 	}
-	var opened json.RawMessage
 	for _, id := range []string{a.ID, b.ID} {
-		if err := p2.c.Call(ctx, "session/open", map[string]any{"session": id}, &opened); err != nil {
+		// With coalesce_text, a turn's deltas come as one event.
+		var opened struct {
+			Events []rpc.Event `json:"events"`
+		}
+		if err := p2.c.Call(ctx, "session/open", map[string]any{"session": id, "coalesce_text": true}, &opened); err != nil {
 			t.Fatal(err)
+		}
+		var prev int64
+		for i, e := range opened.Events {
+			if e.Seq <= prev {
+				t.Fatalf("coalesced seqs not increasing: %d after %d", e.Seq, prev)
+			}
+			prev = e.Seq
+			if e.Kind == "text" && i > 0 && opened.Events[i-1].Kind == "text" {
+				t.Fatalf("two text events in a row after coalescing: %s", e.Data)
+			}
+		}
+		if id == b.ID {
+			var d struct{ Delta string }
+			for _, e := range opened.Events {
+				if e.Kind == "text" {
+					json.Unmarshal(e.Data, &d)
+				}
+			}
+			if d.Delta != "one\n" {
+				t.Errorf("coalesced text of session B: %q", d.Delta)
+			}
 		}
 	}
 	mark = len(p2.c.Events())
