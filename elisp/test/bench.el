@@ -111,7 +111,7 @@ loop, so the garbage collector sees the heap a live session has."
            (let* ((result nil)
                   (wire (planbridge-bench--time
                           (setq result (jsonrpc-request planbridge--connection :session/open
-                                                        (list :session id) :timeout 600))))
+                                                        (list :session id :coalesce_text t) :timeout 600))))
                   (replay (with-temp-buffer
                             (planbridge-session-mode)
                             (setq planbridge--session-id "s-bench-replay")
