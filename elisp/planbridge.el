@@ -579,14 +579,14 @@ key reaches the backend in its environment (see `planbridge--start')."
              (setq proc
                    (let ((process-environment env))
                      (make-process
-              :name "planbridge"
-              :command command
-              :connection-type 'pipe
-              :coding 'utf-8-emacs-unix
-              :noquery t
-              ;; jsonrpc.el expects exactly this name: it mirrors the
-              ;; lines into the events buffer.
-              :stderr (get-buffer-create "*planbridge stderr*"))))))))
+                      :name "planbridge"
+                      :command command
+                      :connection-type 'pipe
+                      :coding 'utf-8-emacs-unix
+                      :noquery t
+                      ;; jsonrpc.el expects exactly this name: it
+                      ;; mirrors the lines into the events buffer.
+                      :stderr (get-buffer-create "*planbridge stderr*"))))))))
     (setf (planbridge--conn-process conn) proc)
     (set-process-sentinel proc (planbridge--wrap-sentinel (process-sentinel proc)))
     (condition-case err
