@@ -645,6 +645,11 @@ For a Worktree location, BRANCH names the new branch; it is read in
 the minibuffer."
   (interactive
    (let ((view (cdr (planbridge--card-or-error))))
+     (when (and (equal (plist-get (plist-get view :selection) :location) "worktree")
+                (not (seq-empty-p (plist-get view :blockers))))
+       ;; Refused before a branch is asked for, in the backend's words.
+       (user-error "planbridge: Worktree is blocked by: %s (press l for Here)"
+                   (string-join (append (plist-get view :blockers) nil) "; ")))
      (list (and (equal (plist-get (plist-get view :selection) :location) "worktree")
                 (let* ((default (planbridge--branch-from-title (plist-get view :title)))
                        (name (string-trim

@@ -1144,7 +1144,13 @@ Replayed approval events draw no card: `approval/get' does that."
          (lambda () (string-match-p "\\`Worktree blocked by: pending input.*1 queued follow-up"
                                     (planbridge-test--row card 'notice)))
          "the notice row")
-        (should (= lines (planbridge-test--card-lines card)))))))
+        (should (= lines (planbridge-test--card-lines card)))
+        ;; RET refuses the blocked Worktree before asking for a branch.
+        (cl-letf (((symbol-function 'read-string)
+                   (lambda (&rest _) (error "Asked for a branch"))))
+          (let ((err (should-error (planbridge-test--press card "RET") :type 'user-error)))
+            (should (string-match-p "Worktree is blocked by: pending input" (cadr err)))))
+        (should (eq t (plist-get (planbridge-test--approval) :pending)))))))
 
 (ert-deftest planbridge-test-card-accept-worktree-branch ()
   "RET with Worktree reads a branch name and sends it with the acceptance."
