@@ -2283,13 +2283,19 @@ unchanged edit sends nothing and keeps the comments."
     (should (equal planbridge--global-indicator ""))))
 
 (ert-deftest planbridge-test-retry-points-at-goal-resume ()
-  "With nothing to retry and a stopped Goal, the message says /goal resume."
-  (planbridge-test-with-session "[]"
-    (setq planbridge--goal '(:id "g1" :status "paused" :objective "x"))
-    (let ((messages (planbridge-test--messages-mark)))
+  "After a Goal kickoff error, retry says what to do: /goal resume."
+  (planbridge-test-with-session "[{\"error\": \"provider down\"}]"
+    (planbridge-test--type "/goal greet the world")
+    (planbridge-test--wait
+     (lambda () (member (plist-get planbridge--goal :status) '("paused" "blocked")))
+     (format "the Goal to stop (is %S)" (plist-get planbridge--goal :status)))
+    (planbridge-test--wait-turn-end 1)
+    (let ((messages (planbridge-test--messages-mark))
+          (status (plist-get planbridge--goal :status)))
       (call-interactively #'planbridge-retry-plan-implementation)
       (planbridge-test--wait
-       (lambda () (string-match-p "^planbridge: Nothing to retry; the Goal is paused: resume it with M-x planbridge-goal-resume or /goal resume$"
+       (lambda () (string-match-p (format "^planbridge: Nothing to retry; the Goal is %s: resume it with M-x planbridge-goal-resume or /goal resume$"
+                                          status)
                                   (planbridge-test--messages-since messages)))
        "the message"))))
 
