@@ -31,7 +31,7 @@ func withShare[T any](s *Server, raw json.RawMessage, fn func(*share.Server, T) 
 		return nil, &session.Error{Code: session.CodeUnavailable, Message: "sharing is not configured in this planbridge"}
 	}
 	res, err := fn(s.opt.Share, p)
-	if errors.Is(err, share.ErrBadTier) || errors.Is(err, share.ErrBadTTL) {
+	if errors.Is(err, share.ErrBadTier) || errors.Is(err, share.ErrBadTTL) || errors.Is(err, share.ErrBadRelay) {
 		return nil, &session.Error{Code: session.CodeInvalidParams, Message: err.Error()}
 	}
 	return res, err
@@ -42,9 +42,19 @@ func shareStart(ctx context.Context, s *Server, raw json.RawMessage) (any, error
 		Session    string       `json:"session"`
 		Tiers      []share.Tier `json:"tiers"`
 		TTLSeconds int64        `json:"ttl_seconds"`
+		// Relay, when set, shares through the relay at this URL (end-to-end
+		// sealed) instead of this process's listener.
+		Relay string `json:"relay"`
 	}
 	return withShare(s, raw, func(sh *share.Server, p params) (any, error) {
-		links, err := sh.Start(ctx, p.Session, p.Tiers, time.Duration(p.TTLSeconds)*time.Second)
+		ttl := time.Duration(p.TTLSeconds) * time.Second
+		var links []share.Link
+		var err error
+		if p.Relay != "" {
+			links, err = sh.StartRelay(ctx, p.Session, p.Relay, p.Tiers, ttl)
+		} else {
+			links, err = sh.Start(ctx, p.Session, p.Tiers, ttl)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -60,6 +60,9 @@ func subcommands() []subcommand {
 		{"worktree", "add --branch B [--path P] [REPO]", "create a linked git worktree on a new branch",
 			"Create a linked worktree on a new branch B from HEAD, like git worktree add -b B P HEAD, without\n" +
 				"running any hook or filter. P defaults to .worktrees/<last component of B>.", runWorktree},
+		{"relay", "[--listen ADDR] [--tls-cert FILE --tls-key FILE]", "run a content-blind relay for share links",
+			"Relay share links between a planbridge that connects out and browsers, forwarding frames sealed\n" +
+				"end to end (docs/relay.md). It holds no plaintext, no keys and nothing across a restart.", runRelay},
 		{"version", "", "print the version", "Print the version of planbridge.", runVersion},
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"planbridge/proposal"
 )
 
-//go:embed assets/page.html assets/app.js assets/app.css
+//go:embed assets/page.html assets/app.js assets/app.css assets/relay.js
 var assets embed.FS
 
 // contentSecurityPolicy allows only the page's own script, style and

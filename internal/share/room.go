@@ -140,7 +140,7 @@ func (r *room) live(now time.Time) []Link {
 	var out []Link
 	for _, l := range r.links {
 		if now.Before(l.expires) && !l.inherited {
-			out = append(out, Link{Tier: l.tier, ExpiresAt: l.expires})
+			out = append(out, Link{Tier: l.tier, ExpiresAt: l.expires, Transport: TransportDirect})
 		}
 	}
 	return out

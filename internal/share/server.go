@@ -87,6 +87,9 @@ type Link struct {
 	Tier      Tier      `json:"tier"`
 	URL       string    `json:"url,omitempty"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// Transport is how the link reaches this host: [TransportDirect]
+	// (this server's listener) or [TransportRelay].
+	Transport string `json:"transport,omitempty"`
 }
 
 // Server serves shared sessions over HTTP. The zero value is not usable;
@@ -113,6 +116,8 @@ type Server struct {
 	ended     map[string]tomb  // ended rooms by room id
 	unsub     func()
 	closed    bool
+
+	relay relayHost // rooms shared through relays (relayhost.go)
 }
 
 // maxTombstones bounds how many ended rooms remember why they ended.
@@ -318,7 +323,7 @@ func (s *Server) share(ctx context.Context, sid string, exp map[Tier]time.Time, 
 		secret, l := newLink(t, e)
 		s.cfg.Redact.Add(secret) // never in an event, a stored row or a log line
 		add = append(add, l)
-		out = append(out, Link{Tier: t, URL: base + "/s/" + r.id + "#k=" + secret, ExpiresAt: e})
+		out = append(out, Link{Tier: t, URL: base + "/s/" + r.id + "#k=" + secret, ExpiresAt: e, Transport: TransportDirect})
 	}
 	for _, l := range inherit {
 		l.inherited = true
@@ -477,10 +482,16 @@ func (s *Server) Links(sid string) []Link {
 	s.mu.Lock()
 	r := s.bySession[sid]
 	s.mu.Unlock()
-	if r == nil {
+	now := s.cfg.Now()
+	relayed := s.relay.linksOf(sid, now)
+	if r == nil && relayed == nil {
 		return nil
 	}
-	out := r.live(s.cfg.Now())
+	var out []Link
+	if r != nil {
+		out = r.live(now)
+	}
+	out = append(out, relayed...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Tier < out[j].Tier })
 	return out
 }
@@ -497,7 +508,9 @@ func (s *Server) loadNow() {
 // too, and open streams are closed with a notice. It reports whether the
 // session was shared.
 func (s *Server) Stop(sid string) bool {
-	return s.end(sid, ending{Reason: "stopped", Message: "The host stopped sharing this session."}, nil, "", true)
+	e := ending{Reason: "stopped", Message: "The host stopped sharing this session."}
+	relayed := s.relay.stop(sid, e)
+	return s.end(sid, e, nil, "", true) || relayed
 }
 
 // Handoff moves the share of oldSID to its Worktree fork newSID: the fork is
@@ -623,6 +636,7 @@ func (s *Server) Close(ctx context.Context) error {
 	if unsub != nil {
 		unsub()
 	}
+	s.relay.close(ctx)
 	if srv == nil {
 		return nil
 	}
@@ -665,7 +679,7 @@ func (s *Server) continuation(t tomb, key string) *Link {
 			if res != authOK {
 				return nil
 			}
-			return &Link{Tier: l.tier, URL: s.Addr() + "/s/" + r.id + "#k=" + key, ExpiresAt: l.expires}
+			return &Link{Tier: l.tier, URL: s.Addr() + "/s/" + r.id + "#k=" + key, ExpiresAt: l.expires, Transport: TransportDirect}
 		case next.cont == "":
 			return nil
 		}

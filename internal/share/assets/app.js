@@ -2,10 +2,13 @@
 // which browsers never send; every request carries it in the
 // X-Planbridge-Key header instead. The event stream is read with fetch()
 // because EventSource cannot send headers. Nothing here is trusted by the
-// server: it enforces tiers and attempt ids itself.
+// server: it enforces tiers and attempt ids itself. On a relay page,
+// relay.js (loaded first) carries every request and the stream sealed
+// through the relay instead: window.planbridgeRelay.
 'use strict';
 (function () {
   const key = new URLSearchParams(location.hash.slice(1)).get('k') || '';
+  const relay = window.planbridgeRelay || null;
   const room = location.pathname.split('/')[2] || '';
   const base = '/s/' + encodeURIComponent(room);
   const $ = (id) => document.getElementById(id);
@@ -25,14 +28,21 @@
     return fetch(base + path, opts);
   }
 
-  async function post(path, body) {
-    const r = await api(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  // call is one request: {status, ok, j}; body undefined is a GET.
+  async function call(path, body) {
+    if (relay) return relay.call(path, body);
+    const r = await api(path, body === undefined ? {} : { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
     let j = {};
     try { j = await r.json(); } catch (e) { /* empty body */ }
-    if (!r.ok) {
+    return { status: r.status, ok: r.ok, j: j };
+  }
+
+  async function post(path, body) {
+    const { status: st, ok, j } = await call(path, body);
+    if (!ok) {
       if (j.open) showOpen(j.open);
       if (j.ended) end(j.ended);
-      throw new Error(j.error || ('HTTP ' + r.status));
+      throw new Error(j.error || ('HTTP ' + st));
     }
     return j;
   }
@@ -163,9 +173,8 @@
   async function loadState() {
     if (ended) return;
     let r;
-    try { r = await api('/state'); } catch (e) { return; }
-    let j = {};
-    try { j = await r.json(); } catch (e) { /* ignore */ }
+    try { r = await call('/state'); } catch (e) { return; }
+    const j = r.j;
     if (!r.ok) {
       if (r.status === 401 || r.status === 404 || r.status === 410) {
         if (j.open) showOpen(j.open);
@@ -305,6 +314,16 @@
   }
 
   async function stream() {
+    if (relay) {
+      return relay.stream({
+        message: (ev) => { if (ev.seq > lastSeq) { lastSeq = ev.seq; onEvent(ev); } },
+        open: showOpen,
+        ended: end,
+        conn: (text) => { $('conn').textContent = text; },
+        isEnded: () => ended,
+        lastSeq: () => lastSeq,
+      });
+    }
     let delay = 500;
     while (!ended) {
       try {
@@ -339,12 +358,31 @@
     }
   }
 
+  function loopback(host) {
+    return host === 'localhost' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
+  }
+
   wire();
   // Another link of the same room differs only in the fragment, which does
   // not reload the page: reload so the new key (and tier) takes effect.
   window.addEventListener('hashchange', () => location.reload());
+  if (relay) {
+    if (relay.error) {
+      end({ message: relay.error });
+      return;
+    }
+    // Answers arrive on the stream: open it first.
+    stream();
+    loadState();
+    return;
+  }
   if (!key) {
     end({ message: 'This link has no key: open the full link the host gave you.' });
+    return;
+  }
+  // The secret travels in a header: never in the clear to another machine.
+  if (location.protocol !== 'https:' && !loopback(location.hostname)) {
+    end({ message: 'This link is served over plain HTTP from another machine: the page will not send its secret where anyone on the network could read it. Ask the host for an https:// or relay link.' });
     return;
   }
   loadState().then(stream);
