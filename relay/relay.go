@@ -118,7 +118,7 @@ type room struct {
 	ringSize int
 	lastSeq  int64
 	streams  map[*stream]struct{}
-	inbox    chan []byte // page→host frames; the host's inbox stream drains it
+	inbox    chan []byte // page→host frames, waiting (bounded) for the host's inbox stream
 	hostConn int         // inbox streams open (0 or 1; a new one replaces the old)
 	hostKick chan struct{}
 	lastHost time.Time
@@ -628,8 +628,8 @@ func (rl *Relay) send(w http.ResponseWriter, r *http.Request) {
 	}
 	rm.mu.Lock()
 	defer rm.mu.Unlock()
-	if rm.gone || rm.hostConn == 0 {
-		writeError(w, http.StatusServiceUnavailable, "host_offline", "the host is not connected; try again shortly")
+	if rm.gone {
+		writeError(w, http.StatusNotFound, "no_room", "this share has ended")
 		return
 	}
 	select {

@@ -568,7 +568,13 @@ func (rr *relayRoom) receiveOnce() bool {
 		if !ok {
 			continue
 		}
-		frame := []byte(line)
+		// Opened and admitted here, in the relay's order, so a page's
+		// counters are checked in the order it sent them; the action
+		// then runs on its own goroutine.
+		tier, page, req, ok := rr.admitFrame([]byte(line))
+		if !ok {
+			continue
+		}
 		select {
 		case rr.sem <- struct{}{}:
 		case <-rr.ctx.Done():
@@ -576,7 +582,7 @@ func (rr *relayRoom) receiveOnce() bool {
 		}
 		go func() {
 			defer func() { <-rr.sem }()
-			rr.handle(frame)
+			rr.act(tier, page, req)
 		}()
 	}
 	return true
@@ -589,11 +595,11 @@ type relayRequest struct {
 	Body json.RawMessage `json:"body,omitempty"`
 }
 
-// handle opens, checks and answers one page frame. A frame no tier's key
+// admitFrame opens and checks one page frame. A frame no tier's key
 // opens (forged, or sealed for another room), a replayed counter, and a
 // stale mutating frame are dropped without an answer and logged without
 // their content.
-func (rr *relayRoom) handle(raw []byte) {
+func (rr *relayRoom) admitFrame(raw []byte) (Tier, string, relayRequest, bool) {
 	var f upFrame
 	iv, cerr := []byte(nil), error(nil)
 	if err := json.Unmarshal(raw, &f); err == nil {
@@ -602,7 +608,7 @@ func (rr *relayRoom) handle(raw []byte) {
 	c, err := base64.StdEncoding.DecodeString(f.C)
 	if err != nil || cerr != nil || len(iv) != 12 || f.N <= 0 || len(f.Page) != 22 {
 		rr.reject("malformed")
-		return
+		return 0, "", relayRequest{}, false
 	}
 	var tier Tier
 	var plain []byte
@@ -614,31 +620,37 @@ func (rr *relayRoom) handle(raw []byte) {
 	}
 	if tier == 0 {
 		rr.reject("forged")
-		return
+		return 0, "", relayRequest{}, false
 	}
 	var req relayRequest
 	if err := json.Unmarshal(plain, &req); err != nil {
 		rr.reject("undecodable")
-		return
+		return 0, "", relayRequest{}, false
 	}
 	now := rr.s.cfg.Now()
 	op, known := relayOps[req.Op]
 	if known && op.mutating {
 		if d := now.Sub(time.UnixMilli(f.TS)); d > relayFresh || d < -relayFresh {
 			rr.reject("stale")
-			return
+			return 0, "", relayRequest{}, false
 		}
 	}
 	switch rr.admit(f, now) {
 	case admitReplay:
 		rr.reject("replayed")
-		return
+		return 0, "", relayRequest{}, false
 	case admitFull:
-		rr.reply(tier, f.Page, req.ID, http.StatusTooManyRequests, map[string]string{"code": "too_many_pages", "error": "too many pages are open on this share"})
-		return
+		go rr.reply(tier, f.Page, req.ID, http.StatusTooManyRequests, map[string]string{"code": "too_many_pages", "error": "too many pages are open on this share"})
+		return 0, "", relayRequest{}, false
 	}
-	if now.After(rr.expires) {
-		rr.reply(tier, f.Page, req.ID, http.StatusGone, map[string]any{"code": "expired", "error": "this link has expired; ask the host for a new one",
+	return tier, f.Page, req, true
+}
+
+// act answers an admitted request, through the HTTP route's own handler.
+func (rr *relayRoom) act(tier Tier, page string, req relayRequest) {
+	op, known := relayOps[req.Op]
+	if rr.s.cfg.Now().After(rr.expires) {
+		rr.reply(tier, page, req.ID, http.StatusGone, map[string]any{"code": "expired", "error": "this link has expired; ask the host for a new one",
 			"ended": ending{Reason: "expired", Message: "This link has expired; ask the host for a new one."}})
 		return
 	}
@@ -647,16 +659,16 @@ func (rr *relayRoom) handle(raw []byte) {
 		return
 	}
 	if !known {
-		rr.reply(tier, f.Page, req.ID, http.StatusNotFound, map[string]string{"code": "not_found", "error": "no such action"})
+		rr.reply(tier, page, req.ID, http.StatusNotFound, map[string]string{"code": "not_found", "error": "no such action"})
 		return
 	}
 	if tier < op.min {
-		rr.reply(tier, f.Page, req.ID, http.StatusForbidden, map[string]string{"code": "forbidden", "error": fmt.Sprintf("a %s link cannot do this", tier)})
+		rr.reply(tier, page, req.ID, http.StatusForbidden, map[string]string{"code": "forbidden", "error": fmt.Sprintf("a %s link cannot do this", tier)})
 		return
 	}
 	sess, err := rr.s.cfg.Manager.Get(rr.ctx, rr.sid)
 	if err != nil {
-		rr.reply(tier, f.Page, req.ID, http.StatusNotFound, map[string]string{"code": "not_found", "error": "the session is gone"})
+		rr.reply(tier, page, req.ID, http.StatusNotFound, map[string]string{"code": "not_found", "error": "the session is gone"})
 		return
 	}
 	// The very handler the HTTP route runs, on a recorded response.
@@ -670,7 +682,7 @@ func (rr *relayRoom) handle(raw []byte) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	rr.reply(tier, f.Page, req.ID, w.status, json.RawMessage(bytes.TrimSpace(w.b.Bytes())))
+	rr.reply(tier, page, req.ID, w.status, json.RawMessage(bytes.TrimSpace(w.b.Bytes())))
 }
 
 type admitResult int

@@ -23,7 +23,7 @@
   const api = {};
   window.planbridgeRelay = api;
   if (!window.isSecureContext || !window.crypto || !crypto.subtle) {
-    api.error = 'This relay page is not on https://: the browser gives it no cryptography and it will not use the link\'s secret here. Ask the host for an https:// relay link.';
+    api.error = 'This relay page is served over plain HTTP from another machine: the browser gives it no cryptography and it will not use the link\'s secret here. Ask the host for an https:// relay link.';
     return;
   }
   if (!secret || chain.indexOf(tier) < 0) {
@@ -91,6 +91,15 @@
     return JSON.stringify({ p: pageId, n: n, ts: ts, iv: b64(iv), c: b64(c) });
   }
 
+  // Frames are sealed and sent one at a time, so they reach the host in
+  // counter order (it refuses a counter that is not above the last).
+  let queue = Promise.resolve();
+  function sealAndSend(op, id, body) {
+    const p = queue.then(() => seal(op, id, body)).then(deliver);
+    queue = p.catch(() => {});
+    return p;
+  }
+
   async function deliver(frame) {
     const r = await fetch('/r/' + encodeURIComponent(room) + '/send', Object.assign({ method: 'POST', body: frame, headers: { 'Content-Type': 'text/plain' } }, fetchOpts));
     if (r.ok) return null;
@@ -112,7 +121,14 @@
       }, 20000);
     });
     try {
-      const bad = await deliver(await seal(path.replace(/^\//, ''), id, body));
+      // A relay that has not seen the host yet (it just restarted) says
+      // 503 or 404: try a few times before giving up.
+      let bad = null;
+      for (let i = 0; i < 5; i++) {
+        bad = await sealAndSend(path.replace(/^\//, ''), id, body);
+        if (!bad || bad.status !== 503) break;
+        await new Promise((res) => setTimeout(res, 500 * (i + 1)));
+      }
       if (bad) { pending.delete(id); return bad; }
     } catch (e) {
       pending.delete(id);
@@ -132,7 +148,8 @@
       return;
     }
     lastHello = Date.now();
-    seal('hello', 0, { since: h.lastSeq() }).then(deliver).catch(() => {});
+    const again = () => { if (!h.isEnded()) { helloTimer = setTimeout(() => hello(h), 1000); } };
+    sealAndSend('hello', 0, { since: h.lastSeq() }).then((bad) => { if (bad) again(); }, again);
   }
 
   function nonce(seq) {
