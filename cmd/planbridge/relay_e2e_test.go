@@ -274,4 +274,3 @@ func TestRelayEndToEnd(t *testing.T) {
 		}
 	}
 }
-

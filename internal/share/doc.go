@@ -64,5 +64,19 @@
 //     that answer also carries an Open link (the fork's room with the
 //     presented key) for a page that missed the live "open" frame.
 //
+//   - Relay: [Server.StartRelay] shares a session through a relay (package
+//     planbridge/relay) instead of this process's listener. planbridge
+//     connects out; links are RELAY/r/ROOM#k=SECRET&t=TIER, where the
+//     owner secret derives the full one and full the view one (HKDF), so
+//     no holder can climb. Every frame is AES-256-GCM sealed end to end
+//     under keys derived from the fragment secret (relay.js in the page);
+//     every request is opened with its tier's action key, checked against
+//     replay (page id and counter) and staleness, and run by the HTTP
+//     route's own handler with the route's minimum tier. Relay rooms live
+//     in memory only. docs/relay.md is the protocol.
+//   - Plain HTTP: the direct page refuses to send its key from an http://
+//     origin that is not loopback; a relay must be https:// unless it is
+//     on loopback ([CheckRelayURL]).
+//
 // Without a store, rooms live in memory and a restart forgets them.
 package share
