@@ -63,7 +63,6 @@
 //     fork's room too (inherited links, not listed by [Server.Links]), so
 //     that answer also carries an Open link (the fork's room with the
 //     presented key) for a page that missed the live "open" frame.
-//
 //   - Relay: [Server.StartRelay] shares a session through a relay (package
 //     planbridge/relay) instead of this process's listener. planbridge
 //     connects out; links are RELAY/r/ROOM#k=SECRET&t=TIER, where the
