@@ -34,6 +34,33 @@ type relayFixture struct {
 	*fixture
 	relay *relay.Relay
 	url   string
+	owner share.Link // the last owner link shared, to read the relay's frames when a test fails
+}
+
+// opened describes what the relay holds, opened with the owner's keys
+// (for failure messages).
+func (f *relayFixture) opened() string {
+	if f.owner.URL == "" {
+		return "(no owner link)"
+	}
+	p := newGoPage(f.t, f.owner)
+	var b strings.Builder
+	for _, r := range f.relay.Snapshot().Rooms {
+		fmt.Fprintf(&b, "room %s last %d streams %d host %v inbox %d\n", r.ID, r.LastSeq, r.Streams, r.Host, len(r.Inbox))
+		for _, fr := range r.Ring {
+			key := map[string]cipher.AEAD{"s": p.stream, "owner": p.reply}[fr.K]
+			if key == nil {
+				fmt.Fprintf(&b, "  %d %s (sealed for another tier)\n", fr.Seq, fr.K)
+				continue
+			}
+			c, _ := base64.StdEncoding.DecodeString(fr.C)
+			nonce := make([]byte, 12)
+			binary.BigEndian.PutUint64(nonce[4:], uint64(fr.Seq))
+			plain, err := key.Open(nil, nonce, c, []byte("planbridge/v1 down\x00"+r.ID+"\x00"+fr.K+"\x00"+strconv.FormatInt(fr.Seq, 10)))
+			fmt.Fprintf(&b, "  %d %s %.200s %v\n", fr.Seq, fr.K, plain, err)
+		}
+	}
+	return b.String()
 }
 
 func newRelayFixture(t *testing.T, ws string, steps []string) *relayFixture {
@@ -47,7 +74,13 @@ func newRelayFixture(t *testing.T, ws string, steps []string) *relayFixture {
 	rl := relay.New(relay.Config{Page: share.RelayPage(), Debug: true})
 	hs := httptest.NewServer(rl)
 	t.Cleanup(func() { rl.Close(); hs.CloseClientConnections(); hs.Close() })
-	return &relayFixture{fixture: f, relay: rl, url: hs.URL}
+	rf := &relayFixture{fixture: f, relay: rl, url: hs.URL}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("host log:\n%s\nrelay holds:\n%s", f.logs.String(), rf.opened())
+		}
+	})
+	return rf
 }
 
 // shareRelay shares through the relay; the links' secrets are remembered
@@ -64,6 +97,9 @@ func (f *relayFixture) shareRelay(tiers ...share.Tier) map[share.Tier]share.Link
 			f.t.Fatalf("relay link %+v", l)
 		}
 		out[l.Tier] = l
+		if l.Tier == share.Owner {
+			f.owner = l
+		}
 		k, _ := relaySecret(f.t, l)
 		f.mu.Lock()
 		f.secrets = append(f.secrets, base64.RawURLEncoding.EncodeToString(k))
@@ -419,6 +455,17 @@ func TestRelayURLChecked(t *testing.T) {
 	for _, bad := range []string{"http://relay.example.com", "ftp://127.0.0.1", "https://x/path", "not a url", "https://user@relay.example"} {
 		if _, err := f.srv.StartRelay(f.ctx, f.sess.ID(), bad, nil, 0); err == nil {
 			t.Errorf("relay %q accepted", bad)
+		}
+	}
+	// A relay that refuses, or is not there, is reported at once.
+	notRelay := httptest.NewServer(http.NotFoundHandler())
+	defer notRelay.Close()
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	for _, u := range []string{notRelay.URL, gone.URL} {
+		_, err := f.srv.StartRelay(f.ctx, f.sess.ID(), u, nil, 0)
+		if err == nil || !strings.Contains(err.Error(), "did not open the room") {
+			t.Errorf("relay %s: %v", u, err)
 		}
 	}
 	if len(f.srv.Links(f.sess.ID())) != 0 {

@@ -81,6 +81,11 @@ type relayRoom struct {
 	sem      chan struct{}
 	finished chan struct{} // closed when the sender has said goodbye to the relay
 	once     sync.Once
+	ready    chan struct{} // closed when the relay first opened the inbox stream (the room exists there)
+	readyOne sync.Once
+	lastErr  atomic.Value  // string: why the relay last refused or failed
+	failed   chan struct{} // closed when the relay failed before the room was ready
+	failOne  sync.Once
 
 	mu    sync.Mutex // guards the fields below
 	seq   int64
@@ -160,6 +165,10 @@ func (s *Server) StartRelay(ctx context.Context, sid, relayURL string, want []Ti
 	if err != nil {
 		return nil, err
 	}
+	if err := rr.waitReady(ctx); err != nil {
+		s.relay.end(rr, ending{Reason: "closed", Message: "The relay did not answer."}, nil)
+		return nil, err
+	}
 	s.log.Info("share started through a relay", "session", sid, "room", rr.keys.room, "relay", base, "links", len(want))
 	return rr.links(), nil
 }
@@ -170,7 +179,7 @@ func (h *relayHost) open(s *Server, sid, base string, want []Tier, expires time.
 	ctx, cancel := context.WithCancel(context.Background())
 	rr := &relayRoom{s: s, keys: newRelayKeys(owner), sid: sid, base: base, expires: expires, ctx: ctx, cancel: cancel,
 		out: make(chan downMsg, relayOutbox), sem: make(chan struct{}, relayActions), finished: make(chan struct{}),
-		pages: map[string]pageSeen{}}
+		ready: make(chan struct{}), failed: make(chan struct{}), pages: map[string]pageSeen{}}
 	for _, t := range tiers {
 		for _, w := range want {
 			if w == t {
@@ -204,6 +213,26 @@ func (h *relayHost) open(s *Server, sid, base string, want []Tier, expires time.
 		}
 	}()
 	return rr, nil
+}
+
+// relayAnswer bounds how long sharing waits for the relay to open the room.
+const relayAnswer = 10 * time.Second
+
+// waitReady waits until the relay holds the room (so a page that opens a
+// link finds it), or fails with why the relay did not answer.
+func (rr *relayRoom) waitReady(ctx context.Context) error {
+	t := time.NewTimer(relayAnswer)
+	defer t.Stop()
+	select {
+	case <-rr.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-rr.failed:
+	case <-t.C:
+	}
+	why, _ := rr.lastErr.Load().(string)
+	return fmt.Errorf("the relay at %s did not open the room: %s", rr.base, why)
 }
 
 // links returns the room's links with their URLs.
@@ -338,6 +367,11 @@ func (h *relayHost) handoff(s *Server, rr *relayRoom, fork string) {
 		return
 	}
 	next, err := h.open(s, fork, rr.base, rr.tiers, rr.expires)
+	if err == nil {
+		if err = next.waitReady(context.Background()); err != nil {
+			h.end(next, ending{Reason: "closed", Message: "The relay did not answer."}, nil)
+		}
+	}
 	if err != nil {
 		fail(err.Error())
 		return
@@ -552,15 +586,26 @@ func (rr *relayRoom) receiveOnce() bool {
 	if err != nil {
 		return false
 	}
+	fail := func(why string) {
+		rr.lastErr.Store(why)
+		select {
+		case <-rr.ready:
+		default:
+			rr.failOne.Do(func() { close(rr.failed) })
+		}
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
+		fail(err.Error())
 		return false
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
+		fail("it answered " + res.Status)
 		rr.s.log.Warn("relay refused the inbox stream", "room", rr.keys.room, "status", res.Status)
 		return false
 	}
+	rr.readyOne.Do(func() { close(rr.ready) })
 	sc := bufio.NewScanner(res.Body)
 	sc.Buffer(make([]byte, 64<<10), relayRequestBody)
 	for sc.Scan() {
@@ -655,7 +700,10 @@ func (rr *relayRoom) act(tier Tier, page string, req relayRequest) {
 		return
 	}
 	if req.Op == "hello" {
+		// Answered after the replay, through the same ordered outbox: a
+		// page that has the answer has every replayed event.
 		rr.hello(req.Body)
+		rr.reply(tier, page, req.ID, http.StatusOK, map[string]bool{"ok": true})
 		return
 	}
 	if !known {

@@ -76,7 +76,6 @@
   let reqId = 0;
   let offset = 0; // host clock minus ours, from the host's frames
   let lastDown = 0; // last frame seq seen; the stream resumes after it
-  let lastHello = 0;
   const pending = new Map();
   const fetchOpts = { cache: 'no-store', credentials: 'omit', referrerPolicy: 'no-referrer' };
 
@@ -137,19 +136,26 @@
     return answer;
   };
 
-  // hello asks the host for the events after since (at most once a
-  // second); it has no answer but the events themselves.
-  let helloTimer = null;
-  function hello(h) {
-    const wait = lastHello + 1000 - Date.now();
-    if (wait > 0) {
-      clearTimeout(helloTimer);
-      helloTimer = setTimeout(() => hello(h), wait);
-      return;
-    }
-    lastHello = Date.now();
-    const again = () => { if (!h.isEnded()) { helloTimer = setTimeout(() => hello(h), 1000); } };
-    sealAndSend('hello', 0, { since: h.lastSeq() }).then((bad) => { if (bad) again(); }, again);
+  // sync asks the host for the events after the last one shown (hello)
+  // and holds the live events meanwhile: when the host answers, every
+  // replayed event is in, and the held ones go out in seq order with
+  // the replay (app.js drops those it has). One sync runs at a time; one
+  // asked for meanwhile runs after it.
+  let syncing = false;
+  let again = false;
+  let held = [];
+  async function sync(h) {
+    if (syncing) { again = true; return; }
+    syncing = true;
+    let r;
+    try { r = await api.call('/hello', { since: h.lastSeq() }); } catch (e) { r = { ok: false }; }
+    const evs = held.sort((a, b) => a.seq - b.seq);
+    held = [];
+    syncing = false;
+    for (const ev of evs) h.message(ev);
+    if (h.isEnded()) return;
+    if (!r.ok) setTimeout(() => sync(h), 1000);
+    else if (again) { again = false; sync(h); }
   }
 
   function nonce(seq) {
@@ -162,7 +168,7 @@
     if (typeof f.seq !== 'number' || f.seq <= lastDown) return; // replayed or reordered by the relay
     const gap = lastDown > 0 && f.seq > lastDown + 1;
     lastDown = f.seq;
-    if (gap) hello(h);
+    if (gap) sync(h);
     const keys = await ready;
     const key = f.k === 's' ? keys.stream : (f.k === tier ? keys.reply : null);
     if (!key) return; // another tier's answer
@@ -177,7 +183,7 @@
     if (typeof m.now === 'number') offset = m.now - Date.now();
     switch (m.t) {
       case 'event':
-        h.message(m.ev);
+        if (syncing) held.push(m.ev); else h.message(m.ev);
         break;
       case 'open':
         h.open(m.open);
@@ -204,6 +210,9 @@
       try {
         const r = await fetch('/r/' + encodeURIComponent(room) + '/events?since=' + lastDown, fetchOpts);
         if (!r.ok || !r.body) throw new Error('HTTP ' + r.status);
+        // Sync now, before the relay's ring replays: its events are
+        // held, so the hello asks for everything after what is shown.
+        sync(h);
         const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
         let buf = '';
         for (;;) {
@@ -223,7 +232,6 @@
             if (name === 'live') {
               delay = 500;
               h.conn('live');
-              hello(h);
             } else if (name === 'message' && data.length) {
               let f;
               try { f = JSON.parse(data.join('\n')); } catch (e) { continue; }
