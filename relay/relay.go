@@ -592,6 +592,18 @@ func (rl *Relay) events(w http.ResponseWriter, r *http.Request) {
 		case <-st.lag:
 			return
 		case <-st.end:
+			// The host's last frames (its "ended") were queued before
+			// the room went: send them first.
+			for drained := false; !drained; {
+				select {
+				case f := <-st.frames:
+					if !send(f) {
+						return
+					}
+				default:
+					drained = true
+				}
+			}
 			write("event: gone\ndata: {}\n\n")
 			rc.Flush()
 			return

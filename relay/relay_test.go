@@ -200,10 +200,13 @@ func TestStreamResumesInOrder(t *testing.T) {
 	if len(d.Ring) != 4 || d.Ring[0].Seq != 4 || d.LastSeq != 7 {
 		t.Errorf("ring %+v last %d", d.Ring, d.LastSeq)
 	}
-	// Removing the room tells the page.
+	// Removing the room tells the page, after the frames sent before it.
+	f.do("POST", "/r/"+h.room+"/down", h.token, frames(8, 10))
 	f.do("DELETE", "/r/"+h.room, h.token, nil)
-	if l := next(t, ch); l != "event: gone" {
-		t.Errorf("after delete: %q", l)
+	for _, want := range []string{`"seq":8`, `"seq":9`, `"seq":10`, "event: gone"} {
+		if l := next(t, ch); !strings.Contains(l, want) {
+			t.Fatalf("got %q, want %s", l, want)
+		}
 	}
 }
 

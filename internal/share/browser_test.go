@@ -60,7 +60,7 @@ func newBrowserWith(t *testing.T, extra ...chromedp.ExecAllocatorOption) *browse
 	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
-	ctx, cancel3 := context.WithTimeout(bctx, 20*time.Second)
+	ctx, cancel3 := context.WithTimeout(bctx, 40*time.Second)
 	t.Cleanup(cancel3)
 	b := &browser{ctx: ctx}
 	msgs := chromedp.Console(bctx)
