@@ -420,6 +420,13 @@ func TestRelayTiersForgeryAndReplay(t *testing.T) {
 			t.Errorf("no %q rejection in the host log", why)
 		}
 	}
+	// Full cannot accept into a Worktree (the HTTP route's own check).
+	if st, body := full.call("accept", 55, map[string]any{"attempt": v.Attempt, "branch": "pb/x", "location": "worktree"}); st != 403 {
+		t.Errorf("full Worktree accept: %d %v, want 403", st, body)
+	}
+	if st, body := full.call("nonsense", 56, nil); st != 404 {
+		t.Errorf("unknown op: %d %v", st, body)
+	}
 	// Feedback from full reaches the model: the revised plan.
 	if st, body := full.call("feedback", 60, map[string]any{"attempt": v.Attempt, "text": "Please be polite"}); st != 200 {
 		t.Fatalf("full feedback: %d %v", st, body)
@@ -448,6 +455,34 @@ func TestRelayTiersForgeryAndReplay(t *testing.T) {
 		return false
 	})
 	waitFor(t, "the relay to forget the room", func() bool { return len(f.relay.Snapshot().Rooms) == 0 })
+}
+
+func TestRelayLinkExpires(t *testing.T) {
+	f := newRelayFixture(t, "", script())
+	links, err := f.srv.StartRelay(f.ctx, f.sess.ID(), f.url, []share.Tier{share.View}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := relaySecret(t, links[0])
+	f.mu.Lock()
+	f.secrets = append(f.secrets, base64.RawURLEncoding.EncodeToString(k))
+	f.mu.Unlock()
+	p := newGoPage(t, links[0])
+	p.listen()
+	waitFor(t, "the expiry notice", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, m := range p.msgs {
+			if e, ok := m["ended"].(map[string]any); ok && m["t"] == "ended" && e["reason"] == "expired" {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "the relay to forget the room", func() bool { return len(f.relay.Snapshot().Rooms) == 0 })
+	if l := f.srv.Links(f.sess.ID()); len(l) != 0 {
+		t.Errorf("links after expiry: %+v", l)
+	}
 }
 
 func TestRelayURLChecked(t *testing.T) {
