@@ -432,8 +432,15 @@ func TestRelayTiersForgeryAndReplay(t *testing.T) {
 		t.Fatalf("full feedback: %d %v", st, body)
 	}
 	waitFor(t, "the revised proposal", func() bool { return f.sess.Approval().Title == "Rename the greeting politely" })
-	// Host frames arrive in order, each seq once.
+	// Host frames arrive in order, each seq once, and never carry the
+	// host's absolute workspace path.
+	ws := f.sess.Info().Workspace
 	view.mu.Lock()
+	for _, m := range view.msgs {
+		if b, _ := json.Marshal(m); strings.Contains(string(b), ws) {
+			t.Errorf("a frame to the page names the workspace path: %.300s", b)
+		}
+	}
 	for i := 1; i < len(view.seqs); i++ {
 		if view.seqs[i] <= view.seqs[i-1] {
 			t.Errorf("frame seqs not increasing: %v", view.seqs)

@@ -71,6 +71,7 @@ type relayRoom struct {
 	s        *Server
 	keys     relayKeys
 	sid      string
+	ws       string // the session's workspace, hidden from pages ([hidePaths])
 	base     string // the relay's scheme://host[:port]
 	tiers    []Tier
 	expires  time.Time
@@ -174,10 +175,18 @@ func (s *Server) StartRelay(ctx context.Context, sid, relayURL string, want []Ti
 }
 
 func (h *relayHost) open(s *Server, sid, base string, want []Tier, expires time.Time) (*relayRoom, error) {
+	sess, err := s.cfg.Manager.Get(context.Background(), sid)
+	if err != nil {
+		return nil, err
+	}
 	owner := make([]byte, relaySecretBytes)
 	rand.Read(owner)
+	keys := newRelayKeys(owner)
+	for _, sec := range keys.secrets {
+		s.cfg.Redact.Add(base64.RawURLEncoding.EncodeToString(sec)) // never in an event, a stored row or a log line
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	rr := &relayRoom{s: s, keys: newRelayKeys(owner), sid: sid, base: base, expires: expires, ctx: ctx, cancel: cancel,
+	rr := &relayRoom{s: s, keys: keys, sid: sid, ws: sess.Info().Workspace, base: base, expires: expires, ctx: ctx, cancel: cancel,
 		out: make(chan downMsg, relayOutbox), sem: make(chan struct{}, relayActions), finished: make(chan struct{}),
 		ready: make(chan struct{}), failed: make(chan struct{}), pages: map[string]pageSeen{}}
 	for _, t := range tiers {
@@ -335,7 +344,9 @@ func (h *relayHost) close(ctx context.Context) {
 func (h *relayHost) publish(s *Server, ev session.Event) {
 	rooms := h.roomsOf(ev.Session)
 	for _, rr := range rooms {
-		rr.enqueue("s", map[string]any{"t": "event", "ev": ev})
+		e := ev
+		e.Data = hidePaths(e.Data, rr.ws)
+		rr.enqueue("s", map[string]any{"t": "event", "ev": e})
 	}
 	if ev.Kind != "forked" || len(rooms) == 0 {
 		return
@@ -790,6 +801,7 @@ func (rr *relayRoom) hello(raw json.RawMessage) {
 		return
 	}
 	for _, ev := range evs {
+		ev.Data = hidePaths(ev.Data, rr.ws)
 		rr.enqueueWait("s", map[string]any{"t": "event", "ev": ev})
 	}
 }
