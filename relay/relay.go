@@ -93,6 +93,7 @@ type Relay struct {
 
 	mu      sync.Mutex // guards the fields below
 	rooms   map[string]*room
+	ended   map[string]time.Time // rooms their host removed, bounded: pages are told 410, not 404
 	addrs   map[string]*addrState
 	closed  bool
 	stopGC  chan struct{}
@@ -164,7 +165,7 @@ func New(cfg Config) *Relay {
 	if lg == nil {
 		lg = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	r := &Relay{cfg: cfg, log: lg, rooms: map[string]*room{}, addrs: map[string]*addrState{}, stopGC: make(chan struct{})}
+	r := &Relay{cfg: cfg, log: lg, rooms: map[string]*room{}, ended: map[string]time.Time{}, addrs: map[string]*addrState{}, stopGC: make(chan struct{})}
 	r.handler = r.routes()
 	go r.janitor()
 	return r
@@ -304,6 +305,9 @@ func (rl *Relay) hostRoom(id, addr string, create bool) (*room, int, string) {
 		rm.lastHost = rl.cfg.Now()
 		rm.mu.Unlock()
 		return rm, 0, ""
+	}
+	if _, gone := rl.ended[id]; gone {
+		return nil, http.StatusGone, "this room was removed by its host"
 	}
 	if !create {
 		return nil, http.StatusNotFound, "no such room"
@@ -463,9 +467,25 @@ func (rl *Relay) inboxStream(w http.ResponseWriter, r *http.Request, rm *room) {
 
 // remove ends the room: its page streams get "gone" and close.
 func (rl *Relay) remove(w http.ResponseWriter, r *http.Request, rm *room) {
+	rl.mu.Lock()
+	if len(rl.ended) >= maxEnded {
+		for k := range rl.ended {
+			delete(rl.ended, k)
+			break
+		}
+	}
+	rl.ended[rm.id] = rl.cfg.Now()
+	rl.mu.Unlock()
 	rl.forget(rm)
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// maxEnded bounds how many removed rooms the relay remembers (in memory
+// only), and endedFor how long.
+const (
+	maxEnded = 4096
+	endedFor = time.Hour
+)
 
 func (rl *Relay) forget(rm *room) {
 	rl.mu.Lock()
@@ -512,7 +532,12 @@ func (rl *Relay) events(w http.ResponseWriter, r *http.Request) {
 	a := rl.addr(addr)
 	switch {
 	case rm == nil:
+		_, gone := rl.ended[id]
 		rl.mu.Unlock()
+		if gone {
+			writeError(w, http.StatusGone, "ended", "this share has ended")
+			return
+		}
 		writeError(w, http.StatusNotFound, "no_room", "the host of this share is not connected to the relay")
 		return
 	case a.streams >= rl.cfg.StreamsPerAddr:
@@ -633,8 +658,13 @@ func (rl *Relay) send(w http.ResponseWriter, r *http.Request) {
 	}
 	rl.mu.Lock()
 	rm := rl.rooms[id]
+	_, gone := rl.ended[id]
 	rl.mu.Unlock()
-	if rm == nil {
+	switch {
+	case rm == nil && gone:
+		writeError(w, http.StatusGone, "ended", "this share has ended")
+		return
+	case rm == nil:
 		writeError(w, http.StatusNotFound, "no_room", "the host of this share is not connected to the relay")
 		return
 	}
@@ -695,6 +725,11 @@ func (rl *Relay) sweep() {
 			stale = append(stale, rm)
 		}
 		rm.mu.Unlock()
+	}
+	for k, at := range rl.ended {
+		if now.Sub(at) > endedFor {
+			delete(rl.ended, k)
+		}
 	}
 	for k, a := range rl.addrs {
 		if a.streams == 0 && a.rooms == 0 && now.Sub(a.last) > time.Minute {

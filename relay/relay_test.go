@@ -159,6 +159,17 @@ func TestHostTokenChecked(t *testing.T) {
 	if n := len(f.rl.Snapshot().Rooms); n != 0 {
 		t.Errorf("%d rooms after delete", n)
 	}
+	// A removed room stays removed: pages are told it ended, its host
+	// cannot open it again.
+	if st, _ := f.do("POST", "/r/"+h.room+"/send", "", []byte("{}")); st != 410 {
+		t.Errorf("send to a removed room: %d", st)
+	}
+	if st, _ := f.do("GET", "/r/"+h.room+"/events", "", nil); st != 410 {
+		t.Errorf("stream of a removed room: %d", st)
+	}
+	if st, _ := f.do("POST", "/r/"+h.room+"/down", h.token, frames(1, 1)); st != 410 {
+		t.Errorf("host reopening a removed room: %d", st)
+	}
 	// Page and assets: only room-shaped paths and .js/.css names.
 	if st, body := f.do("GET", "/r/"+h.room, "", nil); st != 200 || body != "<p>page</p>" {
 		t.Errorf("page: %d %q", st, body)

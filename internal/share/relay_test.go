@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -583,13 +584,26 @@ func TestRelayBrowserViewFullOwner(t *testing.T) {
 // it says so and sends nothing. The direct page refuses to send its key
 // over plain HTTP off loopback.
 func TestPagesRefusePlainHTTPOffLoopback(t *testing.T) {
-	f := newRelayFixture(t, "", script())
+	// The direct server is told it is reached as lan.test (its Host
+	// allowlist admits the base URL's host).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	f := &relayFixture{fixture: newFixture(t, script(), func(c *share.Config) {
+		c.Listen, c.BaseURL = fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("http://lan.test:%d", port)
+	})}
+	rl := relay.New(relay.Config{Page: share.RelayPage()})
+	hs := httptest.NewServer(rl)
+	t.Cleanup(func() { rl.Close(); hs.CloseClientConnections(); hs.Close() })
+	f.relay, f.url = rl, hs.URL
 	f.propose()
 	links := f.shareRelay(share.View)
 	direct := f.share(share.View)[share.View]
 	b := newBrowserWith(t, chromedp.Flag("host-resolver-rules", "MAP lan.test 127.0.0.1"))
-	for _, u := range []string{links[share.View].URL, direct.URL} {
-		u = strings.Replace(u, "127.0.0.1", "lan.test", 1)
+	for _, u := range []string{strings.Replace(links[share.View].URL, "127.0.0.1", "lan.test", 1), direct.URL} {
 		b.do(t, chromedp.Navigate(u))
 		b.waitText(t, "#banner", "plain HTTP")
 		b.waitText(t, "#conn", "ended")

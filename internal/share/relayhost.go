@@ -503,8 +503,10 @@ func (rr *relayRoom) send() {
 			break
 		}
 	}
-	rr.remove()
+	// Stop receiving first: an inbox stream reconnecting after the
+	// removal would open the room again.
 	rr.cancel()
+	rr.remove()
 }
 
 // seal assigns the next seq and seals m.

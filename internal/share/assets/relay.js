@@ -104,14 +104,17 @@
     if (r.ok) return null;
     let j = {};
     try { j = await r.json(); } catch (e) { /* empty */ }
-    // Never a 401/404/410: those end the page, and a relay that lost
+    if (r.status === 410) return { status: 410, ok: false, j: { error: 'This share has ended.', ended: { reason: 'ended', message: 'This share has ended.' } } };
+    // Never a 401/404: those end the page, and a relay that lost
     // the room (its host reconnecting) is not the end of the share.
     return { status: r.status === 429 ? 429 : 503, ok: false, j: { error: 'relay: ' + (j.error || ('HTTP ' + r.status)) } };
   }
 
   // call sends one request to the host and resolves with its answer as
   // {status, ok, j}, like a fetch of the direct page's endpoint.
+  let over = null; // the ending, once the host said the share ended
   api.call = async function (path, body) {
+    if (over) return { status: 410, ok: false, j: { error: over.message || 'This share has ended.', ended: over } };
     const id = ++reqId;
     const answer = new Promise((res) => {
       pending.set(id, res);
@@ -189,6 +192,7 @@
         h.open(m.open);
         break;
       case 'ended':
+        over = m.ended || {};
         h.ended(m.ended);
         return 'stop';
       case 'reply':
@@ -209,6 +213,11 @@
     while (!h.isEnded()) {
       try {
         const r = await fetch('/r/' + encodeURIComponent(room) + '/events?since=' + lastDown, fetchOpts);
+        if (r.status === 410) {
+          over = { reason: 'ended', message: 'This share has ended.' };
+          h.ended(over);
+          return;
+        }
         if (!r.ok || !r.body) throw new Error('HTTP ' + r.status);
         // Sync now, before the relay's ring replays: its events are
         // held, so the hello asks for everything after what is shown.
