@@ -238,6 +238,28 @@ func TestRelayEndToEnd(t *testing.T) {
 	}
 	b.waitText(t, "#banner", "Open the Worktree session (owner link)")
 
+	// A bounded flood of junk at the fork's room from one address: the
+	// relay's rate limit holds, the host drops what gets through, and
+	// the page stays live.
+	href := b.eval(t, `document.querySelector('#banner a.open-link').href`)
+	forkRoom := strings.SplitN(strings.SplitN(href, "/r/", 2)[1], "#", 2)[0]
+	statuses := map[int]int{}
+	for range 200 {
+		res, err := http.Post(r.url+"/r/"+forkRoom+"/send", "text/plain", strings.NewReader(`{"p":"junk","n":1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		statuses[res.StatusCode]++
+	}
+	if statuses[429] == 0 || statuses[202] > 100 || statuses[202]+statuses[429]+statuses[503] != 200 {
+		t.Errorf("flood of 200 frames: %v", statuses)
+	}
+	b.do(t, chromedp.Click(chromedp.CSS("#banner a.open-link")))
+	b.waitText(t, "#tier", "owner")
+	b.waitText(t, "#conn", "live")
+
 	// What the relay held and logged: sealed bytes only.
 	dump := r.dump(t)
 	if !strings.Contains(dump, `"ring":[{`) {

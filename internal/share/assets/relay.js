@@ -123,12 +123,13 @@
       }, 20000);
     });
     try {
-      // A relay that has not seen the host yet (it just restarted) says
-      // 503 or 404: try a few times before giving up.
+      // A relay that has not seen the host yet (it just restarted), or
+      // that is rate-limiting this address, says so: try a few times
+      // before giving up.
       let bad = null;
       for (let i = 0; i < 5; i++) {
         bad = await sealAndSend(path.replace(/^\//, ''), id, body);
-        if (!bad || bad.status !== 503) break;
+        if (!bad || (bad.status !== 503 && bad.status !== 429)) break;
         await new Promise((res) => setTimeout(res, 500 * (i + 1)));
       }
       if (bad) { pending.delete(id); return bad; }
