@@ -3,11 +3,20 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/hkdf"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -293,6 +302,55 @@ func TestRelayEndToEnd(t *testing.T) {
 	for _, n := range secrets {
 		if strings.Contains(string(hostLogs), n) {
 			t.Errorf("the host's log holds a secret")
+		}
+	}
+}
+
+// TestRelayServesTLS: with --tls-cert and --tls-key the relay speaks
+// https only.
+func TestRelayServesTLS(t *testing.T) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	cmd := exec.Command(binary, "relay", "--listen", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	sc := bufio.NewScanner(stderr)
+	sc.Scan()
+	u, ok := strings.CutPrefix(sc.Text(), "planbridge relay listening on ")
+	if !ok || !strings.HasPrefix(u, "https://") {
+		t.Fatalf("relay: %q", sc.Text())
+	}
+	pool := x509.NewCertPool()
+	c, _ := x509.ParseCertificate(der)
+	pool.AddCert(c)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	res, err := client.Get(u + "/r/AAAAAAAAAAAAAAAAAAAAAA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(body), "/assets/relay.js") {
+		t.Fatalf("page over TLS: %d %.200s", res.StatusCode, body)
+	}
+	if res, err := http.Get(strings.Replace(u, "https://", "http://", 1) + "/r/AAAAAAAAAAAAAAAAAAAAAA"); err == nil {
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if strings.Contains(string(b), "relay.js") {
+			t.Fatal("the TLS relay served the page over plain HTTP")
 		}
 	}
 }
