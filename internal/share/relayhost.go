@@ -646,7 +646,7 @@ func (rr *relayRoom) receiveOnce() bool {
 	return true
 }
 
-// request is the plaintext of a page→host frame.
+// relayRequest is the plaintext of a page→host frame.
 type relayRequest struct {
 	Op   string          `json:"op"`
 	ID   int64           `json:"id"`
