@@ -34,6 +34,18 @@
 ;;; Share links
 ;;;
 
+(defcustom planbridge-share-relay nil
+  "URL of a planbridge relay that share links go through, or nil.
+With a URL such as \"https://relay.example.org\" (a `planbridge relay'
+you run or trust), `planbridge-share' makes links on that relay: the
+backend connects out to it and seals every frame end to end, so the
+relay sees neither the session nor the link secrets, and nothing
+listens on this machine.  nil serves links from the backend itself,
+on loopback unless `planbridge-share-listen' says otherwise."
+  :type '(choice (const :tag "No relay: the backend serves links" nil)
+                 (string :tag "Relay URL"))
+  :group 'planbridge)
+
 (defun planbridge--scrub-log (secrets)
   "Replace each string of SECRETS in the events buffer by a placeholder.
 Share links are secrets that the backend's answer carries; the wire
@@ -80,6 +92,9 @@ The message names the tier, never the URL."
         (special-mode)
         (insert (propertize "Share links" 'face 'planbridge-card-heading)
                 " — anyone with a link sees the transcript and the plan.\n"
+                (if (seq-some (lambda (link) (equal (plist-get link :transport) "relay")) links)
+                    "Transport: relay — sealed end to end; the relay sees no content.\n"
+                  "Transport: direct — served by planbridge on this machine.\n")
                 "Stop sharing with M-x planbridge-share-stop.\n\n")
         (dolist (link links)
           (insert " " (propertize (string-pad (or (plist-get link :tier) "?") 6)
@@ -102,12 +117,16 @@ The message names the tier, never the URL."
 Asks first: the links show the transcript and the plan, which may
 contain secrets.  The links (view, full, owner) are listed in a small
 buffer; the chosen one is copied to the kill ring.  Links are never
-written to *Messages*."
+written to *Messages*.  With `planbridge-share-relay' the links go
+through that relay."
   (interactive)
   (let ((id (progn (planbridge--connection) (planbridge--current-session-id))))
     (unless (yes-or-no-p "Share this session (links show its transcript and plan, which may contain secrets)? ")
       (user-error "planbridge: Not shared"))
-    (let* ((result (planbridge--request-unlogged :share/start (list :session id)))
+    (let* ((result (planbridge--request-unlogged
+                    :share/start (append (list :session id)
+                                         (when planbridge-share-relay
+                                           (list :relay planbridge-share-relay)))))
            (links (append (plist-get result :links) nil))
            (tiers (mapcar (lambda (link) (plist-get link :tier)) links)))
       (unless links

@@ -1598,6 +1598,7 @@ of each request of that method sent so far, oldest first; called with
           (should list)
           (with-current-buffer list
             (should (string-match-p "^ full +\\[copy\\] expires .*#k=" (buffer-string)))
+            (should (string-match-p "^Transport: direct" (buffer-string)))
             (should (= 3 (planbridge-test--count "\\[copy\\]" (buffer-string))))
             (should (string-match-p (regexp-quote url) (buffer-string)))))
         (should (= 3 (length (plist-get (jsonrpc-request planbridge--connection :share/links
@@ -1614,6 +1615,29 @@ of each request of that method sent so far, oldest first; called with
                                         :links)))
         (should-not (string-match-p (regexp-quote secret)
                                     (planbridge-test--messages-since messages)))))))
+
+(ert-deftest planbridge-test-share-relay ()
+  "With `planbridge-share-relay' the links are the relay's and the buffer says so."
+  (let* ((relay (start-process "planbridge-relay" nil (planbridge-test--program)
+                               "relay" "--listen" "127.0.0.1:0"))
+         (out ""))
+    (set-process-filter relay (lambda (_ s) (setq out (concat out s))))
+    (unwind-protect
+        (progn
+          (planbridge-test--wait (lambda () (string-match "listening on \\(http://[^ \n]+\\)" out))
+                                 "the relay")
+          (let ((planbridge-share-relay (match-string 1 out)))
+            (planbridge-test-with-session "[]"
+              (let ((kill-ring nil))
+                (cl-letf (((symbol-function 'yes-or-no-p) (lambda (&rest _) t))
+                          ((symbol-function 'completing-read) (lambda (&rest _) "view")))
+                  (call-interactively #'planbridge-share))
+                (should (string-prefix-p (concat planbridge-share-relay "/r/") (car kill-ring)))
+                (should (string-match-p "#k=.+&t=view\\'" (car kill-ring)))
+                (with-current-buffer (format "*planbridge share: %s*" planbridge--session-id)
+                  (should (string-match-p "^Transport: relay" (buffer-string))))
+                (call-interactively #'planbridge-share-stop)))))
+      (delete-process relay))))
 
 (ert-deftest planbridge-test-worktree-fork ()
   "A Worktree acceptance opens the fork's buffer in the planning buffer's windows."
