@@ -2,180 +2,286 @@ package bashclass
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
 // checkArgv applies the per-command policy to one argv and returns "" when
-// it may run, or a reason naming the offending part. argv must not be
-// empty. It runs twice for every command: on the literal words of the
-// parsed program (by [Classify]) and on the fully expanded argv right
-// before execution (by the [Runner]), so options produced by globs, brace
-// expansion or parameters are caught too.
+// it may run, or a reason naming the program and the offending option or
+// operand. argv must not be empty. It runs twice for every command: on the
+// literal words of the parsed program (by [Classify]) and on the fully
+// expanded argv right before execution (by the [Runner]), so options
+// produced by globs, brace expansion or parameters are caught too.
 //
-// Options are checked in every spelling the programs accept: clustered
-// short flags (-uo), attached values (-oFILE), --opt=value and unambiguous
-// prefixes of long options (--out for --output). Where the checker cannot
-// tell an option's value from an option it treats the word as an option,
-// so an uncertain parse denies rather than allows.
+// Every allowed program's argv is parsed by a model of that program's own
+// option parser (options.go and the tables beside it), and every option
+// found must be on the program's allowlist: an option the program does not
+// have, or has and the policy does not list, is refused, in every
+// spelling. Operands are checked by their role (an output file is
+// refused, a script is parsed).
 func checkArgv(argv []string) string {
+	return checkCommand(argv, 0)
+}
+
+// maxNesting bounds commands run by commands (find -exec, xargs).
+const maxNesting = 4
+
+// command is the policy for one program.
+type command struct {
+	// check parses the arguments (argv without the name) and returns a
+	// reason to refuse, and whether option parsing had ended at the end of
+	// args (words appended after them are operands).
+	check func(args []string, depth int) (reason string, ended bool)
+	// nest says how the program may be run by find -exec and xargs.
+	nest nestMode
+}
+
+// nestMode says whether find -exec and xargs may run a program, which
+// they do directly, without the runner's launch hardening.
+type nestMode uint8
+
+const (
+	// nestNo: never run by find or xargs (builtins, git).
+	nestNo nestMode = iota
+	// nestDD: may run; words xargs appends must follow a "--" (inserted
+	// at launch when options have not ended) since the parser permutes.
+	nestDD
+	// nestAny: every argument word is harmless, options or not.
+	nestAny
+)
+
+// gnuCheck adapts a getopt model to a command check.
+func gnuCheck(m *gnuModel) func([]string, int) (string, bool) {
+	return func(args []string, _ int) (string, bool) {
+		p, reason := m.parse(args)
+		if reason != "" {
+			return reason, false
+		}
+		if r := checkFound(m.prog, p.opts); r != "" {
+			return r, false
+		}
+		if m.operands != nil {
+			if r := m.operands(&p); r != "" {
+				return r, false
+			}
+		}
+		return "", p.ended
+	}
+}
+
+func anyArgs([]string, int) (string, bool) { return "", true }
+
+// commands is the policy table: every program that may run, by name.
+var commands = func() map[string]command {
+	c := map[string]command{}
+	for name, m := range gnuTools {
+		c[name] = command{check: gnuCheck(m), nest: nestDD}
+	}
+	c["egrep"] = command{check: gnuCheck(grepModel("egrep")), nest: nestDD}
+	c["fgrep"] = command{check: gnuCheck(grepModel("fgrep")), nest: nestDD}
+	c["date"] = command{check: gnuCheck(dateModel), nest: nestDD}
+	c["which"] = command{check: gnuCheck(whichModel), nest: nestDD}
+	for _, name := range []string{"echo", "true", "false", "expr"} {
+		c[name] = command{check: anyArgs, nest: nestAny}
+	}
+	c["printf"] = command{check: checkPrintf, nest: nestAny}
+	c["pwd"] = command{check: checkPwd}
+	c["cd"] = command{check: checkCd}
+	c["test"] = command{check: func(a []string, _ int) (string, bool) { return checkTest("test", a), false }}
+	c["["] = command{check: func(a []string, _ int) (string, bool) { return checkTest("[", a), false }}
+	// find and xargs are checked by name in checkWith (their checks refer
+	// back to this table); they are not run by find or xargs.
+	c["find"] = command{}
+	c["xargs"] = command{}
+	c["rg"] = command{check: checkRg, nest: nestDD}
+	c["sed"] = command{check: checkSed, nest: nestDD}
+	c["awk"] = command{check: checkAwk, nest: nestDD}
+	c["xxd"] = command{check: checkXxd, nest: nestDD}
+	c["tree"] = command{check: checkTree}
+	c["jq"] = command{check: checkJq}
+	c["git"] = command{check: func(a []string, _ int) (string, bool) {
+		_, reason := parseGit(a)
+		return reason, false
+	}}
+	return c
+}()
+
+var dateModel = func() *gnuModel {
+	m := gnu("date", help+`
+d date =
+- debug .
+f file =
+I iso-8601 ?
+- resolution .
+R rfc-email,rfc-822,rfc-2822 .
+- rfc-3339 =
+r reference =
+s set = !sets the clock
+u utc,universal,uct .
+`)
+	m.operands = func(p *parsedArgs) string {
+		if len(p.operands) > 1 {
+			return "date takes at most one +FORMAT operand"
+		}
+		for _, op := range p.operands {
+			if !strings.HasPrefix(op, "+") {
+				return fmt.Sprintf("date operand %q would set the clock", op)
+			}
+		}
+		return ""
+	}
+	return m
+}()
+
+// whichModel is debianutils' which: a shell script reading -a and -s.
+var whichModel = gnu("which", "a - .\ns - .\n")
+
+// shellBuiltins are refused wherever they appear: they change the shell's
+// state or run other code.
+var shellBuiltins = func() map[string]bool {
+	m := map[string]bool{}
+	for _, b := range strings.Fields(`eval source . exec command builtin enable trap
+		alias unalias export declare typeset local readonly set shopt read mapfile
+		readarray hash ulimit umask kill wait disown let unset type getopts shift
+		exit return break continue pushd popd dirs fg bg jobs times caller compgen
+		complete fc history logout suspend coproc time nameref`) {
+		m[b] = true
+	}
+	return m
+}()
+
+// checkCommand checks one argv at nesting depth depth.
+func checkCommand(argv []string, depth int) string {
 	name, args := argv[0], argv[1:]
 	if strings.Contains(name, "/") {
 		return fmt.Sprintf("path-qualified command name %q is not allowed", name)
 	}
-	switch name {
-	case "cat", "cut", "echo", "expr", "false", "true", "grep", "egrep", "fgrep",
-		"head", "tail", "id", "ls", "nl", "paste", "pwd", "rev", "seq", "stat",
-		"uname", "wc", "which", "whoami", "basename", "dirname", "comm", "join",
-		"fold", "fmt", "column", "od", "hexdump", "strings", "md5sum", "sha1sum",
-		"sha256sum", "sha512sum", "cksum", "nproc", "tac",
-		"du", "df", "diff", "cmp", "readlink", "realpath", "jq":
-		return ""
-	case "printf":
-		// printf -v assigns a shell variable: an assignment in disguise.
-		if len(args) > 0 && strings.HasPrefix(args[0], "-v") {
-			return "printf -v assigns a variable"
-		}
-		return ""
-	case "cd":
-		return checkCd(args)
-	case "find":
-		return checkFind(args)
-	case "rg":
-		return rgRule.check(args)
-	case "sed":
-		return checkSed(args)
-	case "awk":
-		return checkAwk(args)
-	case "sort":
-		return sortRule.check(args)
-	case "uniq":
-		return checkUniq(args)
-	case "base64":
-		return base64Rule.check(args)
-	case "xxd":
-		return checkXxd(args)
-	case "tree":
-		return treeRule.check(args)
-	case "file":
-		return fileRule.check(args)
-	case "date":
-		return checkDate(args)
-	case "test", "[":
-		return checkTest(name, args)
-	case "git":
-		_, reason := parseGit(args)
-		return reason
-	case "eval", "source", ".", "exec", "command", "builtin", "enable", "trap",
-		"alias", "unalias", "export", "declare", "typeset", "local", "readonly",
-		"set", "shopt", "read", "mapfile", "readarray", "hash", "ulimit", "umask",
-		"kill", "wait", "disown", "let", "unset", "type", "getopts", "shift",
-		"exit", "return", "break", "continue", "pushd", "popd", "dirs", "fg", "bg",
-		"jobs", "times", "caller", "compgen", "complete", "fc", "history", "logout",
-		"suspend", "coproc", "time", "nameref":
+	if shellBuiltins[name] {
 		return fmt.Sprintf("builtin %q is not allowed", name)
 	}
-	return fmt.Sprintf("%q is not a read-only command", name)
+	c, ok := commands[name]
+	if !ok {
+		return fmt.Sprintf("%q is not a read-only command", name)
+	}
+	reason, _ := checkWith(name, c, args, depth)
+	return reason
 }
 
-// optRule describes the refused options of one command for a generic
-// getopt-style scan.
-type optRule struct {
-	cmd string
-	// denyShort lists short option letters refused anywhere in a cluster.
-	denyShort string
-	// valShort lists short options whose value is the rest of the cluster;
-	// letters after them are not options.
-	valShort string
-	// denyLong lists long options refused in any prefix spelling.
-	denyLong []string
-	// safeLong lists real long options that are prefixes of a denyLong
-	// entry and so must match exactly to be allowed.
-	safeLong []string
-	// why completes "cmd option X ...".
-	why string
+// checkWith runs the check of command c, named name.
+func checkWith(name string, c command, args []string, depth int) (string, bool) {
+	switch name {
+	case "find":
+		return checkFind(args, depth)
+	case "xargs":
+		return checkXargs(args, depth)
+	}
+	return c.check(args, depth)
 }
 
-var (
-	rgRule = optRule{cmd: "rg", denyShort: "z", valShort: "ABCEMTdefgjmrt",
-		denyLong: []string{"pre", "hostname-bin", "search-zip"}, why: "runs helper programs"}
-	sortRule = optRule{cmd: "sort", denyShort: "oT", valShort: "kSt",
-		denyLong: []string{"output", "compress-program", "temporary-directory"}, why: "writes files or runs a program"}
-	base64Rule = optRule{cmd: "base64", denyShort: "o", valShort: "w",
-		denyLong: []string{"output"}, why: "writes a file"}
-	// tree takes option values from the next word without ending the
-	// cluster, so every letter of a cluster is an option.
-	treeRule = optRule{cmd: "tree", denyShort: "oR",
-		denyLong: []string{"output"}, why: "writes files"}
-	fileRule = optRule{cmd: "file", denyShort: "C", valShort: "eFfmP",
-		denyLong: []string{"compile"}, why: "writes a compiled magic file"}
+// placeholder operands stand for words the policy cannot see: paths find
+// substitutes for {} and words xargs reads from its input. Paths found by
+// find start with a starting point, which never starts with '-'; xargs
+// words are only ever placed after a "--".
+const (
+	foundPath  = "./found"
+	foundPath2 = "./found2"
 )
 
-// check returns a reason when args hold a refused option, "" otherwise.
-// Scanning stops at "--".
-func (o *optRule) check(args []string) string {
+// checkNested checks a command that find -exec or xargs runs: the program
+// must be one that may run without the runner's launch hardening, and its
+// argv (with placeholders for the words find and xargs add) must pass.
+// When appended is set, xargs adds words after argv: they must land where
+// the program reads only operands.
+func checkNested(by string, argv []string, depth int, appended bool) string {
+	if depth > maxNesting {
+		return fmt.Sprintf("%s: commands nested too deep", by)
+	}
+	name := argv[0]
+	if strings.Contains(name, "{}") {
+		return fmt.Sprintf("%s: a command name built from {} is not allowed", by)
+	}
+	if strings.Contains(name, "/") {
+		return fmt.Sprintf("%s: path-qualified command name %q is not allowed", by, name)
+	}
+	c, ok := commands[name]
+	if !ok || shellBuiltins[name] {
+		return fmt.Sprintf("%s: %q is not a read-only command", by, name)
+	}
+	if c.nest == nestNo {
+		return fmt.Sprintf("%s cannot run %s (it runs only directly, with the shell's hardening)", by, name)
+	}
+	args := argv[1:]
+	reason, ended := checkWith(name, c, args, depth+1)
+	if reason != "" {
+		return reason
+	}
+	if !appended || c.nest == nestAny {
+		return ""
+	}
+	probe := slices.Clip(args)
+	if !ended {
+		probe = append(probe, "--")
+	}
+	probe = append(probe, foundPath, foundPath2)
+	if reason, _ := checkWith(name, c, probe, depth+1); reason != "" {
+		return fmt.Sprintf("%s %s: words read from input would not be plain operands: %s", by, name, reason)
+	}
+	return ""
+}
+
+// launchArgv returns the arguments (without the name) the runner executes
+// for an allowed command: rg without configuration files, sed in its
+// sandbox mode, and the commands find and xargs run rewritten the same way,
+// with the "--" xargs's appended words need. git is launched by
+// [gitCall.launchArgs] instead.
+func launchArgv(name string, args []string) []string {
+	switch name {
+	case "rg":
+		return append([]string{"--no-config"}, args...)
+	case "sed":
+		return append([]string{"--sandbox"}, args...)
+	case "xargs":
+		return launchXargs(args)
+	case "find":
+		return launchFind(args)
+	}
+	return args
+}
+
+// launchNested rewrites the argv of a command find or xargs runs.
+func launchNested(argv []string, appended bool) []string {
+	out := append([]string{argv[0]}, launchArgv(argv[0], argv[1:])...)
+	if !appended {
+		return out
+	}
+	c := commands[argv[0]]
+	if c.nest != nestDD {
+		return out
+	}
+	if _, ended := checkWith(argv[0], c, argv[1:], 0); !ended {
+		out = append(out, "--")
+	}
+	return out
+}
+
+func checkPrintf(args []string, _ int) (string, bool) {
+	// printf -v assigns a shell variable: an assignment in disguise.
+	if len(args) > 0 && strings.HasPrefix(args[0], "-v") {
+		return "printf -v assigns a variable", false
+	}
+	return "", true
+}
+
+func checkPwd(args []string, _ int) (string, bool) {
 	for _, a := range args {
-		if a == "--" {
-			return ""
-		}
-		if reason := o.checkWord(a); reason != "" {
-			return reason
+		if a != "-L" && a != "-P" {
+			return fmt.Sprintf("pwd argument %q is not allowed", a), false
 		}
 	}
-	return ""
+	return "", false
 }
 
-func (o *optRule) checkWord(a string) string {
-	if strings.HasPrefix(a, "--") {
-		name, _, _ := strings.Cut(a[2:], "=")
-		if d := deniedLong(name, o.denyLong, o.safeLong); d != "" {
-			return fmt.Sprintf("%s option %s %s", o.cmd, longSpelling(name, d), o.why)
-		}
-		return ""
-	}
-	if len(a) < 2 || a[0] != '-' {
-		return ""
-	}
-	for j := 1; j < len(a); j++ {
-		if strings.IndexByte(o.denyShort, a[j]) >= 0 {
-			if len(a) == 2 {
-				return fmt.Sprintf("%s option -%c %s", o.cmd, a[j], o.why)
-			}
-			return fmt.Sprintf("%s option -%c (in %q) %s", o.cmd, a[j], a, o.why)
-		}
-		if strings.IndexByte(o.valShort, a[j]) >= 0 {
-			break
-		}
-	}
-	return ""
-}
-
-// deniedLong returns the denied long option that name (without dashes or
-// value) spells, exactly or as an abbreviation, or "".
-func deniedLong(name string, deny, safe []string) string {
-	if name == "" {
-		return ""
-	}
-	for _, s := range safe {
-		if name == s {
-			return ""
-		}
-	}
-	for _, d := range deny {
-		if strings.HasPrefix(d, name) {
-			return d
-		}
-	}
-	return ""
-}
-
-func longSpelling(name, full string) string {
-	if name == full {
-		return "--" + full
-	}
-	return fmt.Sprintf("--%s (prefix of --%s)", name, full)
-}
-
-func checkCd(args []string) string {
+func checkCd(args []string, _ int) (string, bool) {
 	operands := 0
 	opts := true
 	for _, a := range args {
@@ -184,58 +290,15 @@ func checkCd(args []string) string {
 			opts = false
 		case opts && (a == "-L" || a == "-P"):
 		case opts && len(a) > 1 && a[0] == '-':
-			return fmt.Sprintf("cd option %s is not allowed", a)
+			return fmt.Sprintf("cd option %s is not allowed", a), false
 		default:
 			operands++
 		}
 	}
 	if operands > 1 {
-		return "cd takes at most one directory"
+		return "cd takes at most one directory", false
 	}
-	return ""
-}
-
-// findDenied are the find primaries that write files or run programs.
-func findDenied(primary string) bool {
-	switch primary {
-	case "delete", "exec", "execdir", "ok", "okdir", "fls", "fprint", "fprint0", "fprintf":
-		return true
-	}
-	return false
-}
-
-func checkFind(args []string) string {
-	for _, a := range args {
-		if len(a) < 2 || a[0] != '-' {
-			continue
-		}
-		if findDenied(strings.TrimLeft(a, "-")) {
-			return fmt.Sprintf("find option %s writes or executes", a)
-		}
-	}
-	return ""
-}
-
-// checkSed allows exactly "sed -n Np" and "sed -n N,Mp", then files.
-func checkSed(args []string) string {
-	if len(args) < 2 || args[0] != "-n" || !isPrintRange(args[1]) {
-		return "sed is allowed only as sed -n Np or sed -n N,Mp [FILE...]"
-	}
-	for _, a := range args[2:] {
-		if len(a) > 1 && a[0] == '-' {
-			return fmt.Sprintf("sed operand %q would be read as an option", a)
-		}
-	}
-	return ""
-}
-
-func isPrintRange(s string) bool {
-	body, ok := strings.CutSuffix(s, "p")
-	if !ok {
-		return false
-	}
-	n, m, hasM := strings.Cut(body, ",")
-	return isDigits(n) && (!hasM || isDigits(m))
+	return "", false
 }
 
 func isDigits(s string) bool {
@@ -248,151 +311,6 @@ func isDigits(s string) bool {
 		}
 	}
 	return true
-}
-
-// checkAwk allows -F and -v options, then exactly one inline program that
-// neither runs commands, reads other files, nor writes.
-func checkAwk(args []string) string {
-	i := 0
-	for ; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			i++
-			break
-		}
-		if len(a) < 2 || a[0] != '-' {
-			break
-		}
-		switch {
-		case a == "-F" || a == "-v":
-			i++ // the value is the next word
-		case strings.HasPrefix(a, "-F") || strings.HasPrefix(a, "-v"):
-		default:
-			return fmt.Sprintf("awk option %s is not allowed", a)
-		}
-	}
-	if i >= len(args) {
-		return "awk needs one inline program"
-	}
-	prog := args[i]
-	for _, bad := range []string{"system", "getline", "close", "|", ">", "@include", "@load"} {
-		if strings.Contains(prog, bad) {
-			return fmt.Sprintf("awk program uses %q", bad)
-		}
-	}
-	return ""
-}
-
-// checkUniq allows at most one operand: uniq writes to a second one.
-func checkUniq(args []string) string {
-	operands := 0
-	opts := true
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case opts && a == "--":
-			opts = false
-		case opts && strings.HasPrefix(a, "--"):
-			name, _, hasVal := strings.Cut(a[2:], "=")
-			switch name {
-			case "skip-fields", "skip-chars", "check-chars":
-				if !hasVal {
-					i++
-				}
-			}
-		case opts && len(a) > 1 && a[0] == '-':
-			for j := 1; j < len(a); j++ {
-				if strings.IndexByte("fsw", a[j]) >= 0 {
-					if j == len(a)-1 {
-						i++
-					}
-					break
-				}
-			}
-		default:
-			operands++
-		}
-	}
-	if operands > 1 {
-		return "uniq with a second operand writes it as the output file"
-	}
-	return ""
-}
-
-// checkXxd refuses reverse mode (any option word starting -r, xxd matches
-// by prefix) and a second operand, which xxd writes.
-func checkXxd(args []string) string {
-	operands := 0
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			operands += len(args) - i - 1
-			break
-		}
-		if len(a) < 2 || a[0] != '-' {
-			operands++
-			continue
-		}
-		p := a
-		if strings.HasPrefix(p, "--") {
-			p = p[1:]
-		}
-		if strings.HasPrefix(p, "-r") {
-			return fmt.Sprintf("xxd option %s (reverse) writes binary output", a)
-		}
-		switch p {
-		case "-c", "-cols", "-g", "-groupsize", "-l", "-len", "-o", "-s", "-seek", "-n", "-name", "-R":
-			i++
-		}
-	}
-	if operands > 1 {
-		return "xxd with a second operand writes it as the output file"
-	}
-	return ""
-}
-
-// checkDate refuses setting the clock: -s, --set and any operand that is
-// not a +FORMAT.
-func checkDate(args []string) string {
-	opts := true
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case opts && a == "--":
-			opts = false
-			continue
-		case opts && strings.HasPrefix(a, "--"):
-			name, _, hasVal := strings.Cut(a[2:], "=")
-			if d := deniedLong(name, []string{"set"}, nil); d != "" {
-				return fmt.Sprintf("date option %s sets the clock", longSpelling(name, d))
-			}
-			switch name {
-			case "date", "file", "reference", "rfc-3339":
-				if !hasVal {
-					i++
-				}
-			}
-			continue
-		case opts && len(a) > 1 && a[0] == '-':
-			for j := 1; j < len(a); j++ {
-				c := a[j]
-				if c == 's' {
-					return fmt.Sprintf("date option -s (in %q) sets the clock", a)
-				}
-				if strings.IndexByte("dfrI", c) >= 0 {
-					if j == len(a)-1 && c != 'I' {
-						i++
-					}
-					break
-				}
-			}
-			continue
-		}
-		if !strings.HasPrefix(a, "+") {
-			return fmt.Sprintf("date operand %q would set the clock", a)
-		}
-	}
-	return ""
 }
 
 func unaryTestOp(s string) bool {

@@ -198,8 +198,8 @@ func (x *executor) exec(ctx context.Context, args []string) error {
 			}
 		}
 		argv = call.launchArgs()
-	case "rg":
-		argv = append([]string{"--no-config"}, argv...)
+	default:
+		argv = launchArgv(name, argv)
 	}
 	path, err := lookPath(name)
 	if err != nil {
