@@ -614,7 +614,7 @@ e edit . !runs an editor
 - get-colorbool . !is not allowed
 `), post: configRead},
 	// Subcommands with a verb: the verb is checked in parseGit.
-	"stash": {idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
+	"stash":  {idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
 	"reflog": {idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
 	"worktree": {idx: gitIndex(`
 - porcelain .
@@ -911,6 +911,11 @@ func parseGitArgs(sub string, s *gitSub, args []string) (parsedArgs, string) {
 			name, value, hasValue := strings.Cut(a[2:], "=")
 			o := s.idx.long[name]
 			if o == nil {
+				if full, why := s.idx.resolveLong(name, true); full != nil {
+					return p, fmt.Sprintf("%s option --%s is an abbreviation of %s; spell git options in full", prog, name, full.name())
+				} else if why == "ambiguous" {
+					return p, fmt.Sprintf("%s option --%s is an ambiguous abbreviation", prog, name)
+				}
 				return p, fmt.Sprintf("%s option --%s is not allowed", prog, name)
 			}
 			f := foundOpt{spec: o, word: a, value: value, hasValue: hasValue, typed: "--" + name}
