@@ -244,9 +244,10 @@ var (
 		"-d": true, "-e": true, "-E": true, "-EBCDIC": true, "-i": true, "-include": true,
 		"-p": true, "-ps": true, "-postscript": true, "-plain": true, "-u": true, "-h": true, "-help": true, "-v": true, "-version": true,
 	}
-	// xxdValues are the value-taking options and their long spellings.
+	// xxdValues are the value-taking letters and the rest of their long
+	// spellings (-c, -cols).
 	xxdValues = map[string]string{
-		"c": "cols", "g": "groupsize", "l": "len", "o": "offset", "s": "seek", "n": "name", "R": "",
+		"c": "ols", "g": "roupsize", "l": "en", "o": "ffset", "s": "eek", "n": "ame", "R": "",
 	}
 )
 

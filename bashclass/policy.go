@@ -69,6 +69,17 @@ func gnuCheck(m *gnuModel) func([]string, int) (string, bool) {
 	}
 }
 
+func noResponseFiles(prog string, check func([]string, int) (string, bool)) func([]string, int) (string, bool) {
+	return func(args []string, depth int) (string, bool) {
+		for _, a := range args {
+			if strings.HasPrefix(a, "@") {
+				return fmt.Sprintf("%s argument %q reads more arguments from a file", prog, a), false
+			}
+		}
+		return check(args, depth)
+	}
+}
+
 func anyArgs([]string, int) (string, bool) { return "", true }
 
 // commands is the policy table: every program that may run, by name.
@@ -77,6 +88,9 @@ var commands = func() map[string]command {
 	for name, m := range gnuTools {
 		c[name] = command{check: gnuCheck(m), nest: nestDD}
 	}
+	// binutils expands an @FILE word anywhere in argv into more
+	// arguments read from FILE, which the policy would not see.
+	c["strings"] = command{check: noResponseFiles("strings", c["strings"].check), nest: nestDD}
 	c["egrep"] = command{check: gnuCheck(grepModel("egrep")), nest: nestDD}
 	c["fgrep"] = command{check: gnuCheck(grepModel("fgrep")), nest: nestDD}
 	c["date"] = command{check: gnuCheck(dateModel), nest: nestDD}
