@@ -216,8 +216,8 @@ E - =
 e eof ?
 I - = !builds commands from input lines
 i replace ? !builds commands from input lines
-L max-lines =
-l - ?
+L - =
+l max-lines ?
 n max-args =
 o open-tty . !gives the command the terminal
 P max-procs =

@@ -144,7 +144,6 @@ O - =
 - src-prefix =
 - dst-prefix =
 - no-prefix .
-- default-prefix .
 - line-prefix =
 - ignore-submodules ?
 - submodule ? !runs git in submodules (with diff)
@@ -187,7 +186,6 @@ P perl-regexp .
 - not .
 - reflog .
 - alternate-refs . !runs core.alternateRefsCommand
-- single-worktree .
 - ignore-missing .
 - bisect .
 - cherry-pick .
@@ -230,32 +228,17 @@ g walk-reflogs .
 - children .
 - graph .
 - show-linear-break ?
-- decorate ?
-- no-decorate .
-- decorate-refs =
-- decorate-refs-exclude =
-- clear-decorations .
-- source .
-- use-mailmap,mailmap .
-- no-use-mailmap,no-mailmap .
 - follow .
 - no-follow .
 - log-size .
-L - =
 m - .
 - cc .
-- dd .
 - diff-merges =
 - no-diff-merges .
 - combined-all-paths .
 t - .
 - remerge-diff .
 - full-diff .
-- count .
-- timestamp .
-- objects .
-- objects-edge .
-- header .
 `
 
 var gitSubs = map[string]*gitSub{
@@ -281,13 +264,16 @@ z - .
 `), post: helperCheck},
 	"diff": {idx: gitIndex(gitDiffOpts + `
 - cached,staged .
-- merge-base .
-- no-merge-base .
 `), post: helperCheck, launch: []string{"--no-ext-diff", "--no-textconv"}},
-	"log":      {idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
-	"show":     {idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
+	"log":      {idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitCountOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
+	"show":     {idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitCountOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
 	"shortlog": {idx: withPretty(gitIndex(gitRevOpts + shortlogOpts)), digits: true, post: shortlogHead},
-	"rev-list": {idx: withPretty(gitIndex(gitRevOpts + gitLogOnly + `
+	"rev-list": {idx: withPretty(gitIndex(gitRevOpts + gitCountOpts + `
+- count .
+- timestamp .
+- objects .
+- objects-edge .
+- header .
 - quiet .
 - disk-usage ?
 - stdin . !reads revisions from standard input
@@ -409,7 +395,6 @@ p perl .
 - contains L
 - no-contains L
 - ignore-case .
-- omit-empty .
 - stdin . !reads patterns from standard input
 `), post: refFormats},
 	"branch": {idx: gitIndex(`
@@ -432,7 +417,6 @@ l list .
 i ignore-case .
 - abbrev ?
 - no-abbrev .
-- omit-empty .
 q quiet .
 `), post: listingOnly},
 	"tag": {idx: gitIndex(`
@@ -449,7 +433,6 @@ n - ?
 - column ?
 - no-column .
 i ignore-case .
-- omit-empty .
 v verify . !runs gpg
 `), post: listingOnly},
 	"blame": {idx: gitIndex(`
@@ -473,7 +456,7 @@ c - .
 - abbrev ?
 b - .
 - first-parent .
-- reverse =
+- reverse .
 - no-textconv .
 - minimal .
 - color-lines .
@@ -552,13 +535,11 @@ O - ? !opens a pager
 - head .
 - heads .
 - tags .
-- branches .
 d dereference .
 s hash ?
 - abbrev ?
 - verify .
 q quiet .
-- exists .
 - exclude-existing ? !reads standard input
 `)},
 	"name-rev": {idx: gitIndex(`
@@ -614,8 +595,8 @@ e edit . !runs an editor
 - get-colorbool . !is not allowed
 `), post: configRead},
 	// Subcommands with a verb: the verb is checked in parseGit.
-	"stash":  {idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
-	"reflog": {idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
+	"stash":  {idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitCountOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
+	"reflog": {idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitCountOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
 	"worktree": {idx: gitIndex(`
 - porcelain .
 v verbose .
@@ -632,11 +613,25 @@ v verbose .
 `), post: noOperands},
 }
 
-// gitLogOnly are the revision options shortlog spells differently.
-const gitLogOnly = `
+// gitCountOpts are the revision options shortlog spells differently.
+const gitCountOpts = `
 n max-count =
 - committer =
 c - .
+`
+
+// gitLogOnly are the options of log, show, stash list and reflog that
+// rev-list lacks.
+const gitLogOnly = `
+L - =
+- decorate ?
+- no-decorate .
+- decorate-refs =
+- decorate-refs-exclude =
+- clear-decorations .
+- source .
+- use-mailmap,mailmap .
+- no-use-mailmap,no-mailmap .
 `
 
 const shortlogOpts = `
@@ -683,7 +678,11 @@ func lsFilesCheck(c *gitCall, p *parsedArgs) string {
 }
 
 func shortlogHead(c *gitCall, p *parsedArgs) string {
-	c.implyHead = len(p.operands) == 0
+	revs := len(p.operands)
+	if p.ended {
+		revs = p.beforeEnd
+	}
+	c.implyHead = revs == 0
 	return ""
 }
 
@@ -904,6 +903,10 @@ func parseGitArgs(sub string, s *gitSub, args []string) (parsedArgs, string) {
 		switch {
 		case a == "--" || a == "--end-of-options":
 			p.ended = true
+			p.beforeEnd = len(p.operands)
+			if a == "--end-of-options" {
+				p.beforeEnd = -1 // what follows are revisions
+			}
 		case len(a) < 2 || a[0] != '-':
 			p.operands = append(p.operands, a)
 		case s.digits && isDigits(a[1:]):

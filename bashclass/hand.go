@@ -21,7 +21,6 @@ B before-context =
 - block-buffered .
 - no-block-buffered .
 b byte-offset .
-- no-byte-offset .
 s case-sensitive .
 - color =
 - colors =
@@ -39,7 +38,6 @@ c count .
 - dfa-size-limit =
 E encoding =
 - no-encoding .
-- engine =
 - field-context-separator =
 - field-match-separator =
 f file =
@@ -64,9 +62,7 @@ i ignore-case .
 - ignore-file-case-insensitive .
 - no-ignore-file-case-insensitive .
 - include-zero .
-- no-include-zero .
 v invert-match .
-- no-invert-match .
 - json .
 - no-json .
 - line-buffered .

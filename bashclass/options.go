@@ -176,6 +176,9 @@ type parsedArgs struct {
 	// ("--" seen, or a parser that stops at its first operand saw one), so
 	// words appended to argv are operands.
 	ended bool
+	// beforeEnd counts the operands before the word that ended the
+	// options ("--" or "--end-of-options"); it is set by git's parser.
+	beforeEnd int
 }
 
 // gnuModel is a program parsed with GNU getopt_long: options and operands

@@ -60,7 +60,6 @@ n lines =
 q quiet,silent .
 v verbose .
 z zero-terminated .
-- -presume-input-tty .
 `)),
 	"tail": numericFirst(gnu("tail", help+`
 c bytes =
@@ -74,8 +73,6 @@ q quiet,silent .
 s sleep-interval =
 v verbose .
 z zero-terminated .
-- -presume-input-tty .
-- -disable-inotify .
 `)),
 	"wc": gnu("wc", help+`
 c bytes .
@@ -130,7 +127,6 @@ o operating-system .
 `),
 	"id": gnu("id", help+`
 a - .
-Z context .
 g group .
 G groups .
 n name .
@@ -185,7 +181,8 @@ g goal =
 A address-radix =
 j skip-bytes =
 N read-bytes =
-S strings ?
+S - =
+- strings ?
 t format =
 v output-duplicates .
 w width ?
@@ -218,10 +215,8 @@ X - .
 	"sha512sum": sumTool("sha512sum"),
 	"cksum": gnu("cksum", help+`
 a algorithm =
-- base64 .
 c check .
 l length =
-- raw .
 - tag .
 - untagged .
 z zero .
@@ -335,7 +330,7 @@ t field-separator =
 T temporary-directory = !writes temporary files there
 - parallel =
 u unique .
-y - =
+y - ?
 z zero-terminated .
 `),
 	"uniq": withOperands(maxOperands("uniq", 1, "is written as the output file"), gnu("uniq", help+digitFlags+`
@@ -369,9 +364,11 @@ t truncate-set1 .
 q brief .
 s report-identical-files .
 c - .
-C context ?
+C - =
+- context ?
 u - .
-U unified ?
+U - =
+- unified ?
 e ed .
 f forward-ed .
 n rcs .
@@ -520,7 +517,6 @@ P parameter =
 r raw .
 s special-files .
 S no-sandbox . !turns off file's own sandbox
-v - .
 z uncompress . !runs decompression programs
 Z uncompress-noreport . !runs decompression programs
 0 print0 .
@@ -569,7 +565,6 @@ V version .
 	"rev": gnu("rev", `
 h help .
 V version .
-0 zero .
 `),
 	"strings": gnu("strings", digitFlags+`
 a all .
@@ -585,7 +580,6 @@ e encoding =
 U unicode =
 s output-separator =
 h help .
-H - .
 v version .
 V - .
 `),
