@@ -80,7 +80,7 @@ func probeSkip(o *optSpec) bool {
 		}
 	}
 	// -NUM options take the digits as their value.
-	return o.short >= '0' && o.short <= '9' 
+	return o.short >= '0' && o.short <= '9'
 }
 
 // TestOptionProbe is the oracle of the option tables: for every allowed
