@@ -1,6 +1,7 @@
 package bashclass
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // gitT runs git in dir for test setup, failing the test on error.
@@ -80,9 +82,12 @@ if [ $# -gt 0 ] && [ -f "$1" ]; then cat "$1"; else cat; fi
 
 // makeHostileRepo plants every helper of the spec in a fresh repository:
 // repository config (core.pager, pager.*, core.fsmonitor, diff.external,
-// diff.<drv>.textconv and .command via .gitattributes, gpg.program,
-// alias.*, editors, credential and ssh helpers), hooks, a PATH-hijacking
-// ./git and ./cat, and, with filter, a clean/smudge filter on *.txt.
+// diff.<drv>.textconv and .command via .gitattributes, diff.submodule=diff,
+// gpg.program, alias.*, editors, credential and ssh helpers, man.viewer
+// and help.format=web with a fake browser), hooks, a PATH-hijacking ./git
+// and ./cat, untracked files named like options (-rf, --output=x), a
+// symlink into /proc (CONTRIBUTING.md -> /proc/self/environ), and, with
+// filter, a clean/smudge filter on *.txt.
 // Helpers named in the environment (GIT_EXTERNAL_DIFF, PAGER, BASH_ENV,
 // GIT_CONFIG_*, RIPGREP_CONFIG_PATH, …) are set with t.Setenv.
 func makeHostileRepo(t *testing.T, filter bool) hostile {
@@ -93,11 +98,7 @@ func makeHostileRepo(t *testing.T, filter bool) hostile {
 		attrs += "*.txt filter=evil\n"
 	}
 	h.repo = makeRepo(t, attrs)
-	tool := func(name string) string {
-		p := filepath.Join(h.tools, name)
-		writeFile(t, p, fmt.Sprintf(helperScript, h.marks), 0o755)
-		return p
-	}
+	tool := func(name string) string { return h.tool(t, name) }
 	cfg := map[string]string{
 		"core.pager":                 tool("core.pager"),
 		"core.fsmonitor":             tool("core.fsmonitor"),
@@ -119,6 +120,18 @@ func makeHostileRepo(t *testing.T, filter bool) hostile {
 		"status.showUntrackedFiles":  "all",
 		"core.untrackedCache":        "true",
 		"uploadpack.packObjectsHook": tool("packObjectsHook"),
+		"diff.submodule":             "diff",
+		"status.submoduleSummary":    "true",
+		"submodule.recurse":          "true",
+		"man.viewer":                 "evilman",
+		"man.evilman.cmd":            tool("man.viewer"),
+		"help.format":                "web",
+		"help.browser":               "evilbrowser",
+		"web.browser":                "evilbrowser",
+		"browser.evilbrowser.cmd":    tool("help.browser"),
+		"browser.evilbrowser.path":   tool("help.browser.path"),
+		"core.alternateRefsPrefixes": "refs/heads",
+		"diff.hostile.cachetextconv": "false",
 	}
 	for _, p := range []string{"log", "diff", "show", "status", "branch", "tag", "grep", "blame", "config", "shortlog", "describe", "rev-list", "for-each-ref", "ls-files"} {
 		cfg["pager."+p] = tool("pager." + p)
@@ -144,6 +157,14 @@ func makeHostileRepo(t *testing.T, filter bool) hostile {
 	for _, name := range []string{"git", "cat", "ls"} {
 		writeFile(t, filepath.Join(h.repo, name), fmt.Sprintf(helperScript, h.marks), 0o755)
 	}
+	// Files named like options, and a symlink to another process's
+	// secrets, in the work tree.
+	for _, name := range []string{"-rf", "--output=x", "-delete"} {
+		writeFile(t, filepath.Join(h.repo, name), "looks like an option\n", 0o644)
+	}
+	if err := os.Symlink("/proc/self/environ", filepath.Join(h.repo, "CONTRIBUTING.md")); err != nil {
+		t.Fatal(err)
+	}
 	rgConfig := filepath.Join(h.tools, "rgconfig")
 	writeFile(t, rgConfig, "--pre="+tool("rg.pre")+"\n", 0o644)
 	for k, v := range map[string]string{
@@ -165,6 +186,28 @@ func makeHostileRepo(t *testing.T, filter bool) hostile {
 		t.Setenv(k, v)
 	}
 	return h
+}
+
+// tool writes a helper script named name that leaves its marker.
+func (h hostile) tool(t *testing.T, name string) string {
+	t.Helper()
+	p := filepath.Join(h.tools, name)
+	writeFile(t, p, fmt.Sprintf(helperScript, h.marks), 0o755)
+	return p
+}
+
+// clearMarkers removes the markers left by set-up commands.
+func (h hostile) clearMarkers(t *testing.T) {
+	t.Helper()
+	ents, err := os.ReadDir(h.marks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if err := os.Remove(filepath.Join(h.marks, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // markers lists the helpers that ran.
@@ -228,4 +271,110 @@ func diffSnapshots(before, after map[string]string) string {
 	}
 	slices.Sort(out)
 	return strings.Join(out, "\n")
+}
+
+// gitClean runs git for test set-up with a minimal environment and every
+// repository helper off, so that set-up itself runs no planted helper.
+func gitClean(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	full := append([]string{"-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+		"-c", "protocol.file.allow=always", "-c", "submodule.recurse=false"}, args...)
+	cmd := exec.Command("git", full...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + fixedPath, "HOME=" + dir, "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_DATE=2020-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2020-01-01T00:00:00Z",
+		"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// makeHostileSubmodule adds to a hostile repository a submodule at
+// vendor/mod whose own configuration is armed (pager, fsmonitor, external
+// diff, textconv, clean/smudge/process filters on its dirty files, hooks),
+// committed in a third commit so that log -p and show diff the gitlink,
+// with the superproject set to diff.submodule=diff and submodule.recurse.
+func makeHostileSubmodule(t *testing.T, h hostile) {
+	t.Helper()
+	mod := t.TempDir()
+	gitClean(t, mod, "init", "-q", "-b", "main")
+	writeFile(t, filepath.Join(mod, ".gitattributes"), "*.txt diff=hostile filter=evil\n*.md diff=hostile\n", 0o644)
+	writeFile(t, filepath.Join(mod, "a.txt"), "sub one\n", 0o644)
+	writeFile(t, filepath.Join(mod, "b.md"), "# sub\n", 0o644)
+	gitClean(t, mod, "add", "-A")
+	gitClean(t, mod, "commit", "-qm", "sub first")
+	gitClean(t, h.repo, "submodule", "add", "-q", mod, "vendor/mod")
+	gitClean(t, h.repo, "commit", "-qm", "add submodule")
+	sub := filepath.Join(h.repo, "vendor/mod")
+	for _, k := range []string{"core.pager", "core.fsmonitor", "diff.external", "diff.hostile.textconv",
+		"diff.hostile.command", "filter.evil.clean", "filter.evil.smudge", "filter.evil.process",
+		"gpg.program", "core.alternateRefsCommand", "pager.log", "pager.diff", "pager.status"} {
+		gitClean(t, sub, "config", k, h.tool(t, "sub."+k))
+	}
+	gitClean(t, sub, "config", "filter.evil.required", "true")
+	gitClean(t, sub, "config", "alias.status", "!"+h.tool(t, "sub.alias.status"))
+	for _, hook := range []string{"post-checkout", "post-index-change", "reference-transaction", "pre-commit"} {
+		writeFile(t, filepath.Join(h.repo, ".git/modules/vendor/mod/hooks", hook), fmt.Sprintf(helperScript, h.marks), 0o755)
+	}
+	// Dirty submodule files: anything that refreshes them runs the filter.
+	writeFile(t, filepath.Join(sub, "a.txt"), "sub one\nchanged\n", 0o644)
+	writeFile(t, filepath.Join(sub, "new.txt"), "untracked\n", 0o644)
+}
+
+// TestHostileFixtureOracle is the hostile-helper oracle of issue 13: it
+// runs every runnable allowed row of the verdict table through the real
+// runner (confined as in Plan) in a repository armed with helpers wired
+// to marker files — the repository's own config, the environment, a
+// submodule with its own armed config and dirty filtered files,
+// diff.submodule=diff, man.viewer and help.format=web with a fake
+// browser, files named like options and a symlink into /proc — and
+// asserts that no helper ran and that the work tree, .git (with the
+// submodule's git directory) and every mtime are unchanged. Only the
+// repository-dependent git checks may refuse what Classify allowed, and
+// only because of the submodule.
+func TestHostileFixtureOracle(t *testing.T) {
+	h := makeHostileRepo(t, false)
+	makeHostileSubmodule(t, h)
+	h.clearMarkers(t)
+	before := snapshot(t, h.repo)
+	r := &Runner{Dir: h.repo, Timeout: 20 * time.Second}
+	ran, refused := 0, 0
+	for _, row := range verdictTable {
+		if !row.allow || row.noRun {
+			continue
+		}
+		res, err := r.Run(context.Background(), row.cmd)
+		ran++
+		if err != nil {
+			t.Errorf("Run(%q): %v", row.cmd, err)
+		}
+		if res.Refused {
+			refused++
+			if !strings.Contains(res.Reason, "submodule") {
+				t.Errorf("Run(%q) refused at execution: %s", row.cmd, res.Reason)
+			}
+		}
+		if m := h.markers(t); len(m) > 0 {
+			t.Fatalf("Run(%q) ran helpers %v; output:\n%s", row.cmd, m, res.Output)
+		}
+		if d := diffSnapshots(before, snapshot(t, h.repo)); d != "" {
+			t.Fatalf("Run(%q) changed the repository:\n%s", row.cmd, d)
+		}
+	}
+	t.Logf("ran %d allowed rows (%d refused at execution for the submodule): no helper ran, repository unchanged", ran, refused)
+
+	// The fixture is armed: unhardened git in the same environment runs
+	// the submodule's helpers and the man viewer (the browser of
+	// help.format=web needs the HTML documentation, not installed here).
+	for _, c := range [][]string{{"git", "status"}, {"git", "diff", "--submodule=diff", "HEAD~1"}, {"git", "-c", "help.format=man", "log", "--help"}} {
+		cmd := exec.Command(c[0], c[1:]...)
+		cmd.Dir = h.repo
+		cmd.Run()
+	}
+	m := strings.Join(h.markers(t), " ")
+	for _, w := range []string{"sub.core.fsmonitor", "man.viewer"} {
+		if !strings.Contains(m, w) {
+			t.Errorf("helper %s did not run under unhardened git (ran: %s); the oracle would not see it", w, m)
+		}
+	}
 }
