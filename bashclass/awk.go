@@ -66,6 +66,9 @@ func checkAwk(args []string, _ int) (string, bool) {
 		return r, false
 	}
 	for _, op := range p.operands[1:] {
+		if gawkSpecialFile(op) {
+			return fmt.Sprintf("awk operand %q is a gawk network special file", op), false
+		}
 		if name, _, ok := strings.Cut(op, "="); ok && isAwkName(name) {
 			if r := checkAwkAssign(op); r != "" {
 				return "awk operand " + r, false
@@ -73,6 +76,17 @@ func checkAwk(args []string, _ int) (string, bool) {
 		}
 	}
 	return "", true
+}
+
+// gawkSpecialFile reports whether gawk opens name as a network
+// connection (/inet/tcp/…, /inet4/…, /inet6/…) rather than a file.
+func gawkSpecialFile(name string) bool {
+	for _, p := range []string{"/inet/", "/inet4/", "/inet6/"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkAwkAssign vets NAME=VALUE from -v or an operand: an assignment
@@ -113,6 +127,8 @@ var awkRefused = map[string]string{
 	"PROCINFO": "steers gawk internals",
 	"SYMTAB":   "gives indirect access to variables",
 	"FUNCTAB":  "gives indirect access to functions",
+	"ARGV":     "changes the input files (gawk reads /inet/... as network connections)",
+	"ARGC":     "changes the input files",
 }
 
 // awkKeywords are the words after which a '/' starts a regular

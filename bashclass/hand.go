@@ -371,7 +371,7 @@ func checkTree(args []string, _ int) (string, bool) {
 // --rawfile with two words, --indent with one. Programs cannot write
 // files or run commands.
 var (
-	jqShort = "nrjaSscCMeshf"
+	jqShort = "nrjaSscCMeshfR"
 	jqLong  = map[string]int{
 		"seq": 0, "stream": 0, "slurp": 0, "raw-input": 0, "null-input": 0, "compact-output": 0,
 		"color-output": 0, "monochrome-output": 0, "ascii-output": 0, "unbuffered": 0,

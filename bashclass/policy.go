@@ -2,8 +2,10 @@ package bashclass
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // checkArgv applies the per-command policy to one argv and returns "" when
@@ -48,6 +50,10 @@ const (
 	nestDD
 	// nestAny: every argument word is harmless, options or not.
 	nestAny
+	// nestFind: may run under find -exec, whose words are paths; not
+	// under xargs, whose words could be operands with a special meaning
+	// (gawk's /inet/… files after an awk program).
+	nestFind
 )
 
 // gnuCheck adapts a getopt model to a command check.
@@ -109,7 +115,7 @@ var commands = func() map[string]command {
 	c["xargs"] = command{}
 	c["rg"] = command{check: checkRg, nest: nestDD}
 	c["sed"] = command{check: checkSed, nest: nestDD}
-	c["awk"] = command{check: checkAwk, nest: nestDD}
+	c["awk"] = command{check: checkAwk, nest: nestFind}
 	c["xxd"] = command{check: checkXxd, nest: nestDD}
 	c["tree"] = command{check: checkTree}
 	c["jq"] = command{check: checkJq}
@@ -229,6 +235,9 @@ func checkNested(by string, argv []string, depth int, appended bool) string {
 	if reason != "" {
 		return reason
 	}
+	if c.nest == nestFind && appended {
+		return fmt.Sprintf("%s cannot run %s (the words it reads could be special operands)", by, name)
+	}
 	if !appended || c.nest == nestAny {
 		return ""
 	}
@@ -254,6 +263,10 @@ func launchArgv(name string, args []string) []string {
 		return append([]string{"--no-config"}, args...)
 	case "sed":
 		return append([]string{"--sandbox"}, args...)
+	case "awk":
+		if awkIsGawk() {
+			return append([]string{"--sandbox"}, args...)
+		}
 	case "xargs":
 		return launchXargs(args)
 	case "find":
@@ -277,6 +290,18 @@ func launchNested(argv []string, appended bool) []string {
 	}
 	return out
 }
+
+// awkIsGawk reports whether awk in the fixed PATH is gawk, which has a
+// --sandbox mode (no system(), redirections or extensions) the runner
+// adds as a second line of defence; mawk has none.
+var awkIsGawk = sync.OnceValue(func() bool {
+	p, err := lookPath("awk")
+	if err != nil {
+		return false
+	}
+	real, err := filepath.EvalSymlinks(p)
+	return err == nil && strings.HasPrefix(filepath.Base(real), "gawk")
+})
 
 func checkPrintf(args []string, _ int) (string, bool) {
 	// printf -v assigns a shell variable: an assignment in disguise.
