@@ -14,17 +14,44 @@
 //     builtins are refused. Command names must be literal and unqualified.
 //   - Redirections: >/dev/null, 2>/dev/null, &>/dev/null, 2>&1, >&2 and
 //     < FILE only.
-//   - Commands: an allow-list of read-only programs, some with refused
-//     options (find -delete/-exec…, sort -o, rg --pre, xxd -r, …) checked
-//     in every spelling, and git with a whitelist of global options and
-//     read-only subcommands.
+//   - Commands: a table of read-only programs ([checkArgv]). Each program's
+//     argv is parsed by a model of that program's own option parser,
+//     declared as data with one table per tool family: GNU getopt_long
+//     (tools.go: permutation or stop at the first operand as the program
+//     does, abbreviations resolved against the program's full long-option
+//     list, ambiguity refused, a required value taking the next word even
+//     if it is "--"), git's parse-options and revision parser (git.go: one
+//     table per subcommand), clap for rg, and the hand-rolled parsers of
+//     xxd, tree and jq (hand.go), find's expression grammar (find.go).
+//     Every option found must be on the program's allowlist — an option
+//     the program lacks, or has and the table does not allow, is refused
+//     in every spelling — and operands are checked by role: an output
+//     operand (uniq's second, xxd's second) is refused, sed scripts
+//     (sed.go) and awk programs (awk.go) are parsed and allowed only in
+//     the subset that prints to standard output, date operands must be
+//     +FORMAT.
+//   - find -exec/-execdir and xargs run a command only when that command
+//     is itself allowed with the paths or words they add: find's {} paths
+//     begin with a starting point (never '-'); xargs's words go after a
+//     "--" the launch inserts where the command's parser honours it, and
+//     commands whose operands could still mean something else (awk, find,
+//     xargs, git, builtins) are not run by xargs.
+//
+// The table's option kinds are checked against the installed programs by
+// TestOptionProbe, the awk and sed subsets against gawk --sandbox, mawk and
+// sed --sandbox (TestAwkOracle, TestSedOracle). Anything a model does not
+// understand is refused with a reason naming the program and the word.
 //
 // [Classify] gives the static verdict. [Runner] executes: its handlers
 // re-apply the argv policy to the expanded argv of every command (so a glob
 // that expands to an option is refused at execution), let redirections
-// write only /dev/null, scrub the environment, launch git with options that
-// disable helper programs, and refuse git status/diff/blame where a filter
-// driver or submodule would run helpers.
+// write only /dev/null, scrub the environment, and launch programs with
+// their own safety switches (launchArgv: rg --no-config, sed --sandbox,
+// gawk --sandbox, recursively for find and xargs); git runs with options
+// that disable helper programs (pagers, fsmonitor, external diff,
+// textconv, diff.submodule=short, gpg, protocols), and status, diff,
+// blame and ls-files -m/-d are refused where a filter driver or submodule
+// would run helpers.
 //
 // Execution and confinement: every external program runs under the OS
 // sandbox of package [planbridge/sandbox] (Landlock, bwrap, seccomp, no
