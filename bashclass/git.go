@@ -293,7 +293,7 @@ q quiet .
 - git-dir .
 - absolute-git-dir .
 - git-common-dir .
-- git-path : 
+- git-path =
 - is-inside-work-tree .
 - is-inside-git-dir .
 - is-bare-repository .
@@ -743,7 +743,8 @@ func checkRefFormat(v string) string {
 }
 
 // checkPrettyFormat refuses the %G placeholders (signature checks, which
-// run gpg) of a --format or --pretty=format: value.
+// run gpg), with or without a %+ %- or "% " modifier, of a --format or
+// --pretty=format: value.
 func checkPrettyFormat(v string) string {
 	for i := 0; i < len(v); i++ {
 		if v[i] != '%' || i+1 == len(v) {
@@ -753,7 +754,11 @@ func checkPrettyFormat(v string) string {
 			i++
 			continue
 		}
-		if v[i+1] == 'G' {
+		j := i + 1
+		if strings.IndexByte("+- ", v[j]) >= 0 && j+1 < len(v) {
+			j++ // %+x, %-x and % x put a newline or space before x
+		}
+		if v[j] == 'G' {
 			return fmt.Sprintf("signature placeholder %%G in %q runs gpg", v)
 		}
 	}
