@@ -119,6 +119,11 @@ func TestOptionProbe(t *testing.T) {
 				continue // printed its version and stopped
 			}
 			probed++
+			if strings.Contains(out, "unrecognized option '"+sp+"'") || strings.Contains(out, "invalid option -- '"+strings.TrimPrefix(sp, "-")+"'") ||
+				strings.Contains(out, "Found argument '"+sp+"'") {
+				t.Errorf("%s: the model lists %s, which the program does not have: %s", prog, sp, firstLines(out, 2))
+				continue
+			}
 			if rejected := probeRejected(out); rejected == takes {
 				kind := "a flag (or an optional value)"
 				if takes {
@@ -191,6 +196,11 @@ func TestOptionProbe(t *testing.T) {
 						continue // the option does not combine with the reflog walk
 					}
 					probed++
+					if strings.Contains(out, "unknown option `"+strings.TrimLeft(sp, "-")+"'") || strings.Contains(out, "unrecognized argument: "+sp) ||
+						strings.Contains(out, "invalid option: "+sp) {
+						t.Errorf("git %s: the model lists %s, which git does not have: %s", sub, sp, firstLines(out, 2))
+						continue
+					}
 					if rejected := probeRejected(out); rejected == takes {
 						t.Errorf("git %s: the model expects %s to take a value: %v, but %q says:\n%s", sub, sp, takes, argv, firstLines(out, 3))
 					}
@@ -201,6 +211,47 @@ func TestOptionProbe(t *testing.T) {
 		gitProbed += probed - before
 	}
 	t.Logf("probed %d git option spellings", gitProbed)
+}
+
+// TestAbbreviationProbe checks the long-option lists of the getopt models
+// against the real programs: for every long option, the shortest prefix
+// the model resolves to it alone must be accepted by the program as an
+// unambiguous abbreviation (were the list missing a real option, the
+// program would call the prefix ambiguous or read it as another option).
+func TestAbbreviationProbe(t *testing.T) {
+	dir := t.TempDir()
+	checked := 0
+	models := map[string]*gnuModel{"date": dateModel, "sed": sedModel, "xargs": xargsModel, "gawk": awkModel}
+	for name, m := range gnuTools {
+		models[name] = m
+	}
+	for prog, m := range models {
+		for _, full := range m.idx.names {
+			o := m.idx.long[full]
+			if o.deny != "" || probeSkip(o) || strings.HasPrefix(full, "-") {
+				continue
+			}
+			for n := 1; n < len(full); n++ {
+				got, why := m.idx.resolveLong(full[:n], true)
+				if why != "" || got != o {
+					continue
+				}
+				prefix := "--" + full[:n]
+				argv := []string{prog, prefix}
+				if o.arg == argRequired {
+					argv = append(argv, "1")
+				}
+				argv = append(argv, probeWord)
+				out := runProbe(t, dir, argv...)
+				checked++
+				if strings.Contains(out, "is ambiguous") || strings.Contains(out, "unrecognized option '"+prefix+"'") {
+					t.Errorf("%s: the model resolves %s to --%s, but %q says:\n%s", prog, prefix, full, argv, firstLines(out, 2))
+				}
+				break
+			}
+		}
+	}
+	t.Logf("checked the shortest unambiguous prefix of %d long options", checked)
 }
 
 func uniqueSpecs(x *optIndex) []*optSpec {

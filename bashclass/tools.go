@@ -81,7 +81,6 @@ l lines .
 - files0-from =
 L max-line-length .
 w words .
-- total =
 `),
 	"nl": gnu("nl", help+`
 h header-numbering =
@@ -404,6 +403,8 @@ B ignore-blank-lines .
 I ignore-matching-lines =
 a text .
 - strip-trailing-cr .
+- binary .
+- inhibit-hunk-merge .
 D ifdef =
 - line-format =
 - old-line-format =
@@ -423,7 +424,8 @@ L - =
 v - .
 `),
 	"cmp": gnu("cmp", help+`
-b print-bytes,print-chars .
+b print-bytes .
+- print-chars .
 i ignore-initial =
 l verbose .
 n bytes =
