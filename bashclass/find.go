@@ -29,7 +29,7 @@ var findPrimaries = func() map[string]findPrimary {
 	add(1, "", `-name -iname -path -ipath -wholename -iwholename -regex -iregex -regextype
 		-type -xtype -size -mtime -mmin -atime -amin -ctime -cmin -newer -anewer -cnewer
 		-perm -user -group -uid -gid -links -inum -samefile -lname -ilname -used -fstype
-		-maxdepth -mindepth -printf -context -files0-from`)
+		-maxdepth -mindepth -printf -context`)
 	for _, x := range "aBcmt" {
 		for _, y := range "aBcmt" {
 			m["-newer"+string(x)+string(y)] = findPrimary{args: 1}
@@ -39,6 +39,9 @@ var findPrimaries = func() map[string]findPrimary {
 	add(0, "asks on the terminal before running a command", "-ok -okdir")
 	add(1, "writes a file", "-fls -fprint -fprint0")
 	add(2, "writes a file", "-fprintf")
+	// Starting points read from a file may start with '-', and so be
+	// options to an -exec command where {} stands for them.
+	add(1, "reads starting points from a file", "-files0-from")
 	return m
 }()
 

@@ -1285,6 +1285,7 @@ var verdictTable = concat(
 		deny("find . -name", "find primary -name needs 1 argument"),
 		deny("find -name x .", "paths must precede"),
 		deny("find . -bogus", "find primary -bogus is unknown"),
+		deny("find -files0-from list -exec sort {} +", "find primary -files0-from reads starting points from a file"),
 		deny("find -D exec . -exec rm {} \\;", "\"rm\""),
 		allow("find . -name '*.go' | xargs wc -l"),
 		allow("find . -name '*.md' -print0 | xargs -0 grep -l alpha"),
