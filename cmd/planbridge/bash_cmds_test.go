@@ -16,7 +16,7 @@ func TestRunClassify(t *testing.T) {
 		out   string
 	}{
 		{args: []string{"git status --short && git diff --stat"}, code: 0, out: "allow\n"},
-		{args: []string{"sort -uo f x"}, code: 1, out: "deny: sort option -o (in \"-uo\") writes files or runs a program\n"},
+		{args: []string{"sort -uo f x"}, code: 1, out: "deny: sort option -o (in \"-uo\") writes a file\n"},
 		{args: []string{"rm -rf /"}, code: 1, out: "deny: \"rm\" is not a read-only command\n"},
 		{args: []string{"-"}, stdin: "ls | wc -l\n", code: 0, out: "allow\n"},
 		{args: nil, stdin: "ls\n", code: 2},
@@ -40,7 +40,7 @@ func TestRunClassifyJSONL(t *testing.T) {
 	want := []classifyLine{
 		{Command: "ls -la", Verdict: "allow"},
 		{Command: "echo $(id)", Verdict: "deny", Reason: "command substitution $(...) is not allowed"},
-		{Command: "find . -delete", Verdict: "deny", Reason: "find option -delete writes or executes"},
+		{Command: "find . -delete", Verdict: "deny", Reason: "find primary -delete deletes files"},
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	if len(lines) != len(want) {
@@ -74,7 +74,7 @@ func TestRunSh(t *testing.T) {
 	out.Reset()
 	errb.Reset()
 	writeTestFile(t, dir+"/-delete")
-	if code := runSh([]string{"-C", dir, "find *"}, nil, &out, &errb); code != 126 || !strings.Contains(errb.String(), "find option -delete") {
+	if code := runSh([]string{"-C", dir, "find *"}, nil, &out, &errb); code != 126 || !strings.Contains(errb.String(), "find primary -delete") {
 		t.Errorf("find * over -delete: exit %d, stderr %q", code, errb.String())
 	}
 	if code := runSh(nil, nil, &out, &errb); code != 2 {
