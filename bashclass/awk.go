@@ -117,8 +117,11 @@ func isAwkName(s string) bool {
 }
 
 // awkRefused are the names a program may not use: they run commands,
-// read other input or flush and close streams, or steer gawk's sorting,
-// symbol table and function table (which indirect calls go through).
+// read other input or flush and close streams, steer gawk's sorting,
+// symbol table and function table (which indirect calls go through), or
+// change which files are read. ENVIRON stays readable (the environment is
+// scrubbed) and writable: it only reaches child processes, and the allowed
+// subset starts none.
 var awkRefused = map[string]string{
 	"system":   "runs a shell command",
 	"getline":  "reads other input (files or commands)",
