@@ -134,6 +134,38 @@ var awkRefused = map[string]string{
 	"ARGC":     "changes the input files",
 }
 
+// awkBracket skips the bracket expression of a regular expression that
+// starts at src[i] ('['): an optional ^, a leading ] taken literally,
+// classes [:x:], [.x.] and [=x=], backslash escapes, up to the closing ]
+// whose index it returns. A '/' or a newline inside is refused: awks
+// disagree on whether it ends the regular expression.
+func awkBracket(src string, i int) (int, string) {
+	j := i + 1
+	if j < len(src) && src[j] == '^' {
+		j++
+	}
+	if j < len(src) && src[j] == ']' {
+		j++
+	}
+	for ; j < len(src); j++ {
+		switch c := src[j]; {
+		case c == '\\':
+			j++
+		case c == '/' || c == '\n':
+			return 0, "awk program has '/' or a newline inside a bracket of a regular expression"
+		case c == ']':
+			return j, ""
+		case c == '[' && j+1 < len(src) && strings.IndexByte(":.=", src[j+1]) >= 0:
+			end := strings.Index(src[j+2:], string(src[j+1])+"]")
+			if end < 0 {
+				return 0, "awk program has an unterminated bracket class"
+			}
+			j += 2 + end + 1
+		}
+	}
+	return 0, "awk program has an unterminated bracket expression"
+}
+
 // awkKeywords are the words after which a '/' starts a regular
 // expression rather than a division.
 var awkKeywords = map[string]bool{
@@ -216,17 +248,21 @@ func checkAwkProgram(src string) string {
 			return "awk program has a '/' after ++ or -- (division or regex is ambiguous)"
 		case c == '/' && prev != tOperand:
 			j := i + 1
-			for ; j < len(src) && src[j] != '/'; j++ {
+		regex:
+			for ; j < len(src); j++ {
 				switch src[j] {
 				case '\\':
 					j++
 				case '\n':
 					return "awk program has a newline in a regular expression"
 				case '[':
-					k := strings.IndexByte(src[j:], ']')
-					if k > 0 && strings.IndexByte(src[j:j+k], '/') >= 0 {
-						return "awk program has '/' inside a bracket of a regular expression"
+					k, r := awkBracket(src, j)
+					if r != "" {
+						return r
 					}
+					j = k
+				case '/':
+					break regex
 				}
 			}
 			if j >= len(src) {
