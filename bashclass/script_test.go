@@ -150,3 +150,59 @@ func TestScriptCheckersBadInput(t *testing.T) {
 		}
 	}
 }
+
+// differential generates programs from pieces that confuse lexers
+// (quotes, brackets, slashes, comments, continuations) and dangerous
+// operations, and checks that whatever the checker allows, the real
+// program in its sandbox mode does not find a sandbox-violating operation
+// in: gawk --sandbox for awk, sed --sandbox for sed.
+func differential(t *testing.T, n int, seed uint64, pieces []string, allowed func(string) bool, argv func(string) []string) int {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, dir+"/in.txt", "a b\n/x/ \"q\"\n", 0o644)
+	before := snapshot(t, dir)
+	x := seed
+	next := func(k int) int {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		return int(x % uint64(k))
+	}
+	ran := 0
+	for i := 0; i < n; i++ {
+		var b strings.Builder
+		for k := 1 + next(10); k > 0; k-- {
+			b.WriteString(pieces[next(len(pieces))])
+		}
+		prog := b.String()
+		if !allowed(prog) {
+			continue
+		}
+		ran++
+		out, _ := runIn(t, dir, argv(prog)...)
+		if strings.Contains(out, "sandbox mode") {
+			t.Errorf("allowed program %q reaches a sandboxed operation: %s", prog, firstLines(out, 2))
+		}
+	}
+	if d := diffSnapshots(before, snapshot(t, dir)); d != "" {
+		t.Fatalf("a program changed the directory:\n%s", d)
+	}
+	return ran
+}
+
+func TestAwkDifferential(t *testing.T) {
+	pieces := []string{"/", "[", "]", "^", "\"", "\\", "#", "\n", "\\\n", " ", "print ", "printf ", ">", ">>", "\"/dev/null\"",
+		"system(\"true\")", "|", "getline", "(", ")", ";", "{", "}", "a", "1", "$1", ",", "++", "?", ":", "~", "/x/", "[/]",
+		"[]\"]", "\"[\"", "/[\"]/", "BEGIN", "END", "if", "else", "x=", "close(\"x\")", "NR>1", "'", "&&", "||", "!", "in", "-"}
+	ran := differential(t, 6000, 0x9e3779b97f4a7c15, pieces, func(p string) bool { return checkAwkProgram(p) == "" },
+		func(p string) []string { return []string{"gawk", "--sandbox", "--", p, "in.txt"} })
+	t.Logf("%d generated awk programs allowed and run under gawk --sandbox", ran)
+}
+
+func TestSedDifferential(t *testing.T) {
+	pieces := []string{"s", "/", "|", "[", "]", "^", "\\", "\n", ";", "{", "}", "p", "w", " x", "e", "r", "R", "W", "g", "1", "$", ",",
+		"!", "a", "i", "c", "y", "#", ":", "b", "t", "[/]", "/x/", "s/a/b/", "a\\\n", "I", "M", "=", "d", "q", "l", "n", "z", "~", "+"}
+	ran := differential(t, 6000, 0x2545f4914f6cdd1d, pieces, func(s string) bool { return checkSedScript(s) == "" },
+		func(s string) []string { return []string{"sed", "--sandbox", "-n", "-e", s, "in.txt"} })
+	t.Logf("%d generated sed scripts allowed and run under sed --sandbox", ran)
+}

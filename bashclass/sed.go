@@ -250,10 +250,11 @@ func (p *sedParser) toLineEnd() {
 	}
 }
 
-// label skips a label, which GNU sed ends at a newline or ';'.
+// label skips a label, which GNU sed ends at whitespace, ';' or a
+// newline; another command may follow after whitespace alone.
 func (p *sedParser) label() {
 	p.skipSpace()
-	for !p.eof() && p.peek() != '\n' && p.peek() != ';' {
+	for !p.eof() && strings.IndexByte(" \t\n;", p.peek()) < 0 {
 		p.i++
 	}
 }
@@ -291,7 +292,10 @@ func (p *sedParser) command() string {
 	p.i++
 	switch c {
 	case '#':
-		p.toLineEnd()
+		// A comment ends at the newline, backslash or not.
+		for !p.eof() && p.peek() != '\n' {
+			p.i++
+		}
 		return ""
 	case '{':
 		p.depth++
