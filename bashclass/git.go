@@ -466,7 +466,7 @@ b - .
 S - = !reads revisions from a file
 - ignore-rev =
 - ignore-revs-file =
-`), post: helperCheck, launch: []string{"--no-textconv"}},
+`), post: blameCheck, launch: []string{"--no-textconv"}},
 	"grep": {idx: gitIndex(`
 - cached .
 - untracked .
@@ -658,6 +658,20 @@ func gitIndex(table string) *optIndex {
 }
 
 func helperCheck(c *gitCall, _ *parsedArgs) string { c.helperCheck = true; return "" }
+
+// blameCheck: git blame reads "-- <path> <rev>", handing the word after
+// the path to the revision parser, which takes it as an option when it
+// starts with '-' (git blame -- f --output=x writes x). Such operands are
+// refused. blame also hashes the work-tree file (clean filters).
+func blameCheck(c *gitCall, p *parsedArgs) string {
+	for _, op := range p.operands {
+		if strings.HasPrefix(op, "-") {
+			return fmt.Sprintf("git blame operand %q would be read as an option", op)
+		}
+	}
+	c.helperCheck = true
+	return ""
+}
 
 func noOperands(c *gitCall, p *parsedArgs) string {
 	if len(p.operands) > 0 {

@@ -720,6 +720,8 @@ var verdictTable = concat(
 		deny("git describe --dirty=-x", "--dirty"),
 		deny("git cat-file --path -- --textconv HEAD:x", "git cat-file option --path"),
 		deny("git blame --contents -- --textconv README.md", "git blame option --contents"),
+		deny("git blame -- README.md --output=x", "git blame operand \"--output=x\" would be read as an option"),
+		deny("git blame -- -f --output=foo", "would be read as an option"),
 		deny("git log --author -- --output=x", "ambiguous"),
 		deny("git log -n -- -p", "ambiguous"),
 		deny("git diff -S -- --output=x", "ambiguous"),
