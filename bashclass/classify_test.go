@@ -268,6 +268,26 @@ func BenchmarkClassify(b *testing.B) {
 	reportPerCommand(b, len(corpus))
 }
 
+// BenchmarkCheckArgv is the argv policy alone (the option models) over
+// the segments of the same corpus: the part of BenchmarkClassify that is
+// not parsing or walking the syntax tree.
+func BenchmarkCheckArgv(b *testing.B) {
+	var argvs [][]string
+	for _, src := range benchCorpus(b) {
+		for _, s := range Classify(src).Segments {
+			argvs = append(argvs, s.Argv)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		for _, argv := range argvs {
+			checkArgv(argv)
+		}
+	}
+	reportPerCommand(b, len(argvs))
+}
+
 // BenchmarkParse is the bare mvdan.cc/sh parse of the same corpus.
 func BenchmarkParse(b *testing.B) {
 	corpus := benchCorpus(b)

@@ -20,7 +20,7 @@ type ratio struct {
 }
 
 var ratios = []ratio{
-	{"gate: Bash classification vs bare parse", "BenchmarkClassify", "BenchmarkParse", 2, false},
+	{"gate: Bash classification vs bare parse", "BenchmarkClassify", "BenchmarkParse", 1.5, false},
 	{"proposal: streamed extraction (1 KiB chunks) vs one goldmark parse", "BenchmarkScannerStream1MiB", "BenchmarkGoldmarkParse1MiB", 3, false},
 	{"status: ours vs git status --porcelain (20k files)", "BenchmarkStatus", "BenchmarkGitStatusCLI", 1, true},
 	{"status: stock go-git Worktree.Status vs git (reference)", "BenchmarkGoGitStatus", "BenchmarkGitStatusCLI", 0, false},
