@@ -59,6 +59,11 @@ type gitSub struct {
 	post   func(c *gitCall, p *parsedArgs) string
 	// launch is added right after the subcommand (and verb) at launch.
 	launch []string
+	// paths: the words after "--" are pathspecs, read as nothing else.
+	// Elsewhere (commits, patterns, keys, which some subcommands hand to
+	// another parser: blame's "-- <path> <rev>", describe --contains to
+	// name-rev) an operand starting with '-' is refused.
+	paths bool
 }
 
 // gitCommon are refused for every subcommand, so that the reason says why.
@@ -242,7 +247,7 @@ t - .
 `
 
 var gitSubs = map[string]*gitSub{
-	"status": {idx: gitIndex(`
+	"status": {paths: true, idx: gitIndex(`
 s short .
 b branch .
 - no-branch .
@@ -262,13 +267,13 @@ z - .
 - no-renames .
 - find-renames ?
 `), post: helperCheck},
-	"diff": {idx: gitIndex(gitDiffOpts + `
+	"diff": {paths: true, idx: gitIndex(gitDiffOpts + `
 - cached,staged .
 `), post: helperCheck, launch: []string{"--no-ext-diff", "--no-textconv"}},
-	"log":      {idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitCountOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
-	"show":     {idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitCountOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
-	"shortlog": {idx: withPretty(gitIndex(gitRevOpts + shortlogOpts)), digits: true, post: shortlogHead},
-	"rev-list": {idx: withPretty(gitIndex(gitRevOpts + gitCountOpts + `
+	"log":      {paths: true, idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitCountOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
+	"show":     {paths: true, idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitCountOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
+	"shortlog": {paths: true, idx: withPretty(gitIndex(gitRevOpts + shortlogOpts)), digits: true, post: shortlogHead},
+	"rev-list": {paths: true, idx: withPretty(gitIndex(gitRevOpts + gitCountOpts + `
 - count .
 - timestamp .
 - objects .
@@ -280,7 +285,7 @@ z - .
 - abbrev ?
 - no-abbrev .
 `)), digits: true},
-	"rev-parse": {idx: gitIndex(`
+	"rev-parse": {paths: true, idx: gitIndex(`
 - show-toplevel .
 - show-prefix .
 - show-cdup .
@@ -318,7 +323,7 @@ q quiet .
 - before :
 - default =
 `)},
-	"ls-files": {idx: gitIndex(`
+	"ls-files": {paths: true, idx: gitIndex(`
 c cached .
 d deleted .
 m modified .
@@ -347,7 +352,7 @@ X exclude-from =
 - sparse .
 - format =
 `), post: lsFilesCheck},
-	"ls-tree": {idx: gitIndex(`
+	"ls-tree": {paths: true, idx: gitIndex(`
 d - .
 r - .
 t - .
@@ -467,7 +472,7 @@ S - = !reads revisions from a file
 - ignore-rev =
 - ignore-revs-file =
 `), post: blameCheck, launch: []string{"--no-textconv"}},
-	"grep": {idx: gitIndex(`
+	"grep": {paths: true, idx: gitIndex(`
 - cached .
 - untracked .
 - exclude-standard .
@@ -595,8 +600,8 @@ e edit . !runs an editor
 - get-colorbool . !is not allowed
 `), post: configRead},
 	// Subcommands with a verb: the verb is checked in parseGit.
-	"stash":  {idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitCountOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
-	"reflog": {idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitCountOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
+	"stash":  {paths: true, idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitCountOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
+	"reflog": {paths: true, idx: withPretty(gitIndex(gitDiffOpts + gitRevOpts + gitCountOpts + gitLogOnly)), digits: true, launch: []string{"--no-ext-diff", "--no-textconv"}},
 	"worktree": {idx: gitIndex(`
 - porcelain .
 v verbose .
@@ -892,6 +897,13 @@ func (c *gitCall) check() string {
 	}
 	if r := checkFound("git "+c.sub, p.opts); r != "" {
 		return r
+	}
+	if !s.paths {
+		for _, op := range p.operands {
+			if strings.HasPrefix(op, "-") && op != "-" {
+				return fmt.Sprintf("git %s operand %q would be read as an option", c.sub, op)
+			}
+		}
 	}
 	if s.post != nil {
 		return s.post(c, &p)
