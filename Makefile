@@ -5,7 +5,7 @@ BIN     := bin/planbridge
 ELISP   := $(wildcard elisp/planbridge*.el)
 export PLANBRIDGE_PROGRAM := $(CURDIR)/$(BIN)
 
-.PHONY: build test go-test elisp-test bench elisp-bench demo lint vet
+.PHONY: build test go-test elisp-test bench elisp-bench demo lint vet crash
 
 build:
 	$(GO) build -o $(BIN) ./cmd/planbridge
@@ -39,6 +39,12 @@ elisp-bench: build
 	  $(EMACS) -Q --batch -L "$$d" -f batch-byte-compile "$$d"/*.el && \
 	  $(EMACS) -Q --batch -L "$$d" -l elisp/test/bench.el 2>&1 | grep '^planbridge-bench:'; \
 	  status=$$?; rm -rf "$$d"; exit $$status
+
+# The random-kill test at length: `make crash N=300 SEED=7` (make test runs 30).
+N    ?= 300
+SEED ?= 14
+crash:
+	PLANBRIDGE_CRASH_TRIALS=$(N) PLANBRIDGE_CRASH_SEED=$(SEED) $(GO) test -count=1 -timeout 60m -run '^TestRandomKill$$' ./cmd/planbridge
 
 demo: build
 	./$(BIN) demo

@@ -1,5 +1,28 @@
 // Package handoff turns an accepted proposal into implementation through
-// durable steps: validation, archive, retry record, context preparation,
-// optional Worktree fork, and kickoff. Each step is committed before the next
-// starts so a crash resumes exactly once.
+// durable steps, each committed before the next starts, so a crash at any
+// point resumes exactly once.
+//
+// What is here: the approval model ([Selection], [Approval] attempts,
+// [FeedbackEnvelope]), the retry [Record] and its steps (recorded →
+// context_ready → kickoff → dispatched, or forked), and the step machines,
+// each a function over a narrow port that the session implements (it
+// keeps data access; every port method that commits is one named store
+// operation): [Accept] over [AcceptPort] (validate, archive immutably,
+// the acceptance commit, start); [Run] over [Env] (context preparation —
+// Current, Fresh, Summary with its cached summary — then the Worktree
+// fork, the Goal start or the Direct kickoff); [ForkStep] over [ForkPort]
+// and [Git] (fork point, reservation with base commit and owner mark, fork
+// session, verified worktree, hand-over; [WorktreeGit] is package
+// worktree); and [GoalFor], the Goal step's decision (package goal).
+//
+// Exactly once: the kickoff's record moves to [StepDispatched] in the
+// transaction that stores the prompt, before the request leaves; from
+// there [Run] continues with [InterruptedPrompt], never the kickoff again.
+// A summary is cached in the record once complete and never requested
+// again; one cut off before its commit is. A fork's worktree is taken only
+// once verified complete; an unfinished one is discarded (only what its
+// owner mark made) and redone. [Failpoint] names the crash points
+// ([Failpoints], [ForkFailpoints]); the ports receive them, so in-process
+// tests crash there with fakes (steps_test.go) and the binary tests with
+// PLANBRIDGE_FAILPOINT.
 package handoff

@@ -31,9 +31,18 @@ type Env interface {
 	// record in one transaction (reusing a matching Goal, reporting any other
 	// unfinished one as a conflict); the Goal then owns the kickoff.
 	StartGoal(ctx context.Context, rec *Record) error
-	// Kickoff sends the implementation turn under rec.Policy. On success it
-	// clears the record in the transaction that stores the turn.
+	// Failpoint is called between durable steps with the names in
+	// [Failpoints] ([Failpoint] in production).
+	Failpoint(name string)
+	// Kickoff sends the implementation turn under rec.Policy. It commits
+	// rec at [StepDispatched] with the prompt, before the request leaves;
+	// on success it clears the record in the transaction that settles the
+	// turn.
 	Kickoff(ctx context.Context, rec *Record, prompt, display string) error
+	// Continue resumes a dispatched implementation from its stored
+	// transcript with [InterruptedPrompt] (never the kickoff again); on
+	// success it clears the record like Kickoff.
+	Continue(ctx context.Context, rec *Record) error
 }
 
 // ErrHandedOver is returned by a step after which another session owns the
@@ -66,7 +75,7 @@ func Run(ctx context.Context, env Env, rec *Record) (err error) {
 			if err := prepareContext(ctx, env, rec); err != nil {
 				return err
 			}
-			Failpoint("handoff.context")
+			env.Failpoint("handoff.context")
 		case StepContextReady:
 			switch {
 			case rec.Selection.Location == Worktree:
@@ -83,6 +92,8 @@ func Run(ctx context.Context, env Env, rec *Record) (err error) {
 			}
 		case StepKickoff:
 			return kickoff(ctx, env, rec)
+		case StepDispatched:
+			return env.Continue(ctx, rec)
 		case StepForked:
 			return fmt.Errorf("the implementation moved to fork %s", rec.Fork.Session)
 		default:
@@ -117,7 +128,7 @@ func prepareContext(ctx context.Context, env Env, rec *Record) error {
 			if err := env.Save(ctx, rec); err != nil {
 				return err
 			}
-			Failpoint("handoff.summarized")
+			env.Failpoint("handoff.summarized")
 		}
 		rec.Step = StepContextReady
 		return env.InstallSegment(ctx, rec, SummarySetup(rec.Summary))
@@ -130,7 +141,7 @@ func kickoff(ctx context.Context, env Env, rec *Record) error {
 	if err != nil {
 		return err
 	}
-	Failpoint("handoff.kickoff")
+	env.Failpoint("handoff.kickoff")
 	return env.Kickoff(ctx, rec, prompt, display)
 }
 

@@ -17,7 +17,12 @@ const (
 	StepRecorded     Step = "recorded"      // context not prepared yet
 	StepContextReady Step = "context_ready" // Current kept / Fresh or Summary segment installed
 	StepForked       Step = "forked"        // Worktree: the fork holds its own record
-	StepKickoff      Step = "kickoff"       // kickoff being sent; cleared when it settles
+	StepKickoff      Step = "kickoff"       // kickoff about to be sent
+	// StepDispatched is committed in the transaction that stores the
+	// kickoff prompt, before the request leaves: from here the kickoff is
+	// never sent again; recovery continues the stored transcript. The
+	// record is cleared when the implementation turn settles.
+	StepDispatched Step = "dispatched"
 )
 
 // Artifact is a durable reference to an accepted plan: a session-relative
@@ -32,6 +37,8 @@ type Fork struct {
 	Point   int64  `json:"point,omitempty"`   // transcript index of the proposing reply
 	Branch  string `json:"branch,omitempty"`  // reserved before any git mutation
 	Dir     string `json:"dir,omitempty"`     // reserved before any git mutation
+	Base    string `json:"base,omitempty"`    // commit the branch starts at, recorded with the reservation
+	Owner   string `json:"owner,omitempty"`   // marks what this fork creates in git, so a retry removes only that
 	Session string `json:"session,omitempty"` // the fork's id once it exists
 }
 
@@ -85,7 +92,7 @@ func UnmarshalRecord(s string) (*Record, error) {
 		return nil, fmt.Errorf("retry record is corrupt: %w", err)
 	}
 	switch r.Step {
-	case StepRecorded, StepContextReady, StepForked, StepKickoff:
+	case StepRecorded, StepContextReady, StepForked, StepKickoff, StepDispatched:
 	default:
 		return nil, fmt.Errorf("retry record is corrupt: unknown step %q", r.Step)
 	}
@@ -117,8 +124,10 @@ var Failpoints = []string{
 	"handoff.summarized", // Summary: the summary is cached in the record
 	"handoff.context",    // context prepared and committed
 	"handoff.kickoff",    // about to send the kickoff request
+	"handoff.dispatched", // kickoff prompt and dispatched record committed, request not sent
 	"handoff.goal",       // Goal persisted and record cleared, kickoff not sent
 	"goal.kickoff",       // the Goal's kickoff turn is about to be sent
+	"goal.dispatched",    // the Goal's kickoff prompt committed (kickoff cleared), request not sent
 }
 
 // ForkFailpoints lists the failpoints of the Worktree fork step, in order.

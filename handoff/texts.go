@@ -118,3 +118,17 @@ func FreshSetup(workspace, head string) string {
 func SummarySetup(summary string) string {
 	return "Handoff summary of the planning conversation (the accepted plan follows separately):\n\n" + summary
 }
+
+// InterruptedPrompt is the continuation of an implementation whose turn
+// was cut off (the process stopped, the request failed or was
+// interrupted) after its kickoff was sent; carry lists the steps still to
+// do. It never repeats the kickoff.
+func InterruptedPrompt(carry string) string {
+	b := "The implementation of the accepted plan was interrupted before it finished (planbridge stopped or the request failed). " +
+		"The conversation above is what happened, tool results included; a call whose result says it was interrupted may or may not have taken effect, so check before repeating it. " +
+		"Do not start over: continue from where it stopped."
+	if carry != "" {
+		b += "\n" + carry
+	}
+	return b
+}

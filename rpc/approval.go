@@ -93,9 +93,11 @@ func approvalEdit(ctx context.Context, s *Server, raw json.RawMessage) (any, err
 	})
 }
 
-func handoffRetry(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
+// handoffRecover is the one recovery method; handoff/retry and
+// implementation/resume are its older names.
+func handoffRecover(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
 	return withSession(ctx, s, raw, func(sess *session.Session, _ sessionRef) (any, error) {
-		return map[string]bool{"started": true}, sess.Retry(ctx)
+		return sess.Recover(ctx)
 	})
 }
 
@@ -118,12 +120,6 @@ func sessionQueue(ctx context.Context, s *Server, raw json.RawMessage) (any, err
 func sessionCompact(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
 	return withSession(ctx, s, raw, func(sess *session.Session, _ sessionRef) (any, error) {
 		return nil, sess.Compact()
-	})
-}
-
-func implementationResume(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
-	return withSession(ctx, s, raw, func(sess *session.Session, _ sessionRef) (any, error) {
-		return nil, sess.ResumeImplementation(ctx)
 	})
 }
 

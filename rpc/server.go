@@ -79,7 +79,9 @@ var methods = map[string]handlerFunc{
 	"approval/show":             approvalShow,
 	"approval/edit":             approvalEdit,
 	"approval/restore":          approvalRestore,
-	"handoff/retry":             handoffRetry,
+	"handoff/recover":           handoffRecover,
+	"handoff/retry":             handoffRecover, // alias
+	"implementation/resume":     handoffRecover, // alias
 	"handoff/savePlan":          handoffSavePlan,
 	"session/queue":             sessionQueue,
 	"share/start":               shareStart,
@@ -87,7 +89,6 @@ var methods = map[string]handlerFunc{
 	"share/links":               shareLinksGet,
 	"session/compact":           sessionCompact,
 	"session/tracking":          sessionTracking,
-	"implementation/resume":     implementationResume,
 	"goal/get":                  goalGet,
 	"goal/start":                goalStart,
 	"goal/pause":                goalPause,

@@ -28,17 +28,30 @@ func sessionCreate(ctx context.Context, s *Server, raw json.RawMessage) (any, er
 func sessionOpen(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
 	type params struct {
 		Since        int64 `json:"since"`
+		Limit        int   `json:"limit"` // 0: every event after since
 		CoalesceText bool  `json:"coalesce_text"`
 	}
 	return withSession(ctx, s, raw, func(sess *session.Session, p params) (any, error) {
-		evs, err := sess.Events(ctx, p.Since)
+		if p.Limit < 0 {
+			return nil, paramsError{errString("limit must be 0 (no limit) or positive")}
+		}
+		info := sess.Info() // before the events: last_seq never runs ahead of them
+		limit := p.Limit
+		if limit > 0 {
+			limit++ // one more tells whether another page follows
+		}
+		evs, err := sess.EventsPage(ctx, p.Since, limit)
 		if err != nil {
 			return nil, err
+		}
+		more := p.Limit > 0 && len(evs) > p.Limit
+		if more {
+			evs = evs[:p.Limit]
 		}
 		if p.CoalesceText {
 			evs = session.CoalesceText(evs)
 		}
-		return map[string]any{"session": sess.Info(), "events": evs}, nil
+		return map[string]any{"session": info, "events": evs, "more": more}, nil
 	})
 }
 

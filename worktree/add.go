@@ -110,12 +110,32 @@ func shellQuote(s string) string {
 // Executable bits and symbolic links are honoured. No hook, filter or
 // other repository helper runs.
 //
-// It refuses, changing nothing, when the branch name is invalid
+// It refuses, changing nothing and suggesting no deletion, when the
+// branch name is invalid
 // ([ErrInvalidBranchName]), the branch exists ([ErrBranchExists]), path
 // exists and is not an empty directory or is already registered as a
 // worktree ([ErrPathExists]), or HEAD is unborn ([ErrUnbornHead]). When it
 // fails later, or ctx is cancelled, it removes what it created.
 func AddWorktree(ctx context.Context, repoDir, path, branch string) (*Added, error) {
+	return AddWorktreeWith(ctx, repoDir, path, branch, AddOptions{})
+}
+
+// AddOptions refines [AddWorktreeWith].
+type AddOptions struct {
+	// Commit is the hex id to branch from instead of HEAD's commit.
+	Commit string
+	// Owner, when set, is written into the administrative directory
+	// before anything else is created there or at the path, so that
+	// [Discard] can later tell a half-made worktree of this owner from
+	// anybody else's.
+	Owner string
+}
+
+// AddWorktreeWith is [AddWorktree] with options. Once the checkout and its
+// index are complete it writes a completion mark into the administrative
+// directory (the commit and the file count), which [VerifyFork] checks: a
+// worktree left half-written by a crash is never taken for a complete one.
+func AddWorktreeWith(ctx context.Context, repoDir, path, branch string, opt AddOptions) (*Added, error) {
 	if err := ValidBranchName(branch); err != nil {
 		return nil, err
 	}
@@ -135,29 +155,28 @@ func AddWorktree(ctx context.Context, repoDir, path, branch string) (*Added, err
 	if head == "" {
 		return nil, fmt.Errorf("worktree: add %s: %w", path, ErrUnbornHead)
 	}
+	if opt.Commit != "" {
+		head = opt.Commit
+	}
 	var commit [20]byte
 	if _, err := hex.Decode(commit[:], []byte(head)); err != nil {
 		return nil, fmt.Errorf("worktree: HEAD %q: %w", head, err)
 	}
-	cleanup := CleanupCommand(r.Root, path, branch)
+	// The refusals name what is in the way but suggest deleting nothing:
+	// this function did not make it, so it may be somebody's work.
 	exists, err := r.branchExists(branch)
 	if err != nil {
 		return nil, err
 	}
 	if exists {
-		if r.registeredWorktree(path) != "" {
-			return nil, fmt.Errorf("worktree: add %s: %w: %s (to start over: %s)", path, ErrBranchExists, branch, cleanup)
-		}
-		return nil, fmt.Errorf("worktree: add %s: %w: %s (to start over: git -C %s branch -D %s)",
-			path, ErrBranchExists, branch, shellQuote(r.Root), shellQuote(branch))
+		return nil, fmt.Errorf("worktree: add %s: %w: %s (choose another branch name)", path, ErrBranchExists, branch)
 	}
 	if name := r.registeredWorktree(path); name != "" {
-		return nil, fmt.Errorf("worktree: add %s: %w: registered as worktree %s (to clean up: git -C %s worktree remove --force %s)",
-			path, ErrPathExists, name, shellQuote(r.Root), shellQuote(path))
+		return nil, fmt.Errorf("worktree: add %s: %w: registered as worktree %s (choose another path)", path, ErrPathExists, name)
 	}
 	createdDir, err := checkEmptyDir(path)
 	if err != nil {
-		return nil, fmt.Errorf("worktree: add %s: %w (to clean up: rm -rf %s)", path, err, shellQuote(path))
+		return nil, fmt.Errorf("worktree: add %s: %w (choose another path)", path, err)
 	}
 
 	a := &Added{Path: path, Branch: branch, Commit: head}
@@ -186,6 +205,11 @@ func AddWorktree(ctx context.Context, repoDir, path, branch string) (*Added, err
 		return nil, err
 	}
 	undo = append(undo, func() { os.RemoveAll(a.GitDir) })
+	if opt.Owner != "" {
+		if err := writeSynced(filepath.Join(a.GitDir, ownerFile), opt.Owner+"\n"); err != nil {
+			return nil, fmt.Errorf("worktree: add %s: %w", path, err)
+		}
+	}
 	if createdDir != "" {
 		undo = append(undo, func() { os.RemoveAll(createdDir) })
 	} else {
@@ -221,6 +245,9 @@ func AddWorktree(ctx context.Context, repoDir, path, branch string) (*Added, err
 	a.Files, a.Copied = len(co.files), int(co.copied.Load())
 
 	if err := writeIndex(filepath.Join(a.GitDir, "index"), co.files, co.root); err != nil {
+		return nil, fmt.Errorf("worktree: add %s: %w", path, err)
+	}
+	if err := writeSynced(filepath.Join(a.GitDir, completeFile), fmt.Sprintf("%s %d\n", head, len(co.files))); err != nil {
 		return nil, fmt.Errorf("worktree: add %s: %w", path, err)
 	}
 	ok = true

@@ -129,7 +129,8 @@ func TestAddWorktreeRefusals(t *testing.T) {
 	ctx := context.Background()
 
 	_, err := AddWorktree(ctx, dir, ".worktrees/x", "taken")
-	if !errors.Is(err, ErrBranchExists) || !strings.Contains(err.Error(), "branch -D taken") {
+	// A branch this package did not make: nothing suggests deleting it.
+	if !errors.Is(err, ErrBranchExists) || !strings.Contains(err.Error(), "taken") || strings.Contains(err.Error(), "-D") {
 		t.Errorf("existing branch: %v", err)
 	}
 	_, err = AddWorktree(ctx, dir, ".worktrees/busy", "fresh")
@@ -147,14 +148,15 @@ func TestAddWorktreeRefusals(t *testing.T) {
 		t.Error("a refused add left an administrative directory")
 	}
 
-	// An existing fork at the path: the error names the cleanup command.
+	// An existing fork at the path is refused without a deletion hint;
+	// CleanupCommand (what a person runs for a fork they own) removes it.
 	if _, err := AddWorktree(ctx, dir, ".worktrees/fork", "fork"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = AddWorktree(ctx, dir, ".worktrees/fork", "fork")
 	want := CleanupCommand(mustEval(t, dir), filepath.Join(mustEval(t, dir), ".worktrees", "fork"), "fork")
-	if !errors.Is(err, ErrBranchExists) || !strings.Contains(err.Error(), want) {
-		t.Errorf("re-adding a fork: %v; want the cleanup command %s", err, want)
+	if !errors.Is(err, ErrBranchExists) || strings.Contains(err.Error(), "remove") || strings.Contains(err.Error(), "-D") {
+		t.Errorf("re-adding a fork: %v", err)
 	}
 	cmd := exec.Command("sh", "-c", want)
 	cmd.Env = gitEnv(t)

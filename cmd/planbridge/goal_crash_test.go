@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func TestGoalCrashAtEveryFailpoint(t *testing.T) {
 		if fp == "handoff.summarized" {
 			cx = "summary"
 		}
-		if fp == "handoff.kickoff" {
+		if fp == "handoff.kickoff" || fp == "handoff.dispatched" {
 			continue // the Direct kickoff: a Goal's kickoff is goal.kickoff
 		}
 		t.Run(fp, func(t *testing.T) { goalCrash(t, fp, cx) })
@@ -54,18 +55,19 @@ func goalCrash(t *testing.T, fp, cx string) {
 		if err := p2.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil); err != nil {
 			t.Fatal(err)
 		}
-	case "handoff.goal", "goal.kickoff":
+	case "handoff.goal", "goal.kickoff", "goal.dispatched":
 		// The Goal is the recovery boundary: the record is gone, the Goal
-		// came back paused with its kickoff pending.
-		if err := p2.c.Call(ctx, "handoff/retry", map[string]string{"session": s.ID}, nil); err == nil {
-			t.Fatal("a retry record survived Goal construction")
+		// came back paused; the one recovery path resumes it.
+		if _, err := p2.opened(t).GetRetryRecord(ctx, s.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a retry record survived Goal construction: %v", err)
 		}
 		g := getGoal(t, ctx, p2.c, s.ID)
 		if g.Goal == nil || g.Goal.Status != "paused" {
 			t.Fatalf("goal after restart %+v", g.Goal)
 		}
-		if err := p2.c.Call(ctx, "goal/resume", map[string]string{"session": s.ID}, nil); err != nil {
-			t.Fatal(err)
+		var res struct{ Action string }
+		if err := p2.c.Call(ctx, "handoff/recover", map[string]string{"session": s.ID}, &res); err != nil || res.Action != "goal" {
+			t.Fatal(err, res)
 		}
 	default:
 		if err := p2.c.Call(ctx, "handoff/retry", map[string]string{"session": s.ID}, nil); err != nil {

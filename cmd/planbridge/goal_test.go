@@ -179,7 +179,11 @@ func TestGoalRestartPausesAndResumes(t *testing.T) {
 	if err := p2.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "/goal resume"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	g = waitGoal(t, ctx, p2.c, s.ID, "complete")
+	waitGoal(t, ctx, p2.c, s.ID, "complete")
+	// update_goal completes the Goal mid-turn; the turn is booked when it
+	// settles, so wait for that.
+	waitTurnEnd(t, ctx, p2.c, 1)
+	g = getGoal(t, ctx, p2.c, s.ID)
 	// The continuation killed mid-stream never settled, so it is not booked:
 	// the kickoff and the resumed continuation are.
 	if g.Goal.Turns != 2 {

@@ -154,11 +154,19 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	red.Add(agent.OpenAIConfigFromEnv(os.Getenv).APIKey, agent.AnthropicConfigFromEnv(os.Getenv).APIKey)
 	lg = slog.New(red.Handler(lg.Handler()))
 	ctx := context.Background()
-	st, err := store.Open(ctx, cf.dir())
+	st, release, err := openState(ctx, cf.dir())
 	if err != nil {
 		fmt.Fprintf(stderr, "planbridge: %v\n", err)
+		// Tell the client too, if it asks something before we go.
+		code := "state_unavailable"
+		var le *store.LockError
+		if errors.As(err, &le) {
+			code = "state_locked"
+		}
+		rpc.Refuse(ctx, stdin, stdout, code, "planbridge: "+err.Error(), refuseWait)
 		return 1
 	}
+	defer release()
 	defer st.Close()
 	mgr := session.NewManager(session.Config{Store: st, Shell: newShell(), Logger: lg, Redact: red, ReadRoots: readRoots,
 		Hidden: []string{absOr(cf.dir())}})
@@ -187,6 +195,35 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// refuseWait is how long a server that cannot start waits for the
+// client's first request, to answer it with the reason.
+const refuseWait = 500 * time.Millisecond
+
+// openState takes the state directory's exclusive lock, runs the quick
+// integrity check (refusing a damaged directory without changing it) and
+// opens the database. release drops the lock.
+func openState(ctx context.Context, dir string) (*store.Store, func(), error) {
+	release, err := store.Lock(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := store.Preflight(ctx, dir); err != nil {
+		release()
+		return nil, nil, err
+	}
+	st, err := store.Open(ctx, dir, store.WithFailingCommits(os.Getenv(store.FailCommitsEnv)))
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	if probs := st.Check(ctx, false); len(probs) > 0 {
+		st.Close()
+		release()
+		return nil, nil, &store.DamageError{Dir: dir, Problems: probs}
+	}
+	return st, release, nil
 }
 
 func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -223,11 +260,19 @@ func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	default:
 		line("state dir", dir, true)
 	}
-	if errors.Is(dbErr, fs.ErrNotExist) {
+	if err := store.Preflight(ctx, dir); err != nil {
+		line("database", err.Error(), false)
+	} else if errors.Is(dbErr, fs.ErrNotExist) {
 		line("database", db+" (not created yet)", true)
 	} else if st, err := store.Open(ctx, dir); err != nil {
 		line("database", err.Error(), false)
 	} else {
+		probs := st.Check(ctx, true)
+		integrity := "full integrity check passed; every session directory has its row"
+		if len(probs) > 0 {
+			integrity = strings.Join(probs, "; ")
+		}
+		line("integrity", integrity, len(probs) == 0)
 		v, _ := st.SchemaVersion(ctx)
 		stats, err := st.Stats(ctx)
 		line("database", fmt.Sprintf("%s (schema %d, %d sessions, %d in Plan)", filepath.Join(dir, "state.db"), v, stats.Sessions, stats.InPlan), err == nil)

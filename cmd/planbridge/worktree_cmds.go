@@ -97,7 +97,7 @@ func runStatus(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // runs. P defaults to .worktrees/<last component of B> under the checkout's
 // root; a relative P is relative to the current directory, as with git. It
 // prints the new worktree's path. Exit status 0 on success, 1 when git
-// state refuses or the fork fails (the message says how to clean up), 2 on
+// state refuses or the fork fails (the message names what is in the way), 2 on
 // usage errors.
 func runWorktree(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlags("worktree add", stderr)

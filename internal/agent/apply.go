@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"planbridge/internal/store"
+	"planbridge/internal/atomicfile"
 )
 
 // patchChange is one file of a validated patch: what is there now and
@@ -225,7 +225,7 @@ func rollback(changes []*patchChange) error {
 				}
 			}
 		case c.remove || c.tmp == "":
-			if err := store.WriteFileAtomic(c.abs, c.old, c.perm); err != nil {
+			if err := atomicfile.WriteFile(c.abs, c.old, c.perm); err != nil {
 				errs = append(errs, err)
 			}
 		}

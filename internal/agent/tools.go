@@ -15,7 +15,7 @@ import (
 	"regexp"
 	"strings"
 
-	"planbridge/internal/store"
+	"planbridge/internal/atomicfile"
 )
 
 // Meta is what a tool declares about itself. The zero value means "may do
@@ -354,7 +354,7 @@ var writeFileTool = &Tool{
 		if err != nil {
 			return "", err
 		}
-		if err := store.WriteFileAtomic(p, []byte(a.Content), filePerm(p)); err != nil {
+		if err := atomicfile.WriteFile(p, []byte(a.Content), filePerm(p)); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), a.Path), nil
@@ -407,7 +407,7 @@ var editFileTool = &Tool{
 		default:
 			return "", fmt.Errorf("old text occurs %d times in %s; give more context", n, a.Path)
 		}
-		if err := store.WriteFileAtomic(p, []byte(strings.Replace(string(b), a.Old, a.New, 1)), filePerm(p)); err != nil {
+		if err := atomicfile.WriteFile(p, []byte(strings.Replace(string(b), a.Old, a.New, 1)), filePerm(p)); err != nil {
 			return "", err
 		}
 		return "edited " + a.Path, nil

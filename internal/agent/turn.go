@@ -40,6 +40,12 @@ type Turn struct {
 	// Depth is 0 for a root turn and 1 for a child agent's turn; children
 	// cannot delegate further.
 	Depth int
+	// Record, when set, makes each message durable as it completes: the
+	// assistant message once its response is complete (before its tool
+	// calls run) and each tool message once its call returns, so before the
+	// next model request. An error ends the turn with that error, before
+	// anything else runs.
+	Record func(ctx context.Context, m Message) error
 
 	childUsage Usage // tokens spent by child agents of this turn
 }
@@ -85,6 +91,9 @@ func (t *Turn) Run(ctx context.Context) (TurnResult, error) {
 		}
 		res.Usage.Add(resp.Usage)
 		msg := Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Thinking: resp.Thinking}
+		if err := t.record(ctx, msg); err != nil {
+			return res, err
+		}
 		convo = append(convo, msg)
 		res.Messages = append(res.Messages, msg)
 		t.Sink.ResponseDone(resp.Text)
@@ -94,6 +103,9 @@ func (t *Turn) Run(ctx context.Context) (TurnResult, error) {
 		for _, call := range resp.ToolCalls {
 			out := t.dispatch(ctx, call)
 			tm := Message{Role: RoleTool, ToolCallID: call.ID, Name: call.Name, Content: out}
+			if err := t.record(ctx, tm); err != nil {
+				return res, err
+			}
 			convo = append(convo, tm)
 			res.Messages = append(res.Messages, tm)
 		}
@@ -101,6 +113,14 @@ func (t *Turn) Run(ctx context.Context) (TurnResult, error) {
 			return res, err
 		}
 	}
+}
+
+func (t *Turn) record(ctx context.Context, m Message) error {
+	if t.Record == nil {
+		return nil
+	}
+	// Even a cancelled turn keeps what happened.
+	return t.Record(context.WithoutCancel(ctx), m)
 }
 
 // dispatch passes one call through the gate and runs it if allowed. It

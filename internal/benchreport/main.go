@@ -26,6 +26,7 @@ var ratios = []ratio{
 	{"status: stock go-git Worktree.Status vs git (reference)", "BenchmarkGoGitStatus", "BenchmarkGitStatusCLI", 0, false},
 	{"engines: Anthropic Messages stream decode vs the same response as Chat Completions", "BenchmarkAnthropicDecode", "BenchmarkOpenAIDecode", 0, false},
 	{"fork: our linked worktree vs git worktree add (20k files)", "BenchmarkAddWorktreeVsGit:ours-ns/op", "BenchmarkAddWorktreeVsGit:git-ns/op", 1, false},
+	{"events: a turn streamed as 5,000 deltas vs as one (end to end, write-ahead)", "BenchmarkTurnDeltas5000", "BenchmarkTurnDeltas1", 3, false},
 }
 
 // absolute budgets on single metrics.

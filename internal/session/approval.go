@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"planbridge/goal"
 	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/store"
@@ -82,7 +80,7 @@ func (s *Session) presentApproval(ctx context.Context) {
 	}
 	s.refreshWorktreeNotice(ctx)
 	s.emitApproval()
-	s.emit("status", s.statusData()) // the session now has a shown card
+	s.emitStatus() // the session now has a shown card
 }
 
 // refreshWorktreeNotice reruns the status walk for the card when Worktree
@@ -103,7 +101,7 @@ func (s *Session) refreshWorktreeNotice(ctx context.Context) {
 // emitApproval publishes the current card and returns it.
 func (s *Session) emitApproval() ApprovalView {
 	v := s.Approval()
-	s.emit("approval", v)
+	s.emit(v)
 	return v
 }
 
@@ -181,7 +179,7 @@ func (s *Session) SetHidden(attempt string, hidden bool) (ApprovalView, error) {
 	s.approval.Hidden = hidden
 	s.mu.Unlock()
 	v := s.emitApproval()
-	s.emit("status", s.statusData()) // approval: shown or hidden
+	s.emitStatus() // approval: shown or hidden
 	return v, nil
 }
 
@@ -206,8 +204,8 @@ func (s *Session) CancelApproval(ctx context.Context, attempt string) error {
 	if err := s.putProposal(ctx, p); err != nil {
 		return err
 	}
-	s.emit("approval_closed", map[string]any{"attempt": a, "reason": "cancelled"})
-	s.emit("status", s.statusData())
+	s.emit(ApprovalClosedEvent{Attempt: a, Reason: "cancelled"})
+	s.emitStatus()
 	s.kick()
 	return nil
 }
@@ -263,7 +261,7 @@ func (s *Session) Feedback(ctx context.Context, attempt, text string, comments [
 	if err := s.putProposal(ctx, p); err != nil {
 		return err
 	}
-	s.emit("approval_closed", map[string]any{"attempt": a, "reason": "feedback"})
+	s.emit(ApprovalClosedEvent{Attempt: a, Reason: "feedback"})
 	s.enqueue(turnReq{text: handoff.FeedbackEnvelope(title, b.String(), p.Rejections), display: "Feedback: " + strings.TrimSpace(b.String())})
 	return nil
 }
@@ -295,8 +293,6 @@ type AcceptResult struct {
 	Message  string `json:"message"`
 }
 
-func artifactName(hash string) string { return "plans/accepted-" + hash[:16] + ".md" }
-
 // Accept accepts the current proposal with the card's selection: validate,
 // archive immutably, then (one transaction) mark accepted, leave Plan and
 // write the retry record; then the handoff runs in the background.
@@ -311,144 +307,137 @@ var errSettingsChanged = &Error{Code: "settings_changed", Message: "the approval
 // the attempt check, unless the selection's Location is expect ("" = any):
 // a browser link can thus never accept a Location it may not choose.
 func (s *Session) AcceptExpecting(ctx context.Context, attempt, branch string, expect handoff.Location) (AcceptResult, error) {
-	// 1. Validate. A refusal leaves the card pending.
-	s.mu.Lock()
-	if err := s.checkAttemptLocked(attempt); err != nil {
-		s.mu.Unlock()
+	rec, err := handoff.Accept(ctx, &acceptance{s: s, attempt: attempt, branch: branch, expect: expect})
+	if err != nil {
 		return AcceptResult{}, err
 	}
-	sel := s.selectionLocked()
-	if expect != "" && sel.Location != expect {
+	return AcceptResult{Accepted: true, Artifact: agent.WorkScheme + rec.Artifact.Path, Message: "Preparing implementation..."}, nil
+}
+
+// acceptance is the session side of one [handoff.Accept] ([handoff.AcceptPort]).
+type acceptance struct {
+	s       *Session
+	attempt string
+	branch  string
+	expect  handoff.Location // "" = any
+	p       store.Proposal
+}
+
+// Validate: a refusal leaves the card pending.
+func (a *acceptance) Validate(ctx context.Context) (handoff.Accepting, error) {
+	s := a.s
+	s.mu.Lock()
+	if err := s.checkAttemptLocked(a.attempt); err != nil {
 		s.mu.Unlock()
-		return AcceptResult{}, errSettingsChanged
+		return handoff.Accepting{}, err
 	}
-	p := *s.prop
+	sel := s.selectionLocked()
+	if a.expect != "" && sel.Location != a.expect {
+		s.mu.Unlock()
+		return handoff.Accepting{}, errSettingsChanged
+	}
+	a.p = *s.prop
 	s.mu.Unlock()
 	if err := sel.Validate(); err != nil {
-		return AcceptResult{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
+		return handoff.Accepting{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
 	}
 	if sel.Location == handoff.Worktree {
-		if err := s.checkFork(branch); err != nil {
-			return AcceptResult{}, err
+		if err := s.checkFork(a.branch); err != nil {
+			return handoff.Accepting{}, err
 		}
 	}
-	goalID := ""
 	if sel.Execution == handoff.Goal {
 		s.mu.Lock()
 		unfinished, sum := s.goalUnfinishedLocked(), s.gl.g.Summary()
 		s.mu.Unlock()
 		if unfinished {
-			return AcceptResult{}, &Error{Code: CodeGoalUnfinished, Message: "an unfinished Goal exists (" + sum + "); finish or clear it before accepting with Goal"}
+			return handoff.Accepting{}, &Error{Code: CodeGoalUnfinished, Message: "an unfinished Goal exists (" + sum + "); finish or clear it before accepting with Goal"}
 		}
-		goalID = goal.NewID()
 	}
 	if err := s.m.checkModel(sel.Model); err != nil {
-		return AcceptResult{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
+		return handoff.Accepting{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
 	}
-	sel.Branch = branch
-	body, _, err := s.proposalBody(p)
+	sel.Branch = a.branch
+	body, _, err := s.proposalBody(a.p)
 	if err != nil {
-		return AcceptResult{}, err
+		return handoff.Accepting{}, err
 	}
-	// 2. Publish and archive immutably, before any metadata moves.
-	art := handoff.Artifact{Path: artifactName(p.Hash), Hash: p.Hash}
-	if _, err := store.WriteFileOnce(s.workPath(art.Path), artifactData(body), 0o444); err != nil {
-		return AcceptResult{}, fmt.Errorf("archive the accepted plan: %w", err)
-	}
-	handoff.Failpoint("handoff.archived")
-	// 3+4. Accepted, Plan left, retry record — one transaction. From here
-	// acceptance is final.
-	rec := &handoff.Record{Step: handoff.StepRecorded, Selection: sel, Artifact: art, Title: p.Title, Policy: sel.Policy(), GoalID: goalID}
+	return handoff.Accepting{Selection: sel, Title: a.p.Title, Body: body, Hash: a.p.Hash}, nil
+}
+
+func (a *acceptance) Archive(ctx context.Context, art handoff.Artifact, body string) error {
+	_, err := store.WriteFileOnce(a.s.workPath(art.Path), artifactData(body), 0o444)
+	return err
+}
+
+// Commit: accepted, Plan left, tracking, retry record — one transaction.
+// From here acceptance is final.
+func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff.Accepting) error {
+	s, p := a.s, a.p
 	s.mu.Lock()
-	if err := s.checkAttemptLocked(attempt); err != nil { // first decision wins
+	if err := s.checkAttemptLocked(a.attempt); err != nil { // first decision wins
 		s.mu.Unlock()
-		return AcceptResult{}, err
+		return err
 	}
-	if cur := s.selectionLocked(); !sameSelection(cur, sel) {
+	if cur := s.selectionLocked(); !sameSelection(cur, in.Selection) {
 		s.mu.Unlock()
-		return AcceptResult{}, errSettingsChanged
+		return errSettingsChanged
 	}
-	a := s.closeApprovalLocked()
+	attempt := s.closeApprovalLocked()
 	p.Status, p.Rejections = ProposalAccepted, 0
 	row := s.row
 	row.Plan = false
 	prevTrack := s.track.plan
-	s.startTrackingLocked(p.Title, agent.WorkScheme+art.Path, body, sel.Policy())
+	s.startTrackingLocked(p.Title, agent.WorkScheme+rec.Artifact.Path, in.Body, in.Selection.Policy())
 	s.mu.Unlock()
 	track := s.trackingRow()
-	err = s.m.st.Tx(ctx, func(tx *sql.Tx) error {
-		if err := store.PutProposalTx(ctx, tx, p); err != nil {
-			return err
-		}
-		if err := store.PutSessionTx(ctx, tx, row); err != nil {
-			return err
-		}
-		if err := store.PutTrackingTx(ctx, tx, s.id, track); err != nil {
-			return err
-		}
-		return store.PutRetryRecordTx(ctx, tx, s.id, rec.Marshal())
-	})
-	if err != nil {
+	if err := s.m.st.CommitAcceptance(ctx, store.Acceptance{Session: row, Proposal: p, Tracking: track, Record: rec.Marshal()}); err != nil {
 		s.mu.Lock()
-		s.approval = handoff.Approval{Attempt: a} // nothing moved: the card stays pending
+		s.approval = handoff.Approval{Attempt: attempt} // nothing moved: the card stays pending
 		s.track.plan = prevTrack
 		s.mu.Unlock()
-		return AcceptResult{}, err
+		return err
 	}
 	s.mu.Lock()
 	s.prop, s.row.Plan = &p, false
 	s.mu.Unlock()
 	// The selection rides along, so the transcript records what the
 	// implementation runs with.
-	s.emit("approval_closed", map[string]any{"attempt": a, "reason": "accepted", "selection": sel})
+	sel := in.Selection
+	s.emit(ApprovalClosedEvent{Attempt: attempt, Reason: "accepted", Selection: &sel})
 	s.emitSteps()
-	s.emit("notice", map[string]any{"message": "Preparing implementation..."})
-	s.emit("status", s.statusData())
-	handoff.Failpoint("handoff.recorded")
-	if err := s.startHandoff(rec); err != nil {
-		return AcceptResult{}, err
-	}
-	return AcceptResult{Accepted: true, Artifact: agent.WorkScheme + art.Path, Message: "Preparing implementation..."}, nil
+	s.emit(NoticeEvent{Message: "Preparing implementation..."})
+	s.emitStatus()
+	return nil
 }
+
+func (a *acceptance) Start(rec *handoff.Record) error { return a.s.startHandoff(rec) }
+
+func (a *acceptance) Failpoint(name string) { handoff.Failpoint(name) }
 
 // startHandoff runs the pipeline as the session's owning workflow.
 func (s *Session) startHandoff(rec *handoff.Record) error {
 	return s.own(func(ctx context.Context) func() {
-		s.emit("handoff", map[string]any{"state": "started", "step": rec.Step})
+		// The implementation is in flight again (it may have been paused by
+		// a restart): one recovery path, so no second one applies.
+		s.setImplStatus(ctx, ImplRunning, "")
+		s.emit(HandoffEvent{State: "started", Step: rec.Step})
 		err := handoff.Run(ctx, &handoffEnv{s: s}, rec)
 		if err != nil {
 			msg := fmt.Sprintf("Implementation handoff stopped at step %s: %v. The accepted plan is kept; retry with M-x planbridge-retry-plan-implementation.", rec.Step, err)
 			return func() {
-				s.emit("handoff", map[string]any{"state": "failed", "step": rec.Step, "reason": rec.Reason})
-				s.emit("error", map[string]any{"message": msg})
+				s.emit(HandoffEvent{State: "failed", Step: rec.Step, Reason: rec.Reason})
+				s.emit(ErrorEvent{Message: msg})
 			}
 		}
-		return func() { s.emit("handoff", map[string]any{"state": "done"}) }
+		return func() { s.emit(HandoffEvent{State: "done"}) }
 	})
 }
 
-// Retry resumes an accepted plan's handoff from its recorded step. A
-// session that handed its implementation to a Worktree fork retries there.
+// Retry is [Session.Recover] (its older name).
 func (s *Session) Retry(ctx context.Context) error {
-	if fork := s.Info().ForkedTo; fork != "" {
-		f, err := s.m.Get(ctx, fork)
-		if err != nil {
-			return err
-		}
-		return f.Retry(ctx)
-	}
-	data, err := s.m.st.GetRetryRecord(ctx, s.id)
-	if errors.Is(err, store.ErrNotFound) {
-		return &Error{Code: CodeNothingToRetry, Message: handoff.ErrNothingToRetry.Error()}
-	}
-	if err != nil {
-		return err
-	}
-	rec, err := handoff.UnmarshalRecord(data)
-	if err != nil {
-		return &Error{Code: CodeNothingToRetry, Message: err.Error()}
-	}
-	return s.startHandoff(rec)
+	_, err := s.Recover(ctx)
+	return err
 }
 
 // RetryPending reports whether an accepted plan waits for a retry.
@@ -485,7 +474,7 @@ func (s *Session) SavePlanToProject(ctx context.Context, date string) (string, e
 	if p == nil || p.Status != ProposalAccepted {
 		return "", &Error{Code: CodeNoProposal, Message: "there is no accepted plan to save"}
 	}
-	body, err := s.readArtifact(artifactName(p.Hash), p.Hash)
+	body, err := s.readArtifact(handoff.ArtifactPath(p.Hash), p.Hash)
 	if err != nil {
 		return "", err
 	}

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 
@@ -24,7 +23,7 @@ const autoCompactRatio = 0.8
 func (s *Session) Compact() error {
 	return s.own(func(ctx context.Context) func() {
 		if err := s.compactNow(ctx, "requested"); err != nil {
-			return func() { s.emit("error", map[string]any{"message": "compaction failed: " + err.Error()}) }
+			return func() { s.emit(ErrorEvent{Message: "compaction failed: " + err.Error()}) }
 		}
 		return nil
 	})
@@ -47,7 +46,7 @@ func (s *Session) compactNow(ctx context.Context, why string) error {
 	if err := s.m.checkModel(w.Model); err != nil {
 		return err
 	}
-	s.emit("notice", map[string]any{"message": "Compacting the conversation..."})
+	s.emit(NoticeEvent{Message: "Compacting the conversation..."})
 	resp, err := eng.Stream(ctx, agent.Request{Model: w.Model, Effort: w.Effort, Messages: []agent.Message{
 		{Role: agent.RoleSystem, Content: compactPrompt}, {Role: agent.RoleUser, Content: hist}}}, func(string) {})
 	if err != nil {
@@ -76,13 +75,7 @@ func (s *Session) compactNow(ctx context.Context, why string) error {
 	row.Segment++
 	msg := store.Message{Idx: s.nextIdx, Segment: row.Segment, Role: agent.RoleUser, Content: material}
 	s.mu.Unlock()
-	err = s.m.st.Tx(ctx, func(tx *sql.Tx) error {
-		if err := store.AppendMessagesTx(ctx, tx, s.id, []store.Message{msg}); err != nil {
-			return err
-		}
-		return store.PutSessionTx(ctx, tx, row)
-	})
-	if err != nil {
+	if err := s.m.st.CommitSegment(ctx, store.Segment{Session: row, Message: &msg}); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -90,7 +83,7 @@ func (s *Session) compactNow(ctx context.Context, why string) error {
 	s.nextIdx++
 	s.msgs = []agent.Message{{Role: agent.RoleUser, Content: material}}
 	s.mu.Unlock()
-	s.emit("compacted", map[string]any{"segment": row.Segment, "reason": why, "chars": len(material)})
+	s.emit(CompactedEvent{Segment: row.Segment, Reason: why, Chars: len(material)})
 	return nil
 }
 

@@ -1,8 +1,30 @@
 // Package session is the Session aggregate: Plan posture (sticky Plan, its
 // episode and reminder cadence), permission mode, the root-workflow owner and
 // pending-input queue, and the event log every surface renders. It talks to
-// the database only through internal/store and to models only through
-// internal/agent.
+// the database only through internal/store's named commit operations and to
+// models only through internal/agent; it implements the ports of the
+// handoff step machines (package handoff) and keeps their data access.
+//
+// Durability contract:
+//   - Events are write-ahead: an event ([EventData], one struct per kind)
+//     is committed under its sequence number before any listener sees it;
+//     numbers are never reused, across restarts too. Streamed text is
+//     group-committed (a few milliseconds per batch, one event per batch).
+//     Status events come from one path and only when the status changed.
+//   - A turn is stored as it happens: the prompt before it is sent, each
+//     assistant message (with its reasoning blocks) once complete and
+//     before its tool calls run, each tool result before the next model
+//     request. A call left without a result by a crash is answered
+//     "interrupted" when the conversation is next sent. A commit that
+//     fails ends the turn ok:false with an error event.
+//   - A kickoff's retry record moves to dispatched with its prompt; the
+//     implementation then continues (told it was interrupted), never
+//     restarts. [Session.Recover] is the one recovery path.
+//   - Queued follow-ups are stored when queued and leave the queue in the
+//     transaction that stores them as a prompt.
+//   - What a restart loads comes back paused (an implementation or Goal in
+//     flight), except what this process itself created (a Worktree fork
+//     taking over its implementation).
 //
 // A person's input is bounded the same way on every surface: a prompt is
 // at most [MaxPromptBytes] ([CodePromptTooLarge]) and at most [MaxQueued]

@@ -2,13 +2,11 @@ package session
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
@@ -24,11 +22,6 @@ const (
 	CodeInvalidBranch = "invalid_branch"
 	CodeSessionEnded  = "session_ended"
 )
-
-// forkDir is where a Worktree fork of branch lives: .worktrees/<branch leaf>.
-func forkDir(root, branch string) string {
-	return filepath.Join(root, ".worktrees", path.Base(branch))
-}
 
 // repoRoot returns the root of the git checkout holding the workspace.
 func (s *Session) repoRoot() (string, error) {
@@ -80,10 +73,15 @@ func (s *Session) checkFork(branch string) error {
 	if err != nil {
 		return &Error{Code: CodeForkBlocked, Message: "cannot fork: " + notGitBlocker + ": " + err.Error()}
 	}
-	dir := forkDir(root, branch)
+	dir := handoff.ForkDir(root, branch)
+	// Refused before acceptance, so that whatever exists at the fork's
+	// branch or directory afterwards is the fork's own. Nothing here was
+	// made by planbridge: the message suggests no deletion.
+	if exists, err := worktree.BranchExists(root, branch); err != nil || exists {
+		return &Error{Code: CodeForkBlocked, Message: fmt.Sprintf("cannot fork: branch %s already exists; choose another branch name", branch)}
+	}
 	if _, err := os.Lstat(dir); err == nil {
-		return &Error{Code: CodeForkBlocked, Message: fmt.Sprintf("cannot fork: %s already exists and no fork of this session lives there; to clean up: %s",
-			dir, worktree.CleanupFor(root, dir, branch))}
+		return &Error{Code: CodeForkBlocked, Message: fmt.Sprintf("cannot fork: %s already exists; choose another branch name, or move that directory away yourself", dir)}
 	}
 	return nil
 }
@@ -121,82 +119,37 @@ func (s *Session) worktreeNotice(ctx context.Context) (notice string, noGit bool
 	return fmt.Sprintf("%d uncommitted change(s) stay behind (the fork starts from HEAD; files this session edited are restored)", behind), false
 }
 
-// Fork is the Worktree step of the handoff (see handoff.Env). Each stage is
-// committed before the next: fork point; branch and directory reservation
-// (before any git mutation); the fork session; the linked worktree; then one
-// transaction gives the fork its own record and removes this one, so exactly
-// one session owns the implementation at every moment.
+// Fork is the Worktree step of the handoff: [handoff.ForkStep] over this
+// session (the [handoff.ForkPort] below) and the real repository.
 func (e *handoffEnv) Fork(ctx context.Context, rec *handoff.Record) error {
-	s := e.s
-	if rec.Fork.Point == 0 {
-		s.mu.Lock()
-		rec.Fork.Point = s.nextIdx
-		s.mu.Unlock()
-		if err := e.Save(ctx, rec); err != nil {
-			return err
-		}
-		handoff.Failpoint("fork.point")
-	}
-	root, err := s.repoRoot()
-	if err != nil {
-		return err
-	}
-	if rec.Fork.Dir == "" {
-		rec.Fork.Branch = rec.Selection.Branch
-		rec.Fork.Dir = forkDir(root, rec.Fork.Branch)
-		if err := e.Save(ctx, rec); err != nil {
-			return err
-		}
-		handoff.Failpoint("fork.reserved")
-	}
-	cleanup := worktree.CleanupFor(root, rec.Fork.Dir, rec.Fork.Branch)
-	if rec.Fork.Session == "" {
-		if _, err := os.Lstat(rec.Fork.Dir); err == nil {
-			return fmt.Errorf("%s already exists and no fork of this session lives there; to clean up: %s", rec.Fork.Dir, cleanup)
-		}
-		if err := e.createForkSession(ctx, rec); err != nil {
-			return err
-		}
-		handoff.Failpoint("fork.session")
-	}
-	if !isLinkedWorktree(rec.Fork.Dir) {
-		if _, err := os.Lstat(rec.Fork.Dir); err == nil {
-			return fmt.Errorf("%s exists but is not the fork's worktree; to clean up: %s", rec.Fork.Dir, cleanup)
-		}
-		if _, err := worktree.AddWorktree(ctx, root, rec.Fork.Dir, rec.Fork.Branch); err != nil {
-			return fmt.Errorf("create the worktree: %w", err)
-		}
-		handoff.Failpoint("fork.worktree")
-	}
-	if err := e.restoreEdits(ctx, root, rec.Fork.Dir); err != nil {
-		return err
-	}
-	if err := e.handOver(ctx, rec); err != nil {
-		return err
-	}
-	handoff.Failpoint("fork.handed")
-	fork, err := s.m.Get(ctx, rec.Fork.Session)
-	if err != nil {
-		return fmt.Errorf("open the fork: %w: %w", err, handoff.ErrHandedOver)
-	}
-	s.emit("forked", map[string]any{"fork": fork.id, "branch": rec.Fork.Branch, "dir": rec.Fork.Dir})
-	rec.Step = handoff.StepForked
-	if err := fork.Retry(context.WithoutCancel(ctx)); err != nil {
-		return fmt.Errorf("start the fork's handoff: %w: %w", err, handoff.ErrHandedOver)
-	}
-	return nil
+	return handoff.ForkStep(ctx, e, handoff.WorktreeGit{}, rec)
 }
 
-// isLinkedWorktree reports whether dir holds a linked worktree checkout.
-func isLinkedWorktree(dir string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, ".git"))
-	return err == nil && strings.HasPrefix(string(b), "gitdir:")
+// ForkPoint is the transcript index after the proposing reply.
+func (e *handoffEnv) ForkPoint() int64 {
+	e.s.mu.Lock()
+	defer e.s.mu.Unlock()
+	return e.s.nextIdx
 }
 
-// createForkSession creates the fork session (planning conversation up to
+func (e *handoffEnv) RepoRoot() (string, error) { return e.s.repoRoot() }
+
+func (e *handoffEnv) Failpoint(name string) { handoff.Failpoint(name) }
+
+// StartFork opens the fork and recovers it, which starts its handoff.
+func (e *handoffEnv) StartFork(ctx context.Context, rec *handoff.Record) error {
+	fork, err := e.s.m.Get(ctx, rec.Fork.Session)
+	if err != nil {
+		return fmt.Errorf("open the fork: %w", err)
+	}
+	e.s.emit(ForkedEvent{Fork: fork.id, Branch: rec.Fork.Branch, Dir: rec.Fork.Dir})
+	return fork.Retry(ctx)
+}
+
+// CreateForkSession creates the fork session (planning conversation up to
 // the fork point, the accepted proposal) and records its id, in one
 // transaction.
-func (e *handoffEnv) createForkSession(ctx context.Context, rec *handoff.Record) error {
+func (e *handoffEnv) CreateForkSession(ctx context.Context, rec *handoff.Record) error {
 	s := e.s
 	msgs, err := s.m.st.Messages(ctx, s.id)
 	if err != nil {
@@ -213,32 +166,28 @@ func (e *handoffEnv) createForkSession(ctx context.Context, rec *handoff.Record)
 	fork := store.Session{ID: forkID, Workspace: rec.Fork.Dir, Title: src.Title, Mode: src.Mode,
 		Segment: src.Segment, ParentID: s.id, ForkPoint: rec.Fork.Point}
 	rec.Fork.Session = forkID
-	return s.m.st.Tx(ctx, func(tx *sql.Tx) error {
-		if err := store.PutSessionTx(ctx, tx, fork); err != nil {
-			return err
+	s.m.born(forkID) // its implementation starts in this process: no restart
+	fs := store.ForkSession{Fork: fork, SourceID: s.id, SourceRecord: rec.Marshal()}
+	for _, m := range msgs {
+		if m.Idx < rec.Fork.Point {
+			fs.Messages = append(fs.Messages, m)
 		}
-		var copyMsgs []store.Message
-		for _, m := range msgs {
-			if m.Idx < rec.Fork.Point {
-				copyMsgs = append(copyMsgs, m)
-			}
-		}
-		if err := store.AppendMessagesTx(ctx, tx, forkID, copyMsgs); err != nil {
-			return err
-		}
-		if prop.SessionID != "" {
-			prop.SessionID = forkID
-			if err := store.PutProposalTx(ctx, tx, prop); err != nil {
-				return err
-			}
-		}
-		return store.PutRetryRecordTx(ctx, tx, s.id, rec.Marshal())
-	})
+	}
+	if prop.SessionID != "" {
+		prop.SessionID = forkID
+		fs.Proposal = &prop
+	}
+	err = s.m.st.CommitForkSession(ctx, fs)
+	if err != nil {
+		return err
+	}
+	// After the row: a directory never exists without its session.
+	return os.MkdirAll(store.SessionDir(s.m.st.Dir(), forkID), 0o700)
 }
 
-// restoreEdits copies the files this session itself edited from the source
+// RestoreEdits copies the files this session itself edited from the source
 // checkout into the fork (other uncommitted changes stay behind).
-func (e *handoffEnv) restoreEdits(ctx context.Context, root, dir string) error {
+func (e *handoffEnv) RestoreEdits(ctx context.Context, root, dir string) error {
 	paths, err := e.s.m.st.EditedFiles(ctx, e.s.id)
 	if err != nil {
 		return err
@@ -277,10 +226,10 @@ func copyFile(src, dst string) error {
 	return store.WriteFileAtomic(dst, b, st.Mode().Perm())
 }
 
-// handOver gives the fork a byte-identical artifact and a Here-equivalent
+// HandOver gives the fork a byte-identical artifact and a Here-equivalent
 // record, and in the same transaction removes this session's record and
 // links it to the fork.
-func (e *handoffEnv) handOver(ctx context.Context, rec *handoff.Record) error {
+func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 	s := e.s
 	forkWork := s.m.workDir(rec.Fork.Session)
 	for _, rel := range []string{rec.Artifact.Path, CurrentPlanPath} {
@@ -308,21 +257,9 @@ func (e *handoffEnv) handOver(ctx context.Context, rec *handoff.Record) error {
 	row.ForkedTo = rec.Fork.Session
 	s.track.plan = nil
 	s.mu.Unlock()
-	err := s.m.st.Tx(ctx, func(tx *sql.Tx) error {
-		if err := store.PutRetryRecordTx(ctx, tx, rec.Fork.Session, forkRec.Marshal()); err != nil {
-			return err
-		}
-		if err := store.PutTrackingTx(ctx, tx, rec.Fork.Session, track); err != nil {
-			return err
-		}
-		if err := store.PutTrackingTx(ctx, tx, s.id, store.Tracking{Todos: track.Todos}); err != nil {
-			return err
-		}
-		if err := store.DeleteRetryRecordTx(ctx, tx, s.id); err != nil {
-			return err
-		}
-		return store.PutSessionTx(ctx, tx, row)
-	})
+	s.m.born(rec.Fork.Session) // its tracking is handed over running, not paused by restart
+	err := s.m.st.CommitHandOver(ctx, store.HandOver{Source: row, SourceTracking: store.Tracking{Todos: track.Todos},
+		ForkID: rec.Fork.Session, ForkRecord: forkRec.Marshal(), ForkTracking: track})
 	if err != nil {
 		return err
 	}

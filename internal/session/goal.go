@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,47 +43,50 @@ func (s *Session) loadGoal(ctx context.Context) error {
 		return nil
 	}
 	s.gl = goalState{g: &g, kickoff: row.Kickoff}
-	if g.Status == goal.Active {
+	if g.Status == goal.Active && s.restarted {
 		g.RestorePaused() // a Goal loaded after a restart comes back paused
-		return s.saveGoal(ctx, nil)
+		return s.saveGoal(ctx)
 	}
 	return nil
 }
 
-// saveGoal persists the Goal (in tx when given). Outside a transaction it
-// holds s.goalMu from the snapshot to the write, so a clear cannot slip in
-// between and be overwritten by the stale snapshot.
-func (s *Session) saveGoal(ctx context.Context, tx *sql.Tx) error {
-	if tx == nil {
-		s.goalMu.Lock()
-		defer s.goalMu.Unlock()
+// saveGoal persists the Goal. It holds s.goalMu from the snapshot to the
+// write, so a clear cannot slip in between and be overwritten by the stale
+// snapshot.
+func (s *Session) saveGoal(ctx context.Context) error {
+	s.goalMu.Lock()
+	defer s.goalMu.Unlock()
+	row, ok := s.goalRow()
+	if !ok {
+		return nil
 	}
+	return s.m.st.PutGoal(ctx, row)
+}
+
+// goalRow is the stored form of the session's Goal (ok false: none).
+func (s *Session) goalRow() (store.GoalRow, bool) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	gs := s.gl
 	if gs.g == nil {
-		s.mu.Unlock()
-		return nil
+		return store.GoalRow{}, false
 	}
 	gs.g.UpdatedAt = time.Now()
 	data, _ := json.Marshal(gs.g)
-	row := store.GoalRow{ID: gs.g.ID, SessionID: s.id, Data: string(data), Kickoff: gs.kickoff}
-	s.mu.Unlock()
-	if tx != nil {
-		return store.PutGoalTx(ctx, tx, row)
-	}
-	return s.m.st.PutGoal(ctx, row)
+	return store.GoalRow{ID: gs.g.ID, SessionID: s.id, Data: string(data), Kickoff: gs.kickoff}, true
 }
 
 func (s *Session) emitGoal() {
 	s.mu.Lock()
 	g := s.gl.g
-	var data any = map[string]any{"goal": nil, "summary": g.Summary()}
+	data := GoalEvent{Summary: g.Summary()}
 	if g != nil {
 		c := *g
-		data = map[string]any{"goal": c, "summary": c.Summary(), "kickoff_pending": s.gl.kickoff != ""}
+		pending := s.gl.kickoff != ""
+		data = GoalEvent{Goal: &c, Summary: c.Summary(), KickoffPending: &pending}
 	}
 	s.mu.Unlock()
-	s.emit("goal", data)
+	s.emit(data)
 }
 
 func (s *Session) goalUnfinishedLocked() bool {
@@ -131,8 +133,11 @@ func (s *Session) goalTurnLocked(kickoff bool) turnReq {
 		if g.PlanRef == "" || strings.HasPrefix(s.gl.kickoff, goalKickoffPrefix) {
 			display = "Work toward Goal: " + g.Objective
 		}
-		return turnReq{text: s.gl.kickoff, display: display, policy: goalPolicy(g),
+		req := turnReq{text: s.gl.kickoff, display: display, policy: goalPolicy(g),
 			goalID: g.ID, goalObjective: g.Objective, kickoff: true, retried: retried}
+		// The kickoff is marked sent with its prompt: never sent twice.
+		req.dispatch, req.dispatched = s.goalKickoffDispatch(g.ID)
+		return req
 	}
 	return turnReq{text: goal.ContinuePrompt, display: "Continue Goal", policy: goalPolicy(g),
 		goalID: g.ID, goalObjective: g.Objective, continuation: true, retried: retried}
@@ -196,12 +201,12 @@ func (s *Session) settleGoalTurn(ctx context.Context, req turnReq, usage agent.U
 		s.gl.kickoff = ""
 	}
 	s.mu.Unlock()
-	if serr := s.saveGoal(context.WithoutCancel(ctx), nil); serr != nil {
+	if serr := s.saveGoal(context.WithoutCancel(ctx)); serr != nil {
 		s.m.log.Error("save goal", "session", s.id, "err", serr)
 	}
 	s.emitGoal()
 	if personNote != "" {
-		s.emit("notice", map[string]any{"message": personNote})
+		s.emit(NoticeEvent{Message: personNote})
 	}
 	return retry
 }
@@ -256,7 +261,7 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 		}
 		return "", errorf(CodeInvalidParams, "%v", err)
 	}
-	if err := s.saveGoal(ctx, nil); err != nil {
+	if err := s.saveGoal(ctx); err != nil {
 		return "", err
 	}
 	s.emitGoal()
@@ -403,7 +408,7 @@ func (s *Session) goalTools() []*agent.Tool {
 			if err != nil {
 				return "", err
 			}
-			if err := s.saveGoal(ctx, nil); err != nil {
+			if err := s.saveGoal(ctx); err != nil {
 				return "", err
 			}
 			return "Recorded: the Goal becomes " + strings.TrimSpace(a.Status) + " when this turn ends; finish your reply without further tool calls.", nil
@@ -416,47 +421,44 @@ func (s *Session) goalTools() []*agent.Tool {
 // retry record in one transaction, then queues the kickoff first in line.
 func (e *handoffEnv) StartGoal(ctx context.Context, rec *handoff.Record) error {
 	s := e.s
-	prompt, display, err := handoff.BuildKickoff(ctx, e, rec)
+	prompt, _, err := handoff.BuildKickoff(ctx, e, rec)
 	if err != nil {
 		return err
 	}
-	planRef := agent.WorkScheme + rec.Artifact.Path + "#" + rec.Artifact.Hash
-	policy := goal.Policy{Model: rec.Policy.Model, Effort: rec.Policy.Effort, Mode: rec.Policy.Mode}
 	s.mu.Lock()
-	cur := s.gl.g
-	switch {
-	case cur != nil && cur.ID == rec.GoalID:
-		if cur.PlanRef != planRef || cur.Policy != policy {
-			s.mu.Unlock()
-			return &Error{Code: CodeRetryConflict, Message: fmt.Sprintf("the reserved Goal %s no longer matches the accepted plan or policy; it was left untouched", cur.ID)}
-		}
-		if cur.Status == goal.Paused && cur.Reason == goal.ReasonRestart {
-			cur.Status, cur.Reason = goal.Active, "" // reactivate without scheduling
-		}
-	case cur != nil && cur.Status.Unfinished():
-		s.mu.Unlock()
-		return &Error{Code: CodeRetryConflict, Message: fmt.Sprintf("another unfinished Goal exists (%s); it was left untouched", cur.Summary())}
-	default:
-		objective := fmt.Sprintf("Implement the accepted plan %q (%s); its outcomes, constraints and acceptance criteria are the completion contract.", rec.Title, agent.WorkScheme+rec.Artifact.Path)
-		g, err := goal.New(rec.GoalID, objective, rec.Selection.Budget, planRef, policy, time.Now())
-		if err != nil {
-			s.mu.Unlock()
-			return err
-		}
+	// What changes in memory is undone if the commit fails: a Goal that is
+	// not stored must not run.
+	prev := s.gl
+	var prevGoal goal.Goal
+	if prev.g != nil {
+		prevGoal = *prev.g
+	}
+	g, created, err := handoff.GoalFor(rec, s.gl.g, time.Now())
+	if err == nil && created {
 		s.gl = goalState{g: g, kickoff: prompt}
 	}
 	s.mu.Unlock()
-	err = s.m.st.Tx(ctx, func(tx *sql.Tx) error {
-		if err := s.saveGoal(ctx, tx); err != nil {
-			return err
+	undo := func() {
+		s.mu.Lock()
+		s.gl = prev
+		if prev.g != nil {
+			*prev.g = prevGoal
 		}
-		return store.DeleteRetryRecordTx(ctx, tx, s.id)
-	})
+		s.mu.Unlock()
+	}
+	if errors.Is(err, handoff.ErrGoalConflict) {
+		return &Error{Code: CodeRetryConflict, Message: strings.TrimPrefix(err.Error(), handoff.ErrGoalConflict.Error()+": ")}
+	}
 	if err != nil {
 		return err
 	}
+	row, _ := s.goalRow()
+	if err := s.m.st.CommitGoalStart(ctx, row); err != nil {
+		undo()
+		return err
+	}
 	s.emitGoal()
-	handoff.Failpoint("handoff.goal")
-	_ = display // the kickoff is dispatched by the Goal continuation, first in line
+	e.Failpoint("handoff.goal")
+	// The kickoff is dispatched by the Goal continuation, first in line.
 	return nil
 }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 
@@ -64,7 +63,7 @@ func (e *handoffEnv) Summarize(ctx context.Context, system, input string) (strin
 	if err := e.s.m.checkModel(w.Model); err != nil {
 		return "", err
 	}
-	e.s.emit("notice", map[string]any{"message": "Summarizing the planning conversation for the handoff..."})
+	e.s.emit(NoticeEvent{Message: "Summarizing the planning conversation for the handoff..."})
 	resp, err := eng.Stream(ctx, agent.Request{Model: w.Model, Effort: w.Effort, Messages: []agent.Message{
 		{Role: agent.RoleSystem, Content: system}, {Role: agent.RoleUser, Content: input}}}, func(string) {})
 	if err != nil {
@@ -73,7 +72,7 @@ func (e *handoffEnv) Summarize(ctx context.Context, system, input string) (strin
 	if strings.TrimSpace(resp.Text) == "" {
 		return "", fmt.Errorf("the summary came back empty")
 	}
-	e.s.emit("summary", map[string]any{"chars": len(resp.Text)})
+	e.s.emit(SummaryEvent{Chars: len(resp.Text)})
 	return resp.Text, nil
 }
 
@@ -94,17 +93,11 @@ func (e *handoffEnv) InstallSegment(ctx context.Context, rec *handoff.Record, ma
 		msg = store.Message{Idx: s.nextIdx, Segment: rec.Segment, Role: agent.RoleUser, Content: material}
 	}
 	s.mu.Unlock()
-	err := s.m.st.Tx(ctx, func(tx *sql.Tx) error {
-		if install {
-			if err := store.AppendMessagesTx(ctx, tx, s.id, []store.Message{msg}); err != nil {
-				return err
-			}
-			if err := store.PutSessionTx(ctx, tx, row); err != nil {
-				return err
-			}
-		}
-		return store.PutRetryRecordTx(ctx, tx, s.id, rec.Marshal())
-	})
+	seg := store.Segment{Session: row, Record: rec.Marshal()}
+	if install {
+		seg.Message = &msg
+	}
+	err := s.m.st.CommitSegment(ctx, seg)
 	if err != nil {
 		return err
 	}
@@ -114,7 +107,7 @@ func (e *handoffEnv) InstallSegment(ctx context.Context, rec *handoff.Record, ma
 		s.nextIdx++
 		s.msgs = []agent.Message{{Role: agent.RoleUser, Content: material}}
 		s.mu.Unlock()
-		s.emit("notice", map[string]any{"message": fmt.Sprintf("Started a new context (%s).", rec.Selection.Context)})
+		s.emit(NoticeEvent{Message: fmt.Sprintf("Started a new context (%s).", rec.Selection.Context)})
 	}
 	return nil
 }
@@ -132,10 +125,30 @@ func (e *handoffEnv) SetupMaterial(ctx context.Context) string {
 	return handoff.FreshSetup(ws, head)
 }
 
-// Kickoff runs the implementation turn under the accepted policy; the retry
-// record is deleted in the transaction that stores the settled turn.
+// Kickoff runs the implementation turn under the accepted policy. The
+// record moves to dispatched in the transaction that stores the prompt;
+// the retry record is deleted in the transaction that settles the turn.
 func (e *handoffEnv) Kickoff(ctx context.Context, rec *handoff.Record, prompt, display string) error {
 	policy := rec.Policy
-	return e.s.runTurn(ctx, turnReq{text: prompt, display: display, policy: &policy,
-		settle: func(ctx context.Context, tx *sql.Tx) error { return store.DeleteRetryRecordTx(ctx, tx, e.s.id) }})
+	next := *rec
+	next.Step, next.Reason = handoff.StepDispatched, ""
+	err := e.s.runTurn(ctx, turnReq{text: prompt, display: display, policy: &policy,
+		dispatch:   func(st *store.TurnStep) { st.Record = next.Marshal() },
+		dispatched: func() { rec.Step = handoff.StepDispatched },
+		settle:     func(st *store.TurnStep) { st.DeleteRecord = true }})
+	return err
+}
+
+// Continue resumes a dispatched implementation from the stored transcript:
+// the tracked plan runs again and the model is told it was interrupted.
+func (e *handoffEnv) Continue(ctx context.Context, rec *handoff.Record) error {
+	s := e.s
+	s.setImplStatus(ctx, ImplRunning, "")
+	carry := ""
+	if p := s.TrackedPlan(); p != nil {
+		carry = p.Carry()
+	}
+	policy := rec.Policy
+	return s.runTurn(ctx, turnReq{text: handoff.InterruptedPrompt(carry), display: "Continue the interrupted implementation", policy: &policy,
+		settle: func(st *store.TurnStep) { st.DeleteRecord = true }})
 }

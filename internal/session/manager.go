@@ -90,6 +90,16 @@ type Manager struct {
 	asker     Asker
 	models    ModelConfig
 	closed    bool
+	// created are the sessions this process created: loading one is no
+	// restart, so nothing of it is paused by restart.
+	created map[string]bool
+}
+
+// born records that this process created session id.
+func (m *Manager) born(id string) {
+	m.mu.Lock()
+	m.created[id] = true
+	m.mu.Unlock()
 }
 
 // NewManager returns a manager over cfg.Store.
@@ -99,7 +109,7 @@ func NewManager(cfg Config) *Manager {
 		lg = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return &Manager{st: cfg.Store, log: lg, shell: cfg.Shell, engine: cfg.Engine, redact: cfg.Redact, read: cfg.ReadRoots, hide: cfg.Hidden,
-		sessions: map[string]*Session{}, listeners: map[int]func(Event){}}
+		sessions: map[string]*Session{}, listeners: map[int]func(Event){}, created: map[string]bool{}}
 }
 
 // SetEngine replaces the model engine for turns started from now on.
@@ -210,11 +220,17 @@ func (m *Manager) Create(ctx context.Context, workspace string) (*Session, error
 	if err := m.st.PutSession(ctx, row); err != nil {
 		return nil, err
 	}
+	// Every session has a directory: the start-up check compares them with
+	// the rows, so a database that lost its newest commits is noticed.
+	if err := os.MkdirAll(store.SessionDir(m.st.Dir(), row.ID), 0o700); err != nil {
+		return nil, err
+	}
+	m.born(row.ID)
 	s, err := m.Get(ctx, row.ID)
 	if err != nil {
 		return nil, err
 	}
-	s.emit("status", s.statusData())
+	s.emitStatus()
 	return s, nil
 }
 
@@ -235,7 +251,7 @@ func (m *Manager) Get(ctx context.Context, id string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := loadSession(ctx, m, row)
+	s, err := loadSession(ctx, m, row, !m.created[id])
 	if err != nil {
 		return nil, fmt.Errorf("load session %s: %w", id, err)
 	}

@@ -75,14 +75,14 @@ func (s *Session) onResponse(plan bool, v viewFilter, text string) {
 	}
 	res := pv.result
 	for _, d := range res.Diagnostics {
-		s.emit("diagnostic", map[string]any{"level": d.Kind, "message": d.Message})
+		s.emit(DiagnosticEvent{Level: string(d.Kind), Message: d.Message})
 	}
 	if res.Proposal == nil {
 		return
 	}
 	if err := s.publishProposal(context.Background(), res.Proposal.Title, res.Proposal.Body, false); err != nil {
 		s.m.log.Error("publish proposal", "session", s.id, "err", err)
-		s.emit("error", map[string]any{"message": "could not save the proposal: " + err.Error()})
+		s.emit(ErrorEvent{Message: "could not save the proposal: " + err.Error()})
 	}
 }
 
@@ -104,8 +104,8 @@ func (s *Session) publishProposal(ctx context.Context, title, body string, edite
 	if err := s.putProposal(ctx, p); err != nil {
 		return err
 	}
-	s.emit("proposal", map[string]any{"title": title, "body": body, "hash": hash,
-		"path": agent.WorkScheme + CurrentPlanPath, "text": proposal.RenderText(body), "edited": edited})
+	s.emit(ProposalEvent{Title: title, Body: body, Hash: hash,
+		Path: agent.WorkScheme + CurrentPlanPath, Text: proposal.RenderText(body), Edited: edited})
 	s.presentApproval(ctx)
 	return nil
 }
@@ -135,7 +135,7 @@ func (s *Session) demoteProposal(ctx context.Context) {
 	a := s.closeApprovalLocked()
 	s.mu.Unlock()
 	if a != "" {
-		s.emit("approval_closed", map[string]any{"attempt": a, "reason": "demoted"})
+		s.emit(ApprovalClosedEvent{Attempt: a, Reason: "demoted"})
 	}
 	if !actionable {
 		return

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -18,9 +17,10 @@ import (
 
 // Session is one conversation bound to a workspace. Safe for concurrent use.
 type Session struct {
-	m       *Manager
-	id      string
-	workDir string
+	m         *Manager
+	id        string
+	workDir   string
+	restarted bool // loaded from a previous process's state
 
 	// goalMu orders Goal writes (saveGoal, clearGoal); taken before mu.
 	goalMu sync.Mutex
@@ -40,13 +40,26 @@ type Session struct {
 	nextIdx  int64
 	turnNo   int64
 
+	trMu sync.Mutex // serialises transcript commits (message indices)
+
 	evMu    sync.Mutex // serialises event emission: seq order = delivery order
-	lastSeq int64
-	pending []store.Event // emitted text deltas not yet persisted
+	lastSeq int64      // the highest committed sequence number
+	// lastStatus is the last status published (statusSent: one was).
+	lastStatus StatusEvent
+	statusSent bool
+
+	// textMu guards the text gathered for the next group commit. It is
+	// never held across a commit, so a stream never waits on the disk.
+	textMu    sync.Mutex
+	text      strings.Builder
+	textTimer *time.Timer // pending group commit of text, nil if none
 }
 
-func loadSession(ctx context.Context, m *Manager, row store.Session) (*Session, error) {
-	s := &Session{m: m, id: row.ID, row: row,
+// loadSession loads a stored session; restarted is false for a session this
+// process created (a fork being handed its implementation), whose work in
+// flight is not paused by restart.
+func loadSession(ctx context.Context, m *Manager, row store.Session, restarted bool) (*Session, error) {
+	s := &Session{m: m, id: row.ID, row: row, restarted: restarted,
 		workDir: m.workDir(row.ID)}
 	msgs, err := m.st.Messages(ctx, row.ID)
 	if err != nil {
@@ -63,10 +76,25 @@ func loadSession(ctx context.Context, m *Manager, row store.Session) (*Session, 
 				m.log.Warn("corrupt tool calls in transcript; dropped", "session", row.ID, "idx", pm.Idx, "err", err)
 			}
 		}
+		if pm.Thinking != "" {
+			if err := json.Unmarshal([]byte(pm.Thinking), &am.Thinking); err != nil {
+				m.log.Warn("corrupt reasoning in transcript; dropped", "session", row.ID, "idx", pm.Idx, "err", err)
+				am.Thinking = nil
+			}
+		}
 		s.msgs = append(s.msgs, am)
 	}
 	if s.lastSeq, err = m.st.LastSeq(ctx, row.ID); err != nil {
 		return nil, err
+	}
+	// Queued follow-ups come back queued; they run when the session is
+	// next free (after a recovery, say), never on their own at load.
+	queued, err := m.st.QueuedInputs(ctx, row.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range queued {
+		s.queue = append(s.queue, turnReq{text: q.Text, display: q.Display, queueID: q.ID})
 	}
 	if err := s.loadProposal(ctx); err != nil {
 		return nil, err
@@ -140,10 +168,16 @@ func (s *Session) Info() Info {
 	return in
 }
 
-// Events returns the persisted event log after seq since.
+// Events returns the persisted event log after seq since (limit > 0
+// returns at most limit events: the oldest ones after since).
 func (s *Session) Events(ctx context.Context, since int64) ([]Event, error) {
-	s.flush()
-	evs, err := s.m.st.Events(ctx, s.id, since)
+	return s.EventsPage(ctx, since, 0)
+}
+
+// EventsPage is [Session.Events] with a page size (0: no limit).
+func (s *Session) EventsPage(ctx context.Context, since int64, limit int) ([]Event, error) {
+	s.flush() // text not yet committed is committed (and published) first
+	evs, err := s.m.st.EventsPage(ctx, s.id, since, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -154,11 +188,20 @@ func (s *Session) Events(ctx context.Context, since int64) ([]Event, error) {
 	return out, nil
 }
 
-// emit appends an event to the log and publishes it. Every kind but "text"
-// is durable before it is published; text deltas are persisted in batches
-// with the next durable event (the transcript holds the full text anyway).
-func (s *Session) emit(kind string, data any) {
-	raw, err := json.Marshal(data)
+// textCoalesce is how long streamed text deltas gather before one group
+// commit publishes them as one text event.
+const textCoalesce = 5 * time.Millisecond
+
+// emit appends an event of the catalogue ([EventData]) to the log and then
+// publishes it: write-ahead, so
+// every sequence number a surface sees is in a committed row and no number
+// is ever given out twice, across restarts too. Text deltas pending from
+// [Session.emitText] are committed (and published) first, keeping order.
+// A commit that fails is logged and published without a number (seq 0,
+// "durable": false) so the person still learns of it.
+func (s *Session) emit(ev EventData) {
+	kind := ev.Kind()
+	raw, err := json.Marshal(ev)
 	if err != nil {
 		raw, _ = json.Marshal(map[string]string{"error": err.Error()})
 	}
@@ -170,13 +213,40 @@ func (s *Session) emit(kind string, data any) {
 	}
 	s.evMu.Lock()
 	defer s.evMu.Unlock()
-	s.lastSeq++
-	ev := store.Event{Seq: s.lastSeq, Kind: kind, Data: raw, Time: time.Now()}
-	s.pending = append(s.pending, ev)
-	if kind != "text" {
-		s.flushLocked()
+	s.flushLocked()
+	s.commitLocked(kind, raw)
+}
+
+// emitStatus is the one path status events come from: it publishes the
+// session's status only when it differs from the last one published, so
+// every status event is a change. Callers call it after any mutation that
+// may change the status.
+func (s *Session) emitStatus() {
+	st := s.statusData()
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	if s.statusSent && s.lastStatus == st {
+		return
 	}
-	s.m.publish(Event{Session: s.id, Seq: ev.Seq, Kind: kind, Data: raw, Time: ev.Time})
+	raw, _ := json.Marshal(st)
+	s.flushLocked()
+	if s.commitLocked(st.Kind(), raw) {
+		s.lastStatus, s.statusSent = st, true
+	}
+}
+
+// emitText queues a streamed text delta; deltas gather for at most
+// [textCoalesce] and are committed and published as one text event.
+func (s *Session) emitText(delta string) {
+	if delta == "" {
+		return
+	}
+	s.textMu.Lock()
+	s.text.WriteString(delta)
+	if s.textTimer == nil {
+		s.textTimer = time.AfterFunc(textCoalesce, s.flush)
+	}
+	s.textMu.Unlock()
 }
 
 func (s *Session) flush() {
@@ -185,15 +255,39 @@ func (s *Session) flush() {
 	s.evMu.Unlock()
 }
 
+// flushLocked commits and publishes the gathered text deltas as one event.
+// Caller holds evMu: text taken here is committed before anything emitted
+// after it.
 func (s *Session) flushLocked() {
-	if len(s.pending) == 0 {
+	s.textMu.Lock()
+	if s.textTimer != nil {
+		s.textTimer.Stop()
+		s.textTimer = nil
+	}
+	text := s.text.String()
+	s.text.Reset()
+	s.textMu.Unlock()
+	if text == "" {
 		return
 	}
-	if err := s.m.st.AppendEvents(context.Background(), s.id, s.pending); err != nil {
-		s.m.log.Error("persist events", "session", s.id, "err", err)
-		return
+	raw, _ := json.Marshal(TextEvent{Delta: text})
+	s.commitLocked("text", raw)
+}
+
+// commitLocked gives the event the next number, commits it, then
+// publishes; ok reports the commit.
+func (s *Session) commitLocked(kind string, raw json.RawMessage) (ok bool) {
+	ev := store.Event{Seq: s.lastSeq + 1, Kind: kind, Data: raw, Time: time.Now()}
+	if err := s.m.st.AppendEvents(context.Background(), s.id, []store.Event{ev}); err != nil {
+		s.m.log.Error("persist event", "session", s.id, "kind", kind, "err", err)
+		durable := false
+		msg, _ := json.Marshal(ErrorEvent{Message: "could not save an event (" + kind + "): " + err.Error(), Durable: &durable})
+		s.m.publish(Event{Session: s.id, Seq: 0, Kind: "error", Data: msg, Time: ev.Time})
+		return false
 	}
-	s.pending = s.pending[:0]
+	s.lastSeq = ev.Seq
+	s.m.publish(Event{Session: s.id, Seq: ev.Seq, Kind: kind, Data: raw, Time: ev.Time})
+	return true
 }
 
 // saveRow persists the session row (caller must not hold s.mu).
@@ -204,11 +298,11 @@ func (s *Session) saveRow(ctx context.Context) error {
 	return s.m.st.PutSession(ctx, row)
 }
 
-func (s *Session) statusData() map[string]any {
+func (s *Session) statusData() StatusEvent {
 	in := s.Info()
-	return map[string]any{"plan": in.Plan, "mode": in.Mode, "busy": in.Busy, "queued": in.Queued, "title": in.Title,
-		"proposal_status": in.ProposalStatus, "proposal_title": in.ProposalTitle, "approval": in.Approval, "blocked_total": in.BlockedTotal,
-		"refused_total": in.RefusedTotal, "goal": in.Goal, "forked_to": in.ForkedTo}
+	return StatusEvent{Plan: in.Plan, Mode: in.Mode, Busy: in.Busy, Queued: in.Queued, Title: in.Title,
+		ProposalStatus: in.ProposalStatus, ProposalTitle: in.ProposalTitle, Approval: in.Approval, BlockedTotal: in.BlockedTotal,
+		RefusedTotal: in.RefusedTotal, Goal: in.Goal, ForkedTo: in.ForkedTo}
 }
 
 // SetMode sets the permission mode. It never touches the Plan posture.
@@ -223,7 +317,7 @@ func (s *Session) SetMode(ctx context.Context, mode string) error {
 	if err := s.saveRow(ctx); err != nil {
 		return err
 	}
-	s.emit("status", s.statusData())
+	s.emitStatus()
 	return nil
 }
 
@@ -246,7 +340,7 @@ func (s *Session) EnterPlan(ctx context.Context) error {
 	if err := s.saveRow(ctx); err != nil {
 		return err
 	}
-	s.emit("status", s.statusData())
+	s.emitStatus()
 	return nil
 }
 
@@ -263,7 +357,7 @@ func (s *Session) ExitPlan(ctx context.Context) error {
 		return err
 	}
 	s.demoteProposal(ctx) // leaving Plan abandons the pending proposal
-	s.emit("status", s.statusData())
+	s.emitStatus()
 	return nil
 }
 
@@ -349,7 +443,7 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 		case "/goal":
 			msg, err := s.GoalCommand(ctx, rest)
 			if err == nil && msg != "" {
-				s.emit("notice", map[string]any{"message": msg})
+				s.emit(NoticeEvent{Message: msg})
 			}
 			return SubmitResult{Command: "goal"}, err
 		}
@@ -358,7 +452,7 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 		// An accepted follow-up in Plan demotes the proposal to a draft.
 		s.demoteProposal(ctx)
 	}
-	queued, err := s.prompt(text)
+	queued, err := s.prompt(ctx, text)
 	return SubmitResult{Queued: queued}, err
 }
 
@@ -369,13 +463,15 @@ func (s *Session) Queue(text string) (SubmitResult, error) {
 	if err := checkPrompt(text); err != nil {
 		return SubmitResult{}, err
 	}
-	queued, err := s.prompt(text)
+	queued, err := s.prompt(context.Background(), text)
 	return SubmitResult{Queued: queued}, err
 }
 
 // QueueGuest is [Session.Queue] for a prompt sent from a share link: its
 // turn is unattended, so a write to a protected path is refused rather
-// than asked ([agent.Gate.Unattended]).
+// than asked ([agent.Gate.Unattended]). It is not stored in the durable
+// queue (which keeps no guest mark): a restart must never turn a guest's
+// prompt into an attended one.
 func (s *Session) QueueGuest(text string) (SubmitResult, error) {
 	if err := checkPrompt(text); err != nil {
 		return SubmitResult{}, err
@@ -412,10 +508,10 @@ func (s *Session) planCommand(ctx context.Context, arg string) (SubmitResult, er
 	case "off", "stop", "cancel":
 		err = s.ExitPlan(ctx)
 	case "status":
-		s.emit("notice", map[string]any{"message": s.Status().Text})
+		s.emit(NoticeEvent{Message: s.Status().Text})
 	default:
 		if err = s.EnterPlan(ctx); err == nil {
-			res.Queued, err = s.prompt(arg)
+			res.Queued, err = s.prompt(ctx, arg)
 		}
 	}
 	return res, err
@@ -428,9 +524,13 @@ type turnReq struct {
 	// policy, when set, is an implementation-scoped model/effort/mode for
 	// this turn only; the session's own settings are not touched.
 	policy *handoff.Policy
-	// settle, when set, commits with the turn's transcript if the turn
+	// settle, when set, adds to the commit that settles the turn if it
 	// succeeds (e.g. clearing a retry record).
-	settle func(ctx context.Context, tx *sql.Tx) error
+	settle func(*store.TurnStep)
+	// dispatch, when set, adds to the commit that stores the prompt before
+	// it is sent (a kickoff moving its retry record to dispatched).
+	dispatch   func(*store.TurnStep)
+	dispatched func() // called once dispatch is committed
 	// goalID binds the turn to a Goal (its kickoff, a continuation or a
 	// follow-up while it is active); goalObjective detects edits.
 	goalID, goalObjective string
@@ -438,12 +538,28 @@ type turnReq struct {
 	continuation          bool // an automatic Goal continuation
 	guest                 bool // sent from a share link: no person answers for it
 	retried               bool // already retried once after a transient failure
+	// queueID is the durable queue entry of a person's follow-up (0: none);
+	// it is removed with the prompt's commit.
+	queueID int64
 }
 
 // prompt runs text as a turn now, or queues it behind the running turn or
-// the workflow that owns the session.
-func (s *Session) prompt(text string) (queued bool, err error) {
-	return s.enqueueInput(turnReq{text: text, display: text})
+// the workflow that owns the session. It is durable first: a follow-up
+// waiting in the queue survives a restart, and leaves the queue in the
+// transaction that stores it as the turn's prompt.
+func (s *Session) prompt(ctx context.Context, text string) (queued bool, err error) {
+	if err := s.queueRoom(); err != nil {
+		return false, err // nothing stored
+	}
+	id, err := s.m.st.EnqueueInput(ctx, s.id, text, text)
+	if err != nil {
+		return false, fmt.Errorf("could not queue the prompt: %w", err)
+	}
+	queued, err = s.enqueueInput(turnReq{text: text, display: text, queueID: id})
+	if err != nil {
+		s.dropQueued(id)
+	}
+	return queued, err
 }
 
 // Limits on a person's input, the same for every surface.
@@ -466,15 +582,22 @@ func checkPrompt(text string) error {
 	return nil
 }
 
+// queueRoom refuses when [MaxQueued] prompts already wait.
+func (s *Session) queueRoom() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.queue); n >= MaxQueued {
+		return errorf(CodeQueueFull, "%d prompts are already waiting in this session's queue (the limit is %d); wait for them to run", n, MaxQueued)
+	}
+	return nil
+}
+
 // enqueueInput is [Session.enqueue] for a person's prompt: refused, with
 // nothing queued, when [MaxQueued] prompts already wait.
 func (s *Session) enqueueInput(req turnReq) (queued bool, err error) {
-	s.mu.Lock()
-	if n := len(s.queue); n >= MaxQueued {
-		s.mu.Unlock()
-		return false, errorf(CodeQueueFull, "%d prompts are already waiting in this session's queue (the limit is %d); wait for them to run", n, MaxQueued)
+	if err := s.queueRoom(); err != nil {
+		return false, err
 	}
-	s.mu.Unlock()
 	return s.enqueue(req), nil
 }
 
@@ -485,14 +608,14 @@ func (s *Session) enqueue(req turnReq) (queued bool) {
 	started := s.kickLocked()
 	s.mu.Unlock()
 	if !started {
-		s.emit("queued", map[string]any{"text": req.display, "queued": n})
+		s.emit(QueuedEvent{Text: req.display, Queued: n})
 		if s.Info().Approval != "" {
 			s.emitApproval() // pending input now blocks a Worktree fork
-			s.emit("status", s.statusData())
+			s.emitStatus()
 		}
 		return true
 	}
-	s.emit("status", s.statusData())
+	s.emitStatus()
 	return false
 }
 
@@ -552,7 +675,7 @@ func (s *Session) kick() {
 	started := s.kickLocked()
 	s.mu.Unlock()
 	if started {
-		s.emit("status", s.statusData())
+		s.emitStatus()
 	}
 }
 
@@ -570,7 +693,7 @@ func (s *Session) runQueue(ctx context.Context, cancel context.CancelFunc, req t
 		if !ok {
 			pending := s.approval.Pending()
 			s.mu.Unlock()
-			s.emit("status", s.statusData())
+			s.emitStatus()
 			if pending {
 				s.emitApproval() // blockers changed: the proposing turn ended
 			}
@@ -604,7 +727,7 @@ func (s *Session) own(fn func(ctx context.Context) (after func())) error {
 	s.cancel = cancel
 	s.mu.Unlock()
 	s.m.turns.Add(1)
-	s.emit("status", s.statusData())
+	s.emitStatus()
 	go func() {
 		defer s.m.turns.Done()
 		after := fn(ctx)
@@ -612,7 +735,7 @@ func (s *Session) own(fn func(ctx context.Context) (after func())) error {
 		s.mu.Lock()
 		s.busy, s.cancel = false, nil
 		s.mu.Unlock()
-		s.emit("status", s.statusData())
+		s.emitStatus()
 		if after != nil {
 			after()
 		}
@@ -634,9 +757,14 @@ func (s *Session) Interrupt() {
 	dropped := len(s.queue)
 	s.queue = nil
 	s.mu.Unlock()
+	if dropped > 0 {
+		if err := s.m.st.DropQueuedInput(context.Background(), s.id); err != nil {
+			s.m.log.Error("drop queued input", "session", s.id, "err", err)
+		}
+	}
 	if cancel != nil {
 		cancel()
-		s.emit("notice", map[string]any{"message": fmt.Sprintf("interrupted (%d queued prompt(s) dropped)", dropped)})
+		s.emit(NoticeEvent{Message: fmt.Sprintf("interrupted (%d queued prompt(s) dropped)", dropped)})
 	}
 }
 
@@ -659,7 +787,9 @@ func (s *Session) Wait(ctx context.Context) error {
 
 // appendTranscript persists messages of the current segment together with
 // the session row.
-func (s *Session) appendTranscript(ctx context.Context, msgs []agent.Message, settle func(context.Context, *sql.Tx) error) error {
+func (s *Session) appendTranscript(ctx context.Context, op string, msgs []agent.Message, with func(*store.TurnStep)) error {
+	s.trMu.Lock() // indices are taken and committed in one piece
+	defer s.trMu.Unlock()
 	s.mu.Lock()
 	rows := make([]store.Message, 0, len(msgs))
 	for _, m := range msgs {
@@ -669,29 +799,34 @@ func (s *Session) appendTranscript(ctx context.Context, msgs []agent.Message, se
 			calls = string(b)
 		}
 		red := s.m.redact
-		rows = append(rows, store.Message{Idx: s.nextIdx, Segment: s.row.Segment, Role: m.Role, Content: red.String(m.Content),
-			ToolCalls: red.String(calls), ToolCallID: m.ToolCallID, Name: m.Name})
-		s.nextIdx++
+		thinking := ""
+		if len(m.Thinking) > 0 {
+			b, _ := json.Marshal(m.Thinking)
+			thinking = string(b)
+		}
+		rows = append(rows, store.Message{Idx: s.nextIdx + int64(len(rows)), Segment: s.row.Segment, Role: m.Role, Content: red.String(m.Content),
+			ToolCalls: red.String(calls), ToolCallID: m.ToolCallID, Name: m.Name, Thinking: thinking})
 	}
-	s.msgs = append(s.msgs, msgs...)
 	row := s.row
 	s.mu.Unlock()
-	return s.m.st.Tx(ctx, func(tx *sql.Tx) error {
-		if err := store.AppendMessagesTx(ctx, tx, s.id, rows); err != nil {
-			return err
-		}
-		if settle != nil {
-			if err := settle(ctx, tx); err != nil {
-				return err
-			}
-		}
-		return store.PutSessionTx(ctx, tx, row)
-	})
+	step := store.TurnStep{Session: row, Messages: rows}
+	if with != nil {
+		with(&step)
+	}
+	if err := s.m.st.CommitTurnStep(ctx, op, step); err != nil {
+		return err
+	}
+	// Only what is committed joins the conversation (and takes an index).
+	s.mu.Lock()
+	s.nextIdx += int64(len(rows))
+	s.msgs = append(s.msgs, msgs...)
+	s.mu.Unlock()
+	return nil
 }
 
 // afterGoalPause persists and reports a Goal the continuation decision paused.
 func (s *Session) afterGoalPause() {
-	if err := s.saveGoal(context.Background(), nil); err != nil {
+	if err := s.saveGoal(context.Background()); err != nil {
 		s.m.log.Error("save goal", "session", s.id, "err", err)
 	}
 	s.emitGoal()

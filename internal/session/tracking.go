@@ -277,7 +277,7 @@ func (s *Session) loadTracking(ctx context.Context) error {
 		if err := json.Unmarshal([]byte(t.Plan), &p); err != nil {
 			s.m.log.Warn("corrupt plan progress; dropped", "session", s.id, "err", err)
 		} else {
-			if p.Status == ImplRunning {
+			if p.Status == ImplRunning && s.restarted {
 				// A restart never forgets an implementation in flight: it pauses.
 				p.Status, p.Reason = ImplPaused, "paused by restart"
 				s.track.plan = &p
@@ -332,7 +332,7 @@ func (s *Session) WriteTodos(ctx context.Context, items []TodoItem) ([]TodoItem,
 		s.mu.Unlock()
 		return nil, err
 	}
-	s.emit("todo", map[string]any{"items": valid})
+	s.emit(TodoEvent{Items: valid})
 	return valid, nil
 }
 
@@ -350,7 +350,7 @@ func (s *Session) TrackedPlan() *TrackedPlan {
 
 func (s *Session) emitSteps() {
 	if p := s.TrackedPlan(); p != nil {
-		s.emit("steps", p)
+		s.emit(p)
 	}
 }
 
@@ -421,6 +421,9 @@ func (s *Session) ResumeImplementation(ctx context.Context) error {
 	s.setImplStatus(ctx, ImplRunning, "")
 	policy := p.Policy
 	text := "Resume implementing the accepted plan. " + p.Carry() + "\nContinue with the first step still to do and update each step's status with update_plan_step."
+	if p.Reason == "paused by restart" {
+		text = handoff.InterruptedPrompt(p.Carry()) + "\nUpdate each step's status with update_plan_step."
+	}
 	s.enqueue(turnReq{text: text, display: "Resume implementation", policy: &policy})
 	return nil
 }

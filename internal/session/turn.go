@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
+	"planbridge/internal/store"
 )
 
 const systemPrompt = `You are a careful coding agent working in the repository at %s.
@@ -38,27 +38,27 @@ func (passThrough) Done(string) string    { return "" }
 
 func (k *turnSink) Text(delta string) {
 	if v := k.view.Write(delta); v != "" {
-		k.s.emit("text", map[string]any{"delta": v})
+		k.s.emitText(v)
 	}
 }
 
 func (k *turnSink) ResponseDone(text string) {
 	if v := k.view.Done(text); v != "" {
-		k.s.emit("text", map[string]any{"delta": v})
+		k.s.emitText(v)
 	}
 	k.s.onResponse(k.plan, k.view, text)
 	k.view = k.s.newView(k.plan)
 }
 
 func (k *turnSink) ToolCall(call agent.ToolCall) {
-	k.s.emit("tool_call", map[string]any{"id": call.ID, "name": call.Name, "arguments": rawOrEmpty(call.Arguments)})
+	k.s.emit(ToolCallEvent{ID: call.ID, Name: call.Name, Arguments: rawOrEmpty(call.Arguments)})
 }
 
 func (k *turnSink) ToolResult(call agent.ToolCall, ok bool, output string) {
 	if ok {
 		k.s.recordEdit(call)
 	}
-	k.s.emit("tool_result", map[string]any{"id": call.ID, "name": call.Name, "ok": ok, "output": clipView(output)})
+	k.s.emit(ToolResultEvent{ID: call.ID, Name: call.Name, OK: ok, Output: clipView(output)})
 }
 
 func (k *turnSink) Blocked(call agent.ToolCall, code, reason string) {
@@ -74,7 +74,7 @@ func (k *turnSink) Blocked(call agent.ToolCall, code, reason string) {
 	if err := k.s.saveRow(context.Background()); err != nil {
 		k.s.m.log.Error("persist blocked count", "session", k.s.id, "err", err)
 	}
-	k.s.emit("blocked", map[string]any{"id": call.ID, "name": call.Name, "code": code, "reason": reason})
+	k.s.emit(BlockedEvent{ID: call.ID, Name: call.Name, Code: code, Reason: reason})
 }
 
 func rawOrEmpty(r json.RawMessage) json.RawMessage {
@@ -101,8 +101,25 @@ func clipView(s string) string {
 // runTurn runs one prompt as a model turn and persists what it produced.
 // It returns the turn's error (nil when it settled successfully).
 func (s *Session) runTurn(ctx context.Context, req turnReq) error {
+	promptStored := false
+	if req.queueID != 0 {
+		// The queue entry leaves in the prompt's commit, or with the turn
+		// if it never gets that far.
+		defer func() {
+			if !promptStored {
+				s.dropQueued(req.queueID)
+			}
+		}()
+		dispatch, id := req.dispatch, req.queueID
+		req.dispatch = func(st *store.TurnStep) {
+			if dispatch != nil {
+				dispatch(st)
+			}
+			st.Dequeue = id
+		}
+	}
 	if why := s.admitGoalTurn(&req); why != "" {
-		s.emit("notice", map[string]any{"message": "Dropped a stale Goal turn without sending it: " + why + "."})
+		s.emit(NoticeEvent{Message: "Dropped a stale Goal turn without sending it: " + why + "."})
 		return nil
 	}
 	if req.kickoff {
@@ -112,7 +129,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	text := req.text
 	if s.needsCompaction(text) {
 		if err := s.compactNow(ctx, "the context neared the model's window"); err != nil {
-			s.emit("error", map[string]any{"message": "automatic compaction failed: " + err.Error()})
+			s.emit(ErrorEvent{Message: "automatic compaction failed: " + err.Error()})
 		}
 	}
 	eng := s.engine()
@@ -124,7 +141,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	if s.row.Title == "" {
 		s.row.Title = titleFrom(text)
 	}
-	history := append([]agent.Message(nil), s.msgs...)
+	history := completeToolCalls(s.msgs)
 	mode := agent.Mode(s.row.Mode)
 	workspace := s.row.Workspace
 	s.mu.Unlock()
@@ -147,16 +164,21 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	if display == "" {
 		display = text
 	}
-	s.emit("user", map[string]any{"text": display, "display": display})
-	s.emit("turn_start", map[string]any{"turn": turnNo, "plan": plan})
+	// The view shows the prompt once it is durable (or once it is clear it
+	// will not be sent), so a crash or a failed commit never shows a kickoff
+	// that the conversation does not hold.
+	announce := func() {
+		s.emit(UserEvent{Text: display, Display: display})
+		s.emit(TurnStartEvent{Turn: turnNo, Plan: plan})
+	}
 	if eng == nil {
+		announce()
 		err := errors.New("no model engine is configured")
-		s.finishTurn(ctx, turnNo, nil, err, false, nil)
-		return err
+		return s.finishTurn(ctx, turnNo, err, false, nil)
 	}
 	if err := s.m.checkModel(model); err != nil {
-		s.finishTurn(ctx, turnNo, nil, err, false, nil)
-		return err
+		announce()
+		return s.finishTurn(ctx, turnNo, err, false, nil)
 	}
 	sink := &turnSink{s: s, plan: plan, view: s.newView(plan)}
 	roots := agent.Roots{Workspace: workspace, Work: s.workDir, ReadRoots: s.m.read, Hidden: s.m.hide}
@@ -173,12 +195,33 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		Env:  agent.Env{Roots: roots, Shell: s.m.shell, Protected: protected},
 		Ask:  s.askFunc(),
 		Sink: sink,
+		// Each assistant message and tool result is durable before the
+		// next model request: after a crash the conversation the model
+		// continues from is what happened, effects included.
+		Record: func(ctx context.Context, m agent.Message) error {
+			return s.appendTranscript(ctx, store.OpTurn, []agent.Message{m}, nil)
+		},
 	}
 	// The prompt is durable before it is sent: a crash mid-turn never loses
-	// it from the conversation.
-	if perr := s.appendTranscript(ctx, []agent.Message{user}, nil); perr != nil {
-		s.finishTurn(ctx, turnNo, nil, perr, false, nil)
-		return perr
+	// it from the conversation. A kickoff moves its retry record to
+	// dispatched in the same transaction, so it is never sent again.
+	op := store.OpPrompt
+	if req.dispatched != nil {
+		op = store.OpDispatch
+	}
+	perr := s.appendTranscript(ctx, op, []agent.Message{user}, req.dispatch)
+	promptStored = perr == nil
+	announce()
+	if perr != nil {
+		return s.finishTurn(ctx, turnNo, perr, false, nil)
+	}
+	if req.dispatched != nil {
+		req.dispatched()
+		if req.kickoff {
+			handoff.Failpoint("goal.dispatched")
+		} else {
+			handoff.Failpoint("handoff.dispatched")
+		}
 	}
 	base := *t // before it runs: a retry starts from the same settings
 	res, err := t.Run(ctx)
@@ -197,16 +240,16 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	// The full template counts as delivered only once a model response
 	// actually arrived: a cancelled dispatch leaves it armed.
 	delivered := fullReminder && len(res.Messages) > 0
-	s.finishTurn(ctx, turnNo, res.Messages, err, delivered, req.settle)
-	return err
+	return s.finishTurn(ctx, turnNo, err, delivered, req.settle)
 }
 
 // retryTurn retries an ordinary turn once after a transient model failure
 // (a 429/5xx or a broken stream), as Goal turns are: what the failed attempt
-// produced is kept and the turn goes on from it, so the prompt is never
-// sent twice. It returns the two attempts' combined result.
+// produced is kept (already stored, step by step) and the turn goes on from
+// it, so the prompt is never sent twice. It returns the two attempts'
+// combined result.
 func (s *Session) retryTurn(ctx context.Context, base agent.Turn, first agent.TurnResult, cause error) (agent.TurnResult, error) {
-	s.emit("notice", map[string]any{"message": "The model request failed (" + cause.Error() + "); retrying once."})
+	s.emit(NoticeEvent{Message: "The model request failed (" + cause.Error() + "); retrying once."})
 	base.Messages = append(append([]agent.Message(nil), base.Messages...), first.Messages...)
 	res, err := base.Run(ctx)
 	res.Messages = append(first.Messages, res.Messages...)
@@ -216,7 +259,11 @@ func (s *Session) retryTurn(ctx context.Context, base agent.Turn, first agent.Tu
 	return res, err
 }
 
-func (s *Session) finishTurn(ctx context.Context, turnNo int64, msgs []agent.Message, err error, templateDelivered bool, settle func(context.Context, *sql.Tx) error) {
+// finishTurn settles a turn whose messages are already durable: the
+// session row and, for a successful turn, its settlement commit together.
+// A failing commit fails the turn (ok false, an error event); the returned
+// error is the turn's.
+func (s *Session) finishTurn(ctx context.Context, turnNo int64, err error, templateDelivered bool, settle func(*store.TurnStep)) error {
 	if err != nil {
 		settle = nil // only a successful turn settles
 	}
@@ -226,22 +273,53 @@ func (s *Session) finishTurn(ctx context.Context, turnNo int64, msgs []agent.Mes
 		s.mu.Unlock()
 	}
 	// Persist even after cancellation: the transcript must not lose what happened.
-	if perr := s.appendTranscript(context.WithoutCancel(ctx), msgs, settle); perr != nil {
-		s.m.log.Error("persist transcript", "session", s.id, "err", perr)
-		s.emit("error", map[string]any{"message": "could not save the transcript: " + perr.Error()})
+	if perr := s.appendTranscript(context.WithoutCancel(ctx), store.OpTurn, nil, settle); perr != nil {
+		s.m.log.Error("persist turn", "session", s.id, "err", perr)
+		if err == nil {
+			err = fmt.Errorf("could not save the turn: %w", perr)
+		}
 	}
-	data := map[string]any{"turn": turnNo, "ok": err == nil}
+	end := TurnEndEvent{Turn: turnNo, OK: err == nil}
 	if err != nil {
-		msg := err.Error()
+		end.Error = err.Error()
 		if errors.Is(err, context.Canceled) {
-			msg = "interrupted"
-		}
-		data["error"] = msg
-		if !errors.Is(err, context.Canceled) {
-			s.emit("error", map[string]any{"message": msg})
+			end.Error = "interrupted"
+		} else {
+			s.emit(ErrorEvent{Message: end.Error})
 		}
 	}
-	s.emit("turn_end", data)
+	s.emit(end)
+	return err
+}
+
+// interruptedCall is the tool result the model sees for a call whose
+// result was never recorded (the process stopped while it ran).
+const interruptedCall = "error: interrupted: planbridge stopped before this call returned; its effects are unknown, check before repeating it"
+
+// completeToolCalls returns a copy of msgs in which every assistant tool
+// call has a tool result: a call left without one by a crash gets
+// [interruptedCall], so the conversation stays well-formed for the model.
+func completeToolCalls(msgs []agent.Message) []agent.Message {
+	out := make([]agent.Message, 0, len(msgs))
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		out = append(out, m)
+		if m.Role != agent.RoleAssistant || len(m.ToolCalls) == 0 {
+			continue
+		}
+		have := map[string]bool{}
+		for i+1 < len(msgs) && msgs[i+1].Role == agent.RoleTool {
+			i++
+			have[msgs[i].ToolCallID] = true
+			out = append(out, msgs[i])
+		}
+		for _, c := range m.ToolCalls {
+			if !have[c.ID] {
+				out = append(out, agent.Message{Role: agent.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: interruptedCall})
+			}
+		}
+	}
+	return out
 }
 
 func (s *Session) askFunc() agent.Asker {
@@ -266,4 +344,12 @@ func titleFrom(text string) string {
 		t = string(r[:59]) + "…"
 	}
 	return t
+}
+
+// dropQueued removes a queue entry that is done with (a no-op once the
+// prompt's commit removed it).
+func (s *Session) dropQueued(id int64) {
+	if err := s.m.st.DropQueuedInput(context.Background(), s.id, id); err != nil {
+		s.m.log.Error("drop queued input", "session", s.id, "err", err)
+	}
 }

@@ -7,4 +7,20 @@
 // -wal and -shm files 0600, whatever the umask and whatever modes a
 // pre-existing directory or database had. A proposal row keeps the
 // proposal's body beside its hash.
+// Durability boundaries are named: every write transaction runs through
+// [Store.Commit] with an operation name (OpPrompt, OpTurn, OpAcceptance,
+// OpDispatch, OpHandOver, …), and [WithFailingCommits] (the server reads
+// it from PLANBRIDGE_STORE_FAIL) makes the named ones fail with ENOSPC, as
+// a full disk would, before anything is written.
+//
+// One server per state directory: [Lock] takes an exclusive flock on
+// <dir>/serve.lock (holding the owner's pid); a second taker gets a
+// [*LockError] naming it. Damage is detected, never papered over:
+// [Preflight] (before [Open] creates anything) and [Store.Check] refuse a
+// database that is missing or empty while session directories exist, one
+// without rows for sessions whose directories exist (a lost -wal), or one
+// failing SQLite's quick_check, with a [*DamageError]; they change no file.
+// Every session has a directory <dir>/sessions/<id>, created after its
+// row is committed, which is what makes a database that lost its newest
+// commits detectable.
 package store

@@ -121,6 +121,20 @@ var migrations = []string{
 	// 9: the proposal's body beside its hash, so what is shown and
 	// accepted never depends on a file anyone may rewrite.
 	`ALTER TABLE proposals ADD COLUMN body TEXT NOT NULL DEFAULT '';`,
+	// 10: the pending-input queue (a person's follow-ups waiting behind a
+	// running turn), so a restart never loses one.
+	`CREATE TABLE queued_input (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		session_id TEXT NOT NULL REFERENCES sessions(id),
+		text TEXT NOT NULL,
+		display TEXT NOT NULL,
+		created_at TEXT NOT NULL
+	);
+	CREATE INDEX queued_input_by_session ON queued_input(session_id, id);`,
+	// 11: an assistant message's reasoning blocks (JSON, opaque), which an
+	// engine must send back within a tool loop, so a conversation stored
+	// step by step continues after a restart exactly as it was.
+	`ALTER TABLE messages ADD COLUMN thinking TEXT NOT NULL DEFAULT '';`,
 }
 
 func (s *Store) migrate(ctx context.Context, steps []string) error {
@@ -132,7 +146,7 @@ func (s *Store) migrate(ctx context.Context, steps []string) error {
 		return fmt.Errorf("database schema version %d is newer than this planbridge (%d)", v, len(steps))
 	}
 	for i := v; i < len(steps); i++ {
-		err := s.Tx(ctx, func(tx *sql.Tx) error {
+		err := s.commit(ctx, "migrate", func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, steps[i]); err != nil {
 				return err
 			}

@@ -24,8 +24,8 @@ type Proposal struct {
 	UpdatedAt    time.Time
 }
 
-// PutProposalTx inserts or replaces a session's proposal row.
-func PutProposalTx(ctx context.Context, tx *sql.Tx, p Proposal) error {
+// putProposalTx inserts or replaces a session's proposal row.
+func putProposalTx(ctx context.Context, tx *sql.Tx, p Proposal) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO proposals (session_id, status, title, path, hash, body, person_edited, selection, rejections, updated_at)
 		VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET status=excluded.status, title=excluded.title,
 		path=excluded.path, hash=excluded.hash, body=excluded.body, person_edited=excluded.person_edited, selection=excluded.selection,
@@ -37,9 +37,9 @@ func PutProposalTx(ctx context.Context, tx *sql.Tx, p Proposal) error {
 	return nil
 }
 
-// PutProposal is [PutProposalTx] in its own transaction.
+// PutProposal is [putProposalTx] in its own transaction.
 func (s *Store) PutProposal(ctx context.Context, p Proposal) error {
-	return s.Tx(ctx, func(tx *sql.Tx) error { return PutProposalTx(ctx, tx, p) })
+	return s.commit(ctx, OpProposal, func(tx *sql.Tx) error { return putProposalTx(ctx, tx, p) })
 }
 
 // GetProposal loads a session's proposal; [ErrNotFound] if it has none.
@@ -56,8 +56,8 @@ func (s *Store) GetProposal(ctx context.Context, sessionID string) (Proposal, er
 	return p, err
 }
 
-// PutRetryRecordTx stores a session's retry record (opaque JSON).
-func PutRetryRecordTx(ctx context.Context, tx *sql.Tx, sessionID, data string) error {
+// putRetryRecordTx stores a session's retry record (opaque JSON).
+func putRetryRecordTx(ctx context.Context, tx *sql.Tx, sessionID, data string) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO retry_records (session_id, data, updated_at) VALUES (?,?,?)
 		ON CONFLICT(session_id) DO UPDATE SET data=excluded.data, updated_at=excluded.updated_at`, sessionID, data, now())
 	if err != nil {
@@ -66,13 +66,13 @@ func PutRetryRecordTx(ctx context.Context, tx *sql.Tx, sessionID, data string) e
 	return nil
 }
 
-// PutRetryRecord is [PutRetryRecordTx] in its own transaction.
+// PutRetryRecord is [putRetryRecordTx] in its own transaction.
 func (s *Store) PutRetryRecord(ctx context.Context, sessionID, data string) error {
-	return s.Tx(ctx, func(tx *sql.Tx) error { return PutRetryRecordTx(ctx, tx, sessionID, data) })
+	return s.commit(ctx, OpRecord, func(tx *sql.Tx) error { return putRetryRecordTx(ctx, tx, sessionID, data) })
 }
 
-// DeleteRetryRecordTx removes a session's retry record.
-func DeleteRetryRecordTx(ctx context.Context, tx *sql.Tx, sessionID string) error {
+// deleteRetryRecordTx removes a session's retry record.
+func deleteRetryRecordTx(ctx context.Context, tx *sql.Tx, sessionID string) error {
 	_, err := tx.ExecContext(ctx, `DELETE FROM retry_records WHERE session_id = ?`, sessionID)
 	return err
 }
@@ -104,8 +104,8 @@ func (s *Store) GetTracking(ctx context.Context, sessionID string) (Tracking, er
 	return t, err
 }
 
-// PutTrackingTx stores a session's tracking row.
-func PutTrackingTx(ctx context.Context, tx *sql.Tx, sessionID string, t Tracking) error {
+// putTrackingTx stores a session's tracking row.
+func putTrackingTx(ctx context.Context, tx *sql.Tx, sessionID string, t Tracking) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO tracking (session_id, todos, plan, updated_at) VALUES (?,?,?,?)
 		ON CONFLICT(session_id) DO UPDATE SET todos=excluded.todos, plan=excluded.plan, updated_at=excluded.updated_at`,
 		sessionID, t.Todos, t.Plan, now())
@@ -115,9 +115,9 @@ func PutTrackingTx(ctx context.Context, tx *sql.Tx, sessionID string, t Tracking
 	return nil
 }
 
-// PutTracking is [PutTrackingTx] in its own transaction.
+// PutTracking is [putTrackingTx] in its own transaction.
 func (s *Store) PutTracking(ctx context.Context, sessionID string, t Tracking) error {
-	return s.Tx(ctx, func(tx *sql.Tx) error { return PutTrackingTx(ctx, tx, sessionID, t) })
+	return s.commit(ctx, OpTracking, func(tx *sql.Tx) error { return putTrackingTx(ctx, tx, sessionID, t) })
 }
 
 // GoalRow is a stored Goal (Data is the goal package's JSON).
@@ -129,8 +129,8 @@ type GoalRow struct {
 	Cleared   bool
 }
 
-// PutGoalTx inserts or replaces a Goal row.
-func PutGoalTx(ctx context.Context, tx *sql.Tx, g GoalRow) error {
+// putGoalTx inserts or replaces a Goal row.
+func putGoalTx(ctx context.Context, tx *sql.Tx, g GoalRow) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO goals (id, session_id, data, kickoff, cleared, updated_at) VALUES (?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET data=excluded.data, kickoff=excluded.kickoff, cleared=excluded.cleared, updated_at=excluded.updated_at`,
 		g.ID, g.SessionID, g.Data, g.Kickoff, g.Cleared, now())
@@ -140,9 +140,9 @@ func PutGoalTx(ctx context.Context, tx *sql.Tx, g GoalRow) error {
 	return nil
 }
 
-// PutGoal is [PutGoalTx] in its own transaction.
+// PutGoal is [putGoalTx] in its own transaction.
 func (s *Store) PutGoal(ctx context.Context, g GoalRow) error {
-	return s.Tx(ctx, func(tx *sql.Tx) error { return PutGoalTx(ctx, tx, g) })
+	return s.commit(ctx, OpGoal, func(tx *sql.Tx) error { return putGoalTx(ctx, tx, g) })
 }
 
 // CurrentGoal returns the session's most recent Goal that was not cleared;

@@ -44,11 +44,11 @@ func scanSession(sc interface{ Scan(...any) error }) (Session, error) {
 
 // PutSession inserts or replaces the whole session row.
 func (s *Store) PutSession(ctx context.Context, r Session) error {
-	return s.Tx(ctx, func(tx *sql.Tx) error { return PutSessionTx(ctx, tx, r) })
+	return s.commit(ctx, OpSession, func(tx *sql.Tx) error { return putSessionTx(ctx, tx, r) })
 }
 
-// PutSessionTx is [Store.PutSession] inside a caller's transaction.
-func PutSessionTx(ctx context.Context, tx *sql.Tx, r Session) error {
+// putSessionTx is [Store.PutSession] inside a caller's transaction.
+func putSessionTx(ctx context.Context, tx *sql.Tx, r Session) error {
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = time.Now()
 	}
@@ -112,11 +112,11 @@ func (s *Store) AppendEvents(ctx context.Context, sessionID string, evs []Event)
 	if len(evs) == 0 {
 		return nil
 	}
-	return s.Tx(ctx, func(tx *sql.Tx) error { return AppendEventsTx(ctx, tx, sessionID, evs) })
+	return s.commit(ctx, OpEvents, func(tx *sql.Tx) error { return appendEventsTx(ctx, tx, sessionID, evs) })
 }
 
-// AppendEventsTx is [Store.AppendEvents] inside a caller's transaction.
-func AppendEventsTx(ctx context.Context, tx *sql.Tx, sessionID string, evs []Event) error {
+// appendEventsTx is [Store.AppendEvents] inside a caller's transaction.
+func appendEventsTx(ctx context.Context, tx *sql.Tx, sessionID string, evs []Event) error {
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (session_id, seq, kind, data, time) VALUES (?,?,?,?,?)`)
 	if err != nil {
 		return err
@@ -134,7 +134,15 @@ func AppendEventsTx(ctx context.Context, tx *sql.Tx, sessionID string, evs []Eve
 // whose data is not valid JSON is returned as kind "corrupt" with the raw text
 // quoted, so one bad row never hides the rest of the log.
 func (s *Store) Events(ctx context.Context, sessionID string, since int64) ([]Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, kind, data, time FROM events WHERE session_id = ? AND seq > ? ORDER BY seq`, sessionID, since)
+	return s.EventsPage(ctx, sessionID, since, 0)
+}
+
+// EventsPage is [Store.Events] returning at most limit events (0: all).
+func (s *Store) EventsPage(ctx context.Context, sessionID string, since int64, limit int) ([]Event, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, kind, data, time FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, sessionID, since, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -174,13 +182,14 @@ type Message struct {
 	ToolCalls  string // JSON array or ""
 	ToolCallID string
 	Name       string
+	Thinking   string // JSON array of reasoning blocks, or ""
 }
 
-// AppendMessagesTx appends transcript messages inside a caller's transaction.
-func AppendMessagesTx(ctx context.Context, tx *sql.Tx, sessionID string, msgs []Message) error {
+// appendMessagesTx appends transcript messages inside a caller's transaction.
+func appendMessagesTx(ctx context.Context, tx *sql.Tx, sessionID string, msgs []Message) error {
 	for _, m := range msgs {
-		_, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, idx, segment, role, content, tool_calls, tool_call_id, name) VALUES (?,?,?,?,?,?,?,?)`,
-			sessionID, m.Idx, m.Segment, m.Role, m.Content, m.ToolCalls, m.ToolCallID, m.Name)
+		_, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, idx, segment, role, content, tool_calls, tool_call_id, name, thinking) VALUES (?,?,?,?,?,?,?,?,?)`,
+			sessionID, m.Idx, m.Segment, m.Role, m.Content, m.ToolCalls, m.ToolCallID, m.Name, m.Thinking)
 		if err != nil {
 			return fmt.Errorf("append message %d: %w", m.Idx, err)
 		}
@@ -190,12 +199,12 @@ func AppendMessagesTx(ctx context.Context, tx *sql.Tx, sessionID string, msgs []
 
 // AppendMessages appends transcript messages in one transaction.
 func (s *Store) AppendMessages(ctx context.Context, sessionID string, msgs []Message) error {
-	return s.Tx(ctx, func(tx *sql.Tx) error { return AppendMessagesTx(ctx, tx, sessionID, msgs) })
+	return s.commit(ctx, OpTurn, func(tx *sql.Tx) error { return appendMessagesTx(ctx, tx, sessionID, msgs) })
 }
 
 // Messages returns a session's transcript in order.
 func (s *Store) Messages(ctx context.Context, sessionID string) ([]Message, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT idx, segment, role, content, tool_calls, tool_call_id, name FROM messages WHERE session_id = ? ORDER BY idx`, sessionID)
+	rows, err := s.db.QueryContext(ctx, `SELECT idx, segment, role, content, tool_calls, tool_call_id, name, thinking FROM messages WHERE session_id = ? ORDER BY idx`, sessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +212,7 @@ func (s *Store) Messages(ctx context.Context, sessionID string) ([]Message, erro
 	var out []Message
 	for rows.Next() {
 		var m Message
-		if err := rows.Scan(&m.Idx, &m.Segment, &m.Role, &m.Content, &m.ToolCalls, &m.ToolCallID, &m.Name); err != nil {
+		if err := rows.Scan(&m.Idx, &m.Segment, &m.Role, &m.Content, &m.ToolCalls, &m.ToolCallID, &m.Name, &m.Thinking); err != nil {
 			return nil, err
 		}
 		out = append(out, m)
@@ -222,21 +231,21 @@ func (s *Store) Get(ctx context.Context, key string) (value string, ok bool, err
 
 // Put writes a key of the key-value table.
 func (s *Store) Put(ctx context.Context, key, value string) error {
-	return s.Tx(ctx, func(tx *sql.Tx) error {
+	return s.commit(ctx, OpOther, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value`, key, value)
 		return err
 	})
 }
 
-// AddEditedFileTx records that a session edited path (workspace-relative).
-func AddEditedFileTx(ctx context.Context, tx *sql.Tx, sessionID, path string) error {
+// addEditedFileTx records that a session edited path (workspace-relative).
+func addEditedFileTx(ctx context.Context, tx *sql.Tx, sessionID, path string) error {
 	_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO edited_files (session_id, path) VALUES (?, ?)`, sessionID, path)
 	return err
 }
 
-// AddEditedFile is [AddEditedFileTx] in its own transaction.
+// AddEditedFile is [addEditedFileTx] in its own transaction.
 func (s *Store) AddEditedFile(ctx context.Context, sessionID, path string) error {
-	return s.Tx(ctx, func(tx *sql.Tx) error { return AddEditedFileTx(ctx, tx, sessionID, path) })
+	return s.commit(ctx, OpOther, func(tx *sql.Tx) error { return addEditedFileTx(ctx, tx, sessionID, path) })
 }
 
 // EditedFiles lists the workspace-relative paths a session edited.

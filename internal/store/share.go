@@ -52,7 +52,7 @@ type ShareEnding struct {
 // does not exist (r.Links is ignored; links is what is added). One
 // transaction.
 func (s *Store) AddShareLinks(ctx context.Context, r ShareRoom, links []ShareLink) error {
-	return s.Tx(ctx, func(tx *sql.Tx) error {
+	return s.commit(ctx, OpOther, func(tx *sql.Tx) error {
 		created := r.CreatedAt
 		if created.IsZero() {
 			created = time.Now()
@@ -81,7 +81,7 @@ func (s *Store) EndShareRoom(ctx context.Context, id string, e ShareEnding) erro
 	if at.IsZero() {
 		at = time.Now()
 	}
-	return s.Tx(ctx, func(tx *sql.Tx) error {
+	return s.commit(ctx, OpOther, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE share_rooms SET ended = 1, ended_at = ?, reason = ?, message = ?,
 			continue_room = ?, continue_session = ? WHERE id = ?`,
 			stamp(at), e.Reason, e.Message, e.ContinueRoom, e.ContinueSession, id)
@@ -102,7 +102,7 @@ func (s *Store) EndShareRoom(ctx context.Context, id string, e ShareEnding) erro
 // ones, each with its links; ended rooms older than those are deleted with
 // their links. Live rooms come first, oldest first.
 func (s *Store) ShareRooms(ctx context.Context, keepEnded int) ([]ShareRoom, error) {
-	err := s.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.commit(ctx, OpOther, func(tx *sql.Tx) error {
 		old := `SELECT id FROM share_rooms WHERE ended = 1 ORDER BY ended_at DESC, rowid DESC LIMIT -1 OFFSET ?`
 		if _, err := tx.ExecContext(ctx, `DELETE FROM share_links WHERE room_id IN (`+old+`)`, keepEnded); err != nil {
 			return err

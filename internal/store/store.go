@@ -18,8 +18,9 @@ var ErrNotFound = errors.New("not found")
 
 // Store is the SQLite database of one state directory. Safe for concurrent use.
 type Store struct {
-	db  *sql.DB
-	dir string
+	db   *sql.DB
+	dir  string
+	fail func(op string) error // commit failpoint, nil in production
 }
 
 // DefaultDir returns the state directory: $PLANBRIDGE_STATE_DIR, else
@@ -39,7 +40,7 @@ func DefaultDir(getenv func(string) string) string {
 
 // Open opens (creating if needed) the database in dir and migrates it to the
 // latest schema.
-func Open(ctx context.Context, dir string) (*Store, error) {
+func Open(ctx context.Context, dir string, opts ...Option) (*Store, error) {
 	if err := secureStateDir(dir); err != nil {
 		return nil, err
 	}
@@ -56,6 +57,9 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 	}
 	db.SetMaxOpenConns(4)
 	s := &Store{db: db, dir: dir}
+	for _, o := range opts {
+		o(s)
+	}
 	if err := s.migrate(ctx, migrations); err != nil {
 		db.Close()
 		return nil, err
@@ -75,22 +79,6 @@ func (s *Store) Close() error { return s.db.Close() }
 
 // DB exposes the handle for read queries in tests and doctor.
 func (s *Store) DB() *sql.DB { return s.db }
-
-// Tx runs fn in an immediate write transaction, committing if fn returns nil.
-func (s *Store) Tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
-}
 
 // SchemaVersion reports the applied migration number.
 func (s *Store) SchemaVersion(ctx context.Context) (int, error) {

@@ -1,0 +1,134 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func forkRepo(t *testing.T) (dir, head string) {
+	t.Helper()
+	dir = t.TempDir()
+	run := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	run("init", "-q")
+	run("config", "user.email", "t@example.com")
+	run("config", "user.name", "t")
+	for i, name := range []string{"a.txt", "d/b.txt", "d/e/c.txt"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		os.WriteFile(filepath.Join(dir, name), []byte(strings.Repeat("x", i+1)), 0o644)
+	}
+	run("add", ".")
+	run("commit", "-qm", "m")
+	return dir, run("rev-parse", "HEAD")
+}
+
+// TestForkVerifyAndDiscard: a complete fork verifies; each way a crash can
+// leave one half-made fails verification and is discarded (only what the
+// owner made) so it can be redone; what others made is left alone.
+func TestForkVerifyAndDiscard(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		damage func(t *testing.T, repo, path, admin string)
+	}{
+		{"no completion mark", func(t *testing.T, repo, path, admin string) { os.Remove(filepath.Join(admin, completeFile)) }},
+		{"no index", func(t *testing.T, repo, path, admin string) { os.Remove(filepath.Join(admin, "index")) }},
+		{"a file missing", func(t *testing.T, repo, path, admin string) { os.Remove(filepath.Join(path, "d", "e", "c.txt")) }},
+		{"no gitdir yet", func(t *testing.T, repo, path, admin string) {
+			os.Remove(filepath.Join(admin, "gitdir"))
+			os.Remove(filepath.Join(admin, completeFile))
+		}},
+		{"gitdir cut short", func(t *testing.T, repo, path, admin string) {
+			os.WriteFile(filepath.Join(admin, "gitdir"), nil, 0o644)
+			os.Remove(filepath.Join(admin, completeFile))
+			for _, e := range []string{"a.txt", "d"} {
+				os.RemoveAll(filepath.Join(path, e))
+			}
+		}},
+		{".git cut short", func(t *testing.T, repo, path, admin string) {
+			os.Remove(filepath.Join(admin, "gitdir"))
+			os.Remove(filepath.Join(admin, completeFile))
+			os.RemoveAll(path)
+			os.MkdirAll(path, 0o755)
+			os.WriteFile(filepath.Join(path, ".git"), []byte("gitdir: "), 0o644)
+		}},
+		{"stale ref lock", func(t *testing.T, repo, path, admin string) {
+			os.RemoveAll(admin)
+			os.RemoveAll(path)
+			ref := filepath.Join(repo, ".git", "refs", "heads", "feature", "x")
+			b, _ := os.ReadFile(ref)
+			os.Remove(ref)
+			os.WriteFile(ref+".lock", b, 0o644)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			repo, head := forkRepo(t)
+			path := filepath.Join(repo, ".worktrees", "x")
+			a, err := AddWorktreeWith(ctx, repo, path, "feature/x", AddOptions{Owner: "o1", Commit: head})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := VerifyFork(repo, path, "feature/x"); err != nil {
+				t.Fatalf("complete fork: %v", err)
+			}
+			c.damage(t, repo, path, a.GitDir)
+			if err := VerifyFork(repo, path, "feature/x"); !errors.Is(err, ErrIncomplete) {
+				t.Fatalf("damaged fork verified: %v", err)
+			}
+			if err := Discard(repo, path, "feature/x", head, "someone-else"); err == nil && c.name != "stale ref lock" {
+				t.Fatal("discarded a fork of another owner")
+			}
+			if err := Discard(repo, path, "feature/x", head, "o1"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := AddWorktreeWith(ctx, repo, path, "feature/x", AddOptions{Owner: "o1", Commit: head}); err != nil {
+				t.Fatalf("redo after discard: %v", err)
+			}
+			if err := VerifyFork(repo, path, "feature/x"); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command("git", "-C", path, "status", "--porcelain").CombinedOutput()
+			if err != nil || len(strings.TrimSpace(string(out))) != 0 {
+				t.Fatalf("git status in the redone fork: %v %q", err, out)
+			}
+		})
+	}
+}
+
+// TestDiscardLeavesOthersAlone: a directory, branch or lock planbridge did
+// not make is never removed.
+func TestDiscardLeavesOthersAlone(t *testing.T) {
+	repo, head := forkRepo(t)
+	path := filepath.Join(repo, ".worktrees", "x")
+	os.MkdirAll(path, 0o755)
+	os.WriteFile(filepath.Join(path, "mine.txt"), []byte("keep"), 0o644)
+	if err := Discard(repo, path, "feature/x", head, "o1"); err == nil {
+		t.Fatal("discarded a directory nobody marked")
+	}
+	if _, err := os.Stat(filepath.Join(path, "mine.txt")); err != nil {
+		t.Fatal("removed a file it did not make")
+	}
+	os.RemoveAll(path)
+	ref := filepath.Join(repo, ".git", "refs", "heads", "feature", "x")
+	os.MkdirAll(filepath.Dir(ref), 0o755)
+	os.WriteFile(ref+".lock", []byte(strings.Repeat("0", 40)+"\n"), 0o644)
+	if err := Discard(repo, path, "feature/x", head, "o1"); err == nil {
+		t.Fatal("removed a ref lock of another writer")
+	}
+	if _, err := os.Stat(ref + ".lock"); err != nil {
+		t.Fatal("the other writer's lock is gone")
+	}
+}
