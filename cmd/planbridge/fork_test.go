@@ -163,18 +163,41 @@ func TestWorktreeForkEndToEnd(t *testing.T) {
 // plain directory, a registered worktree, with or without the branch);
 // after running it the same card forks.
 func TestWorktreeForkRefusesExistingDirectory(t *testing.T) {
-	ctx := ctxT(t)
-	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
-	os.MkdirAll(filepath.Join(ws, ".worktrees", "rename"), 0o755)
-	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, forkScript()))
-	s, v := prepareFork(t, ctx, p, ws)
-	err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt, "branch": "feature/rename"}, nil)
-	// planbridge did not make that directory: nothing suggests deleting it.
-	if err == nil || !strings.Contains(err.Error(), "already exists") || strings.Contains(err.Error(), "remove") || strings.Contains(err.Error(), "-D") {
-		t.Fatalf("want a refusal that deletes nothing, got %v", err)
-	}
-	if v2 := getApproval(t, ctx, p.c, s.ID); !v2.Pending || v2.Attempt != v.Attempt {
-		t.Fatal("a refused acceptance must leave the card pending")
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, ws string)
+	}{
+		{"empty directory", func(t *testing.T, ws string) {
+			os.MkdirAll(filepath.Join(ws, ".worktrees", "rename"), 0o755)
+		}},
+		{"plain directory", func(t *testing.T, ws string) {
+			os.MkdirAll(filepath.Join(ws, ".worktrees", "rename", "junk"), 0o755)
+			os.WriteFile(filepath.Join(ws, ".worktrees", "rename", "junk", "f"), []byte("x\n"), 0o644)
+		}},
+		{"registered worktree and branch", func(t *testing.T, ws string) {
+			git(t, ws, "worktree", "add", "-q", "-b", "feature/rename", filepath.Join(ws, ".worktrees", "rename"))
+		}},
+		{"registered worktree of another branch", func(t *testing.T, ws string) {
+			git(t, ws, "worktree", "add", "-q", "-b", "other", filepath.Join(ws, ".worktrees", "rename"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
+			tc.prepare(t, ws)
+			p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, forkScript()))
+			s, v := prepareFork(t, ctx, p, ws)
+			err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt, "branch": "feature/rename"}, nil)
+			// planbridge did not make what is in the way: nothing suggests
+			// deleting it (issue 14).
+			if err == nil || !strings.Contains(err.Error(), "already exists") ||
+				strings.Contains(err.Error(), "remove") || strings.Contains(err.Error(), "-D") || strings.Contains(err.Error(), "rm ") {
+				t.Fatalf("want a refusal that deletes nothing, got %v", err)
+			}
+			if v2 := getApproval(t, ctx, p.c, s.ID); !v2.Pending || v2.Attempt != v.Attempt {
+				t.Fatal("a refused acceptance must leave the card pending")
+			}
+		})
 	}
 }
 
