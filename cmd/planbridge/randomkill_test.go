@@ -43,7 +43,27 @@ type fakeModel struct {
 	kickoffs   int // requests whose newest message is the kickoff prompt
 	summaries  int // summary responses streamed to the end
 	requests   int
+	inflight   int // requests being answered
 	violations []string
+}
+
+// settle waits until no request of a killed process is still being
+// answered, so the counts include every response the server finished.
+func (f *fakeModel) settle(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.mu.Lock()
+		n := f.inflight
+		f.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d model requests still being answered", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 const kickoffMarker = "Implement the accepted plan"
@@ -79,7 +99,13 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	last := msgs[len(msgs)-1]
 	f.mu.Lock()
 	f.requests++
+	f.inflight++
 	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.inflight--
+		f.mu.Unlock()
+	}()
 	w.Header().Set("Content-Type", "text/event-stream")
 	flusher := w.(http.Flusher)
 	send := func(v string) bool {
@@ -280,6 +306,7 @@ func killTrial(t *testing.T, v killVariant, at time.Duration) time.Duration {
 		p.cmd.Wait()
 	}
 	liveEvents := live.Events()
+	model.settle(t)
 	_, summariesBefore, _ := model.counts()
 	summaryCommitted := summaryStored(t, state, s.ID)
 
