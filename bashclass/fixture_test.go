@@ -1,15 +1,19 @@
 package bashclass
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -73,10 +77,19 @@ type hostile struct {
 	repo, tools, marks string
 }
 
-// helperScript touches marks/NAME (NAME is the script's own name) and then
-// passes data through, so a helper that runs is visible but harmless.
+// helperScript reports that it ran on three channels, so a helper is seen
+// whether or not the sandbox lets it write or connect: it touches
+// marks/NAME (NAME is the script's own name), prints a HELPER-RAN line on
+// stderr (which reaches the command's output; the script's own text,
+// which allowed commands may print, spells it differently), and sends the same line to
+// the unix socket marks.sock outside the sandbox. Then it passes data
+// through, so a helper that runs is visible but harmless.
 const helperScript = `#!/bin/sh
-touch "%s/$(basename "$0")"
+n=$(basename "$0")
+line="HELPER""-RAN $n"
+touch "%[1]s/$n" 2>/dev/null
+echo "$line" >&2
+perl -MIO::Socket::UNIX -e '$s = IO::Socket::UNIX->new(Peer => $ARGV[0]) and print $s "$ARGV[1]\n"' "%[1]s.sock" "$line" 2>/dev/null
 if [ $# -gt 0 ] && [ -f "$1" ]; then cat "$1"; else cat; fi
 `
 
@@ -210,6 +223,42 @@ func (h hostile) clearMarkers(t *testing.T) {
 	}
 }
 
+// listen accepts connections on the unix socket helpers report to (marks
+// + ".sock", outside any sandbox) and returns a function giving what was
+// heard since its last call.
+func (h hostile) listen(t *testing.T) func() string {
+	t.Helper()
+	l, err := net.Listen("unix", h.marks+".sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var mu sync.Mutex
+	var got strings.Builder
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b, _ := io.ReadAll(io.LimitReader(c, 1<<16))
+				mu.Lock()
+				got.Write(b)
+				mu.Unlock()
+			}()
+		}
+	}()
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		s := got.String()
+		got.Reset()
+		return s
+	}
+}
+
 // markers lists the helpers that ran.
 func (h hostile) markers(t *testing.T) []string {
 	t.Helper()
@@ -336,32 +385,43 @@ func TestHostileFixtureOracle(t *testing.T) {
 	h := makeHostileRepo(t, false)
 	makeHostileSubmodule(t, h)
 	h.clearMarkers(t)
+	heard := h.listen(t)
 	before := snapshot(t, h.repo)
-	r := &Runner{Dir: h.repo, Timeout: 20 * time.Second}
-	ran, refused := 0, 0
-	for _, row := range verdictTable {
-		if !row.allow || row.noRun {
-			continue
-		}
-		res, err := r.Run(context.Background(), row.cmd)
-		ran++
-		if err != nil {
-			t.Errorf("Run(%q): %v", row.cmd, err)
-		}
-		if res.Refused {
-			refused++
-			if !strings.Contains(res.Reason, "submodule") {
-				t.Errorf("Run(%q) refused at execution: %s", row.cmd, res.Reason)
+	// Unconfined, the policy and the git hardening stand alone; confined,
+	// the sandbox is underneath them. Neither may let a helper run.
+	for _, confine := range []bool{false, true} {
+		r := &Runner{Dir: h.repo, Timeout: 20 * time.Second, noConfine: !confine}
+		ran, refused := 0, 0
+		for _, row := range verdictTable {
+			if !row.allow || row.noRun {
+				continue
+			}
+			res, err := r.Run(context.Background(), row.cmd)
+			ran++
+			if err != nil {
+				t.Errorf("confine=%v: Run(%q): %v", confine, row.cmd, err)
+			}
+			if res.Refused {
+				refused++
+				if !strings.Contains(res.Reason, "submodule") {
+					t.Errorf("confine=%v: Run(%q) refused at execution: %s", confine, row.cmd, res.Reason)
+				}
+			}
+			if m := h.markers(t); len(m) > 0 {
+				t.Fatalf("confine=%v: Run(%q) ran helpers %v; output:\n%s", confine, row.cmd, m, res.Output)
+			}
+			if bytes.Contains(res.Output, []byte("HELPER-RAN")) {
+				t.Fatalf("confine=%v: Run(%q) ran a helper; output:\n%s", confine, row.cmd, res.Output)
+			}
+			if l := heard(); l != "" {
+				t.Fatalf("confine=%v: Run(%q) ran a helper that reached the socket outside: %s", confine, row.cmd, l)
+			}
+			if d := diffSnapshots(before, snapshot(t, h.repo)); d != "" {
+				t.Fatalf("confine=%v: Run(%q) changed the repository:\n%s", confine, row.cmd, d)
 			}
 		}
-		if m := h.markers(t); len(m) > 0 {
-			t.Fatalf("Run(%q) ran helpers %v; output:\n%s", row.cmd, m, res.Output)
-		}
-		if d := diffSnapshots(before, snapshot(t, h.repo)); d != "" {
-			t.Fatalf("Run(%q) changed the repository:\n%s", row.cmd, d)
-		}
+		t.Logf("confine=%v: ran %d allowed rows (%d refused at execution for the submodule): no helper ran, repository unchanged", confine, ran, refused)
 	}
-	t.Logf("ran %d allowed rows (%d refused at execution for the submodule): no helper ran, repository unchanged", ran, refused)
 
 	// The fixture is armed: unhardened git in the same environment runs
 	// the submodule's helpers and the man viewer (the browser of
@@ -376,5 +436,12 @@ func TestHostileFixtureOracle(t *testing.T) {
 		if !strings.Contains(m, w) {
 			t.Errorf("helper %s did not run under unhardened git (ran: %s); the oracle would not see it", w, m)
 		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(heard(), "HELPER-RAN") {
+		if time.Now().After(deadline) {
+			t.Fatal("helpers run by unhardened git did not reach the socket; the oracle's socket channel is deaf")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
