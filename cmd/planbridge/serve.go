@@ -31,11 +31,13 @@ type commonFlags struct {
 	engine   string
 	script   string
 	logFile  string
+	acpCmd   string
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.stateDir, "state-dir", "", "state directory (default $PLANBRIDGE_STATE_DIR or $XDG_STATE_HOME/planbridge)")
-	fs.StringVar(&c.engine, "engine", os.Getenv("PLANBRIDGE_ENGINE"), "model engine: script, openai or anthropic")
+	fs.StringVar(&c.engine, "engine", os.Getenv("PLANBRIDGE_ENGINE"), "model engine: script, openai, anthropic or acp")
+	fs.StringVar(&c.acpCmd, "acp-command", os.Getenv("PLANBRIDGE_ACP_COMMAND"), "agent command for the acp engine, e.g. 'claude-agent-acp' or a JSON array (env PLANBRIDGE_ACP_COMMAND)")
 	fs.StringVar(&c.script, "script", os.Getenv("PLANBRIDGE_SCRIPT"), "script file for the script engine")
 	fs.StringVar(&c.logFile, "log", os.Getenv("PLANBRIDGE_LOG"), "log file (default stderr; never stdout)")
 }
@@ -52,13 +54,16 @@ func (c *commonFlags) engineConfig() agent.EngineConfig {
 	if kind == "" && c.script != "" {
 		kind = "script"
 	}
-	return agent.EngineConfig{Kind: kind, Script: c.script}
+	return agent.EngineConfig{Kind: kind, Script: c.script, Command: parseCommand(c.acpCmd)}
 }
 
 // newEngine builds an engine and, for scripts, keeps each session's replay
 // position in the store so a restarted process continues a session's
 // replay where it stopped, while a new session starts from the beginning.
-func newEngine(ctx context.Context, st *store.Store, red *redact.Set, cfg agent.EngineConfig) (agent.Engine, error) {
+func newEngine(ctx context.Context, st *store.Store, red *redact.Set, cfg agent.EngineConfig, lg *slog.Logger) (agent.Engine, error) {
+	if cfg.Kind == "acp" {
+		return newACP(cfg, lg)
+	}
 	eng, err := agent.NewEngine(cfg, os.Getenv)
 	if err != nil {
 		return nil, red.Error(err)
@@ -171,7 +176,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	mgr := session.NewManager(session.Config{Store: st, Shell: newShell(), Logger: lg, Redact: red, ReadRoots: readRoots,
 		Hidden: []string{absOr(cf.dir())}})
 	if ec := cf.engineConfig(); ec.Kind != "" {
-		eng, err := newEngine(ctx, st, red, ec)
+		eng, err := newEngine(ctx, st, red, ec, lg)
 		if err != nil {
 			fmt.Fprintf(stderr, "planbridge: %v\n", err)
 			return 1
@@ -185,7 +190,8 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		lg.Error("restore shared sessions", "err", err)
 	}
 	err = rpc.Serve(ctx, stdin, stdout, rpc.Options{Manager: mgr, Logger: lg, Version: version, Share: sh, MaxFrame: *maxFrame,
-		NewEngine: func(c agent.EngineConfig) (agent.Engine, error) { return newEngine(ctx, st, red, c) }})
+		NewEngine: func(c agent.EngineConfig) (agent.Engine, error) { return newEngine(ctx, st, red, c, lg) }})
+	defer closeACPEngines()
 	closeShare, cancel := context.WithTimeout(ctx, 2*time.Second)
 	sh.Close(closeShare)
 	cancel()
@@ -312,6 +318,9 @@ func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		ac := agent.AnthropicConfigFromEnv(os.Getenv)
 		_, err := agent.NewAnthropic(ac)
 		line("engine", anthropicDoctor(ac, err), err == nil)
+	case "acp":
+		msg, err := acpDoctor(ctx, ec)
+		line("engine", msg, err == nil)
 	default:
 		_, err := agent.NewEngine(ec, os.Getenv)
 		msg := ec.Kind + " " + ec.Script

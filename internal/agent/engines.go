@@ -1,15 +1,21 @@
 package agent
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // EngineConfig names and configures a model engine, as given on the command
 // line or in initialize params.
 type EngineConfig struct {
-	Kind    string `json:"kind"`   // "script", "openai" or "anthropic"
+	Kind    string `json:"kind"`   // "script", "openai", "anthropic" or "acp"
 	Script  string `json:"script"` // script file (kind script)
 	BaseURL string `json:"base_url,omitempty"`
 	Model   string `json:"model,omitempty"`
 	APIKey  string `json:"api_key,omitempty"` // never persisted
+	// Command and Env start the agent of kind acp.
+	Command []string          `json:"command,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
 }
 
 // NewEngine builds the engine cfg describes. For openai and anthropic,
@@ -46,6 +52,12 @@ func NewEngine(cfg EngineConfig, getenv func(string) string) (Engine, error) {
 			ac.APIKey = cfg.APIKey
 		}
 		return NewAnthropic(ac)
+	case "acp":
+		cmd := cfg.Command
+		if len(cmd) == 0 {
+			cmd = strings.Fields(getenv("PLANBRIDGE_ACP_COMMAND"))
+		}
+		return NewACP(ACPConfig{Command: cmd, Env: cfg.Env})
 	}
-	return nil, fmt.Errorf("unknown engine %q (want script, openai or anthropic)", cfg.Kind)
+	return nil, fmt.Errorf("unknown engine %q (want script, openai, anthropic or acp)", cfg.Kind)
 }

@@ -1,0 +1,144 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Command is how to start an agent.
+type Command struct {
+	Argv []string // program and arguments; Argv[0] is looked up in PATH
+	Env  []string // the agent's whole environment ("K=V")
+	Dir  string   // working directory
+	// Stderr receives the agent's stderr (nil discards it).
+	Stderr io.Writer
+	// Prepare may change the command before it starts (the OS confinement
+	// hook: wrap Path/Args, set SysProcAttr fields other than the process
+	// group). It runs after the process group is set.
+	Prepare func(*exec.Cmd) error
+}
+
+// Process is a running agent and its connection.
+type Process struct {
+	*Conn
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan struct{}
+	mu    sync.Mutex // guards err
+	err   error
+}
+
+// Start starts the agent in its own process group and connects to its
+// stdio; h serves its requests.
+func Start(c Command, h Handler) (*Process, error) {
+	if len(c.Argv) == 0 || c.Argv[0] == "" {
+		return nil, errors.New("acp: no agent command configured")
+	}
+	path, err := exec.LookPath(c.Argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("acp: agent command %q: %w", c.Argv[0], err)
+	}
+	cmd := exec.Command(path, c.Argv[1:]...)
+	cmd.Env = c.Env
+	cmd.Dir = c.Dir
+	cmd.Stderr = c.Stderr
+	// A grandchild holding stderr open must not keep Wait from returning.
+	cmd.WaitDelay = 2 * time.Second
+	// Its own group, so Close kills what the agent started too; and killed
+	// with planbridge if planbridge dies first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if c.Prepare != nil {
+		if err := c.Prepare(cmd); err != nil {
+			return nil, fmt.Errorf("acp: preparing the agent: %w", err)
+		}
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("acp: starting %s: %w", c.Argv[0], err)
+	}
+	p := &Process{cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	p.Conn = NewConn(stdout, stdin, h)
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		if err == nil {
+			err = errors.New("exited")
+		}
+		p.err = err
+		p.mu.Unlock()
+		p.Conn.fail(fmt.Errorf("acp: the agent %s: %w", c.Argv[0], err))
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid is the agent's process id (and its process group's).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed when the agent process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err says how the agent exited (nil while it runs).
+func (p *Process) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// Close ends the connection and kills the agent's process group: SIGTERM,
+// then SIGKILL after grace. It returns once the agent has exited.
+func (p *Process) Close(grace time.Duration) {
+	p.Conn.Close()
+	p.stdin.Close()
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+	}
+	// The leader may be gone while the group lives on: kill it regardless.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	<-p.done
+}
+
+// Initialize performs the handshake, advertising caps.
+func (p *Process) Initialize(ctx context.Context, caps ClientCapabilities, info Implementation) (InitializeResult, error) {
+	var res InitializeResult
+	err := p.Call(ctx, "initialize", InitializeParams{ProtocolVersion: ProtocolVersion, ClientCapabilities: caps, ClientInfo: &info}, &res)
+	if err != nil {
+		return res, err
+	}
+	if res.ProtocolVersion != ProtocolVersion {
+		return res, fmt.Errorf("acp: the agent speaks protocol version %d, planbridge speaks %d", res.ProtocolVersion, ProtocolVersion)
+	}
+	return res, nil
+}
+
+// Environ is os.Environ without the variables named in drop.
+func Environ(drop ...string) []string {
+	var out []string
+outer:
+	for _, kv := range os.Environ() {
+		for _, d := range drop {
+			if len(kv) > len(d) && kv[:len(d)+1] == d+"=" {
+				continue outer
+			}
+		}
+		out = append(out, kv)
+	}
+	return out
+}

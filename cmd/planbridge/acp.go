@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"planbridge/internal/agent"
+)
+
+// parseCommand reads --acp-command: a JSON array of strings, or words
+// separated by blanks (no quoting: use the array form for arguments with
+// spaces).
+func parseCommand(s string) []string {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "[") {
+		var argv []string
+		if json.Unmarshal([]byte(s), &argv) == nil {
+			return argv
+		}
+		return []string{s} // fails at start with a clear "not found"
+	}
+	return strings.Fields(s)
+}
+
+// acpEngines are closed (their agents' process groups killed) when serve ends.
+var acpEngines struct {
+	mu   sync.Mutex
+	list []*agent.ACP
+}
+
+func closeACPEngines() {
+	acpEngines.mu.Lock()
+	list := acpEngines.list
+	acpEngines.list = nil
+	acpEngines.mu.Unlock()
+	for _, e := range list {
+		e.Close()
+	}
+}
+
+func acpConfig(cfg agent.EngineConfig, stderr io.Writer) agent.ACPConfig {
+	cmd := cfg.Command
+	if len(cmd) == 0 {
+		cmd = parseCommand(os.Getenv("PLANBRIDGE_ACP_COMMAND"))
+	}
+	return agent.ACPConfig{Command: cmd, Env: cfg.Env, Stderr: stderr}
+}
+
+func newACP(cfg agent.EngineConfig, lg *slog.Logger) (agent.Engine, error) {
+	e, err := agent.NewACP(acpConfig(cfg, logLines(lg)))
+	if err != nil {
+		return nil, err
+	}
+	acpEngines.mu.Lock()
+	acpEngines.list = append(acpEngines.list, e)
+	acpEngines.mu.Unlock()
+	return e, nil
+}
+
+// logLines is a writer that logs each line of an agent's stderr.
+func logLines(lg *slog.Logger) io.Writer {
+	r, w := io.Pipe()
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			lg.Info("acp agent stderr", "line", sc.Text())
+		}
+		r.Close()
+	}()
+	return w
+}
+
+// acpDoctor starts the configured agent and checks it speaks ACP.
+func acpDoctor(ctx context.Context, cfg agent.EngineConfig) (string, error) {
+	e, err := agent.NewACP(acpConfig(cfg, nil))
+	if err != nil {
+		return err.Error(), err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	res, err := e.Probe(ctx)
+	if err != nil {
+		return "acp " + err.Error(), err
+	}
+	name := "an unnamed agent"
+	if res.AgentInfo != nil {
+		name = strings.TrimSpace(res.AgentInfo.Name + " " + res.AgentInfo.Version)
+	}
+	return fmt.Sprintf("acp %s speaks ACP %d (%s)", strings.Join(acpConfig(cfg, nil).Command, " "), res.ProtocolVersion, name), nil
+}

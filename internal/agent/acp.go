@@ -1,0 +1,743 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"planbridge/acp"
+)
+
+// TurnEngine is an engine that runs a whole turn itself (an ACP agent runs
+// its own tool loop). [Turn.Run] hands a root turn to it; the engine must
+// still pass every permission request and client-side file access through
+// t.Gate, report through t.Sink and honour ctx.
+type TurnEngine interface {
+	Engine
+	RunTurn(ctx context.Context, t *Turn) (TurnResult, error)
+}
+
+// ACPConfig configures the [ACP] engine.
+type ACPConfig struct {
+	// Command is the agent program and its arguments.
+	Command []string
+	// Env is added to the agent's environment (after the hygiene
+	// variables, so the person may override them).
+	Env map[string]string
+	// Stderr receives the agent's stderr (the log); nil discards it.
+	Stderr io.Writer
+	// Confine, when set, wraps the agent command before it starts; plan
+	// says the process will serve Plan turns, where the workspace must be
+	// read-only to it. This is the OS confinement hook.
+	Confine func(cmd *exec.Cmd, plan bool) error
+}
+
+// acpHygiene is set in every agent's environment: no update checks, no
+// telemetry, no usage statistics.
+var acpHygiene = []string{
+	"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	"DISABLE_AUTOUPDATER=1",
+	"DISABLE_TELEMETRY=1",
+	"DISABLE_ERROR_REPORTING=1",
+	"GEMINI_TELEMETRY_ENABLED=false",
+	"GEMINI_CLI_DISABLE_USAGE_STATISTICS=true",
+}
+
+// acpDropped never reaches an agent: IS_SANDBOX=yes makes Claude Code
+// refuse to start as root (and would let it bypass its permission asks).
+var acpDropped = []string{"IS_SANDBOX"}
+
+// ACP drives an Agent Client Protocol agent (Claude Code, Codex, Gemini
+// CLI …) as a turn's engine. Plan turns and other turns use separate agent
+// processes, so the Plan one can be started confined. Safe for concurrent
+// use; one ACP session per planbridge session and process.
+type ACP struct {
+	cfg ACPConfig
+
+	mu     sync.Mutex        // guards agents
+	agents map[bool]*acpProc // by the Plan stamp of the turns it serves
+}
+
+// NewACP validates cfg and returns the engine; the agent starts with the
+// first turn.
+func NewACP(cfg ACPConfig) (*ACP, error) {
+	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+		return nil, errors.New("engine acp needs a command (--acp-command, PLANBRIDGE_ACP_COMMAND or initialize's engine.command)")
+	}
+	return &ACP{cfg: cfg, agents: map[bool]*acpProc{}}, nil
+}
+
+// Name implements [Engine].
+func (e *ACP) Name() string { return "acp" }
+
+// Stream implements [Engine]; an ACP agent runs whole turns (see
+// [ACP.RunTurn]), so a single model request is an error.
+func (e *ACP) Stream(ctx context.Context, req Request, onText func(string)) (Response, error) {
+	return Response{}, errors.New("the acp engine runs whole turns; it cannot serve a single model request")
+}
+
+// Close kills every agent process group.
+func (e *ACP) Close() {
+	e.mu.Lock()
+	agents := e.agents
+	e.agents = map[bool]*acpProc{}
+	e.mu.Unlock()
+	for _, a := range agents {
+		a.proc.Close(2 * time.Second)
+	}
+}
+
+// Probe starts the agent, performs the initialize round-trip and stops it
+// (doctor).
+func (e *ACP) Probe(ctx context.Context) (acp.InitializeResult, error) {
+	a, err := e.start(ctx, false)
+	if err != nil {
+		return acp.InitializeResult{}, err
+	}
+	defer a.proc.Close(2 * time.Second)
+	return a.init, nil
+}
+
+// acpProc is one running agent.
+type acpProc struct {
+	proc *acp.Process
+	init acp.InitializeResult
+
+	mu       sync.Mutex             // guards the maps
+	sessions map[string]*acpSession // by planbridge session (its work dir)
+	turns    map[string]*acpTurn    // by ACP session id, while a turn runs
+}
+
+type acpSession struct {
+	id    string
+	modes *acp.ModeState
+}
+
+func (e *ACP) env() []string {
+	env := append(acp.Environ(acpDropped...), acpHygiene...)
+	for k, v := range e.cfg.Env {
+		if k == "IS_SANDBOX" {
+			continue
+		}
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+func (e *ACP) start(ctx context.Context, plan bool) (*acpProc, error) {
+	a := &acpProc{sessions: map[string]*acpSession{}, turns: map[string]*acpTurn{}}
+	c := acp.Command{Argv: e.cfg.Command, Env: e.env(), Stderr: e.cfg.Stderr}
+	if e.cfg.Confine != nil {
+		c.Prepare = func(cmd *exec.Cmd) error { return e.cfg.Confine(cmd, plan) }
+	}
+	p, err := acp.Start(c, a.handle)
+	if err != nil {
+		return nil, err
+	}
+	a.proc = p
+	ictx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	caps := acp.ClientCapabilities{FS: acp.FSCapabilities{ReadTextFile: true, WriteTextFile: true}}
+	a.init, err = p.Initialize(ictx, caps, acp.Implementation{Name: "planbridge", Title: "planbridge"})
+	if err != nil {
+		p.Close(time.Second)
+		return nil, fmt.Errorf("the acp agent %s did not initialize: %w", e.cfg.Command[0], err)
+	}
+	return a, nil
+}
+
+// agent returns the running agent for plan, starting one if there is none
+// or the last one died.
+func (e *ACP) agent(ctx context.Context, plan bool) (*acpProc, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if a := e.agents[plan]; a != nil {
+		select {
+		case <-a.proc.Done():
+		default:
+			return a, nil
+		}
+		delete(e.agents, plan)
+	}
+	a, err := e.start(ctx, plan)
+	if err != nil {
+		return nil, err
+	}
+	e.agents[plan] = a
+	return a, nil
+}
+
+// acpTurn is the state of one running turn on an agent.
+type acpTurn struct {
+	t    *Turn
+	sess string
+
+	mu       sync.Mutex // guards the fields below
+	text     strings.Builder
+	calls    map[string]ToolCall
+	exitPlan string          // the plan of the agent's own plan-exit request
+	allowed  map[string]bool // absolute paths a permission allowed to write
+}
+
+// RunTurn implements [TurnEngine]: it sends the turn's prompt to the
+// agent's session for this planbridge session and serves the agent's
+// requests through the turn's gate until the prompt ends.
+func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
+	var res TurnResult
+	plan := t.Gate.Plan
+	a, err := e.agent(ctx, plan)
+	if err != nil {
+		return res, err
+	}
+	sess, fresh, err := a.session(ctx, t)
+	if err != nil {
+		return res, e.crashed(a, err)
+	}
+	if id := pickMode(sess.modes, plan, t.Gate.Mode); id != "" && id != sess.modes.CurrentModeID {
+		if err := a.proc.Call(ctx, "session/set_mode", acp.SetModeParams{SessionID: sess.id, ModeID: id}, nil); err != nil {
+			return res, e.crashed(a, fmt.Errorf("setting the agent's mode %s: %w", id, err))
+		}
+		sess.modes.CurrentModeID = id
+	}
+	turn := &acpTurn{t: t, sess: sess.id, calls: map[string]ToolCall{}, allowed: map[string]bool{}}
+	a.mu.Lock()
+	a.turns[sess.id] = turn
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.turns, sess.id)
+		a.mu.Unlock()
+	}()
+
+	prompt := promptText(t.Messages, fresh)
+	done := make(chan error, 1)
+	var pr acp.PromptResult
+	go func() {
+		done <- a.proc.Call(context.WithoutCancel(ctx), "session/prompt",
+			acp.PromptParams{SessionID: sess.id, Prompt: []acp.ContentBlock{{Type: "text", Text: prompt}}}, &pr)
+	}()
+	res.Requests = 1
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = a.proc.Notify("session/cancel", acp.CancelParams{SessionID: sess.id})
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
+		res.Messages = turn.messages()
+		return res, fmt.Errorf("acp turn: %w", ctx.Err())
+	}
+	res.Messages = turn.messages()
+	if err != nil {
+		return res, e.crashed(a, err)
+	}
+	text := turn.finalText()
+	t.Sink.ResponseDone(text)
+	if pr.StopReason == acp.StopRefusal {
+		return res, errors.New("the acp agent refused the prompt")
+	}
+	return res, nil
+}
+
+// crashed turns a failure into the error the person sees, saying whether
+// the agent died (it is restarted at the next prompt).
+func (e *ACP) crashed(a *acpProc, err error) error {
+	select {
+	case <-a.proc.Done():
+		e.mu.Lock()
+		for k, v := range e.agents {
+			if v == a {
+				delete(e.agents, k)
+			}
+		}
+		e.mu.Unlock()
+		return fmt.Errorf("the acp agent %s exited (%v); it is restarted at the next prompt: %w", e.cfg.Command[0], a.proc.Err(), err)
+	default:
+		return err
+	}
+}
+
+// session returns the agent's session for t's planbridge session, opening
+// one in t's workspace if there is none; fresh says it was just opened.
+func (a *acpProc) session(ctx context.Context, t *Turn) (*acpSession, bool, error) {
+	key := t.Env.Roots.Work + "\x00" + t.Env.Roots.Workspace
+	a.mu.Lock()
+	s := a.sessions[key]
+	a.mu.Unlock()
+	if s != nil {
+		return s, false, nil
+	}
+	cwd, err := filepath.Abs(t.Env.Roots.Workspace)
+	if err != nil {
+		return nil, false, err
+	}
+	var r acp.NewSessionResult
+	if err := a.proc.Call(ctx, "session/new", acp.NewSessionParams{Cwd: cwd, MCPServers: []any{}}, &r); err != nil {
+		return nil, false, fmt.Errorf("opening an acp session: %w", err)
+	}
+	if r.SessionID == "" {
+		return nil, false, errors.New("the acp agent returned no session id")
+	}
+	if r.Modes == nil {
+		r.Modes = &acp.ModeState{}
+	}
+	s = &acpSession{id: r.SessionID, modes: r.Modes}
+	a.mu.Lock()
+	a.sessions[key] = s
+	a.mu.Unlock()
+	return s, true, nil
+}
+
+// pickMode maps the turn's Plan stamp and permission mode onto one of the
+// agent's modes ("" keeps the current one). Outside Plan the gate still
+// answers every permission request; the agent's mode only decides what it
+// asks about.
+func pickMode(ms *acp.ModeState, plan bool, mode Mode) string {
+	var want []string
+	switch {
+	case plan:
+		want = []string{"plan", "read-only"}
+	case mode == ModeAsk:
+		want = []string{"default", "auto"}
+	default:
+		want = []string{"acceptEdits", "autoEdit", "auto_edit", "auto", "default"}
+	}
+	for _, w := range want {
+		for _, m := range ms.AvailableModes {
+			if m.ID == w {
+				return w
+			}
+		}
+	}
+	return ""
+}
+
+// promptText is what the agent is sent: the new user message, preceded by
+// the conversation so far when the agent's session is new (after a
+// restart of planbridge or of the agent) so no context is lost.
+func promptText(msgs []Message, fresh bool) string {
+	last := ""
+	if n := len(msgs); n > 0 {
+		last = msgs[n-1].Content
+	}
+	if !fresh {
+		return last
+	}
+	var b strings.Builder
+	for _, m := range msgs[:max(len(msgs)-1, 0)] {
+		if (m.Role != RoleUser && m.Role != RoleAssistant) || strings.TrimSpace(m.Content) == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "[%s]\n%s\n\n", m.Role, m.Content)
+	}
+	if b.Len() == 0 {
+		return last
+	}
+	return "The conversation so far (for context):\n\n" + b.String() + "[the person's new message]\n" + last
+}
+
+func (u *acpTurn) messages() []Message {
+	text := u.finalText()
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	return []Message{{Role: RoleAssistant, Content: text}}
+}
+
+// finalText is the agent's text, with the plan of its own plan-exit
+// request appended as a <proposed_plan> block when the text has none.
+func (u *acpTurn) finalText() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	text := u.text.String()
+	if u.exitPlan != "" && !strings.Contains(text, "<proposed_plan>") {
+		block := "\n<proposed_plan>\n" + strings.TrimSpace(u.exitPlan) + "\n</proposed_plan>\n"
+		u.text.WriteString(block)
+		u.t.Sink.Text(block)
+		text = u.text.String()
+	}
+	return text
+}
+
+// handle serves the agent's requests and notifications.
+func (a *acpProc) handle(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	var head struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.Unmarshal(params, &head)
+	a.mu.Lock()
+	u := a.turns[head.SessionID]
+	a.mu.Unlock()
+	switch method {
+	case "session/update":
+		if u != nil {
+			var n acp.SessionNotification
+			if json.Unmarshal(params, &n) == nil {
+				u.update(n.Update)
+			}
+		}
+		return nil, nil
+	case "session/request_permission":
+		var p acp.RequestPermissionParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, &acp.Error{Code: acp.CodeInvalidParams, Message: err.Error()}
+		}
+		if u == nil {
+			// No turn of planbridge's is running for it: nothing may be allowed.
+			if id, ok := acp.Pick(p.Options, acp.RejectOnce); ok {
+				return acp.Selected(id), nil
+			}
+			return acp.Cancelled(), nil
+		}
+		return u.permission(ctx, p), nil
+	case "fs/read_text_file":
+		if u == nil {
+			return nil, &acp.Error{Code: acp.CodeInvalidRequest, Message: "no planbridge turn is running for this session"}
+		}
+		var p acp.ReadTextFileParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, &acp.Error{Code: acp.CodeInvalidParams, Message: err.Error()}
+		}
+		return u.readFile(p)
+	case "fs/write_text_file":
+		if u == nil {
+			return nil, &acp.Error{Code: acp.CodeInvalidRequest, Message: "no planbridge turn is running for this session"}
+		}
+		var p acp.WriteTextFileParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, &acp.Error{Code: acp.CodeInvalidParams, Message: err.Error()}
+		}
+		return u.writeFile(ctx, p)
+	}
+	return nil, &acp.Error{Code: acp.CodeMethodNotFound, Message: "method not found: " + method}
+}
+
+func (u *acpTurn) update(up acp.SessionUpdate) {
+	switch up.Kind {
+	case "agent_message_chunk":
+		if d := up.Text(); d != "" {
+			u.mu.Lock()
+			u.text.WriteString(d)
+			u.mu.Unlock()
+			u.t.Sink.Text(d)
+		}
+	case "tool_call":
+		call := u.toolCall(up.ToolCall)
+		u.mu.Lock()
+		u.calls[call.ID] = call
+		u.mu.Unlock()
+		u.t.Sink.ToolCall(call)
+		u.finish(call, up)
+	case "tool_call_update":
+		u.mu.Lock()
+		call, ok := u.calls[up.ToolCallID]
+		u.mu.Unlock()
+		if ok {
+			u.finish(call, up)
+		}
+	case "plan":
+		var b strings.Builder
+		for _, e := range up.Entries {
+			fmt.Fprintf(&b, "[%s] %s\n", e.Status, e.Content)
+		}
+		args, _ := json.Marshal(map[string]any{"entries": up.Entries})
+		call := ToolCall{ID: "acp-plan", Name: "agent_plan", Arguments: args}
+		u.t.Sink.ToolCall(call)
+		u.t.Sink.ToolResult(call, true, b.String())
+	}
+}
+
+// finish reports a tool call's result once the agent says it ended.
+func (u *acpTurn) finish(call ToolCall, up acp.SessionUpdate) {
+	if up.Status != acp.StatusCompleted && up.Status != acp.StatusFailed {
+		return
+	}
+	u.t.Sink.ToolResult(call, up.Status == acp.StatusCompleted, contentText(up.Content, up.RawOutput))
+}
+
+// contentText renders a tool call's content list (or raw output) as text.
+func contentText(content, raw json.RawMessage) string {
+	var items []struct {
+		Type    string           `json:"type"`
+		Content acp.ContentBlock `json:"content"`
+		Path    string           `json:"path"`
+	}
+	var b strings.Builder
+	if json.Unmarshal(content, &items) == nil {
+		for _, it := range items {
+			switch it.Type {
+			case "content":
+				b.WriteString(it.Content.Text)
+			case "diff":
+				fmt.Fprintf(&b, "diff of %s\n", it.Path)
+			}
+		}
+	}
+	if b.Len() == 0 && len(raw) > 0 {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+		return string(raw)
+	}
+	return b.String()
+}
+
+// toolCall is the planbridge view of an agent's tool call: its name says
+// its kind, and a shell command's arguments are {"command": …} as for the
+// bash tool.
+func (u *acpTurn) toolCall(tc acp.ToolCall) ToolCall {
+	name := tc.Kind
+	if name == "" {
+		name = acp.KindOther
+	}
+	args := tc.RawInput
+	if tc.Kind == acp.KindExecute {
+		name = "bash"
+		b, _ := json.Marshal(map[string]string{"command": shellCommand(tc)})
+		args = b
+	}
+	if len(args) == 0 || !json.Valid(args) {
+		b, _ := json.Marshal(map[string]string{"title": tc.Title})
+		args = b
+	}
+	return ToolCall{ID: tc.ToolCallID, Name: name, Arguments: args}
+}
+
+// shellCommand is the command line of an execute tool call: rawInput's
+// "command" (a string, or an argv whose last element is the script of
+// `bash -lc …`), else the title.
+func shellCommand(tc acp.ToolCall) string {
+	var in struct {
+		Command json.RawMessage `json:"command"`
+	}
+	if json.Unmarshal(tc.RawInput, &in) == nil && len(in.Command) > 0 {
+		var s string
+		if json.Unmarshal(in.Command, &s) == nil {
+			return s
+		}
+		var argv []string
+		if json.Unmarshal(in.Command, &argv) == nil && len(argv) > 0 {
+			if len(argv) == 3 && (argv[0] == "bash" || argv[0] == "sh" || strings.HasSuffix(argv[0], "/bash") || strings.HasSuffix(argv[0], "/sh")) &&
+				(argv[1] == "-c" || argv[1] == "-lc") {
+				return argv[2]
+			}
+			return shellQuoteArgv(argv)
+		}
+	}
+	return tc.Title
+}
+
+func shellQuoteArgv(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// acpToolMeta is what an ACP tool kind declares, as [Meta]. Only kinds
+// that cannot change anything are read-only; an unknown kind may do
+// anything (fail closed).
+func acpToolMeta(kind string) Meta {
+	switch kind {
+	case acp.KindRead, acp.KindSearch, acp.KindThink:
+		return Meta{ReadOnly: true}
+	case acp.KindEdit:
+		return Meta{Edits: true}
+	}
+	return Meta{}
+}
+
+// permission answers one permission request through the turn's gate.
+func (u *acpTurn) permission(ctx context.Context, p acp.RequestPermissionParams) acp.RequestPermissionResult {
+	reject := func() acp.RequestPermissionResult {
+		if id, ok := acp.Pick(p.Options, acp.RejectOnce); ok {
+			return acp.Selected(id)
+		}
+		return acp.Cancelled()
+	}
+	allow := func() acp.RequestPermissionResult {
+		if id, ok := acp.Pick(p.Options, acp.AllowOnce); ok {
+			u.mu.Lock()
+			for _, l := range p.ToolCall.Locations {
+				u.allowed[filepath.Clean(l.Path)] = true
+			}
+			u.mu.Unlock()
+			return acp.Selected(id)
+		}
+		return reject()
+	}
+	if ctx.Err() != nil {
+		return acp.Cancelled()
+	}
+	u.mu.Lock()
+	known, seen := u.calls[p.ToolCall.ToolCallID]
+	u.mu.Unlock()
+	tc := p.ToolCall
+	if seen && tc.Kind == "" {
+		// A permission request may carry only the id of an announced call.
+		call := known
+		return u.decide(ctx, call, acpToolMeta(call.Name), allow, reject)
+	}
+	call := u.toolCall(tc)
+	if !seen {
+		u.mu.Lock()
+		u.calls[call.ID] = call
+		u.mu.Unlock()
+		u.t.Sink.ToolCall(call)
+	}
+	if tc.Kind == acp.KindSwitchMode {
+		// The agent's own plan exit. In Plan its plan becomes planbridge's
+		// proposal and the person decides on the card: the agent stays in
+		// its plan mode.
+		if u.t.Gate.Plan {
+			var in struct {
+				Plan string `json:"plan"`
+			}
+			_ = json.Unmarshal(tc.RawInput, &in)
+			if strings.TrimSpace(in.Plan) != "" {
+				u.mu.Lock()
+				u.exitPlan = in.Plan
+				u.mu.Unlock()
+			}
+			u.t.Sink.ToolResult(call, false, "the plan goes to planbridge's approval card; the person accepts it there.")
+			return reject()
+		}
+		return allow()
+	}
+	return u.decide(ctx, call, acpToolMeta(tc.Kind), allow, reject)
+}
+
+func (u *acpTurn) decide(ctx context.Context, call ToolCall, meta Meta, allow, reject func() acp.RequestPermissionResult) acp.RequestPermissionResult {
+	tool := &Tool{Spec: ToolSpec{Name: call.Name}, Meta: meta}
+	d := u.t.Gate.Decide(tool, call)
+	switch d.Verdict {
+	case Run:
+		return allow()
+	case Refuse:
+		u.t.Sink.Blocked(call, d.Code, d.Reason)
+		return reject()
+	}
+	if u.t.Ask != nil {
+		if ok, err := u.t.Ask(ctx, call, d.Reason); err == nil && ok {
+			return allow()
+		}
+	}
+	u.t.Sink.ToolResult(call, false, fmt.Sprintf("the person did not allow %s.", call.Name))
+	return reject()
+}
+
+// resolve maps an agent's absolute path onto planbridge's roots: the
+// workspace, or the session's work:// tree.
+func (u *acpTurn) resolve(p string) (string, string, error) {
+	roots := u.t.Env.Roots
+	if roots.Work != "" {
+		if rel, err := filepath.Rel(roots.Work, filepath.Clean(p)); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			tp := WorkScheme + filepath.ToSlash(rel)
+			abs, err := roots.Resolve(tp)
+			return abs, tp, err
+		}
+	}
+	abs, err := roots.Resolve(p)
+	if err != nil {
+		return "", "", err
+	}
+	rel, _ := filepath.Rel(roots.Workspace, abs)
+	return abs, rel, nil
+}
+
+// readFile serves fs/read_text_file under the tools' path confinement. A
+// missing file is ACP's resource-not-found error, worded so agents that
+// look for ENOENT (Gemini CLI) still create the file afterwards.
+func (u *acpTurn) readFile(p acp.ReadTextFileParams) (any, error) {
+	abs, _, err := u.resolve(p.Path)
+	if err != nil {
+		u.t.Sink.Blocked(ToolCall{ID: "fs-read", Name: "read_file", Arguments: mustJSON(map[string]string{"path": p.Path})}, CodePermissionDenied, err.Error())
+		return nil, &acp.Error{Code: acp.CodeInvalidParams, Message: "planbridge refused the read: " + err.Error()}
+	}
+	b, err := os.ReadFile(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, &acp.Error{Code: acp.CodeResourceNotFound, Message: "Resource not found: " + p.Path + " (ENOENT: no such file or directory)"}
+	}
+	if err != nil {
+		return nil, &acp.Error{Code: acp.CodeInternalError, Message: err.Error()}
+	}
+	text := string(b)
+	if p.Line != nil || p.Limit != nil {
+		lines := strings.SplitAfter(text, "\n")
+		start := 0
+		if p.Line != nil && *p.Line > 1 {
+			start = min(*p.Line-1, len(lines))
+		}
+		end := len(lines)
+		if p.Limit != nil && *p.Limit >= 0 {
+			end = min(start+*p.Limit, end)
+		}
+		text = strings.Join(lines[start:end], "")
+	}
+	return acp.ReadTextFileResult{Content: text}, nil
+}
+
+// writeFile serves fs/write_text_file as a write_file call through the
+// gate: refused in Plan (except the session's work:// tree), asked or run
+// by the permission mode outside it, unless a permission the person or
+// the gate already gave for this path in this turn covers it.
+func (u *acpTurn) writeFile(ctx context.Context, p acp.WriteTextFileParams) (any, error) {
+	_, tp, err := u.resolve(p.Path)
+	if err != nil {
+		return nil, &acp.Error{Code: acp.CodeInvalidParams, Message: "planbridge refused the write: " + err.Error()}
+	}
+	call := ToolCall{ID: "fs-write:" + tp, Name: "write_file", Arguments: mustJSON(map[string]string{"path": tp, "content": p.Content})}
+	tool := u.t.Tools.Get("write_file")
+	if tool == nil {
+		tool = writeFileTool
+	}
+	d := u.t.Gate.Decide(tool, call)
+	if u.t.Gate.Plan && IsWorkPath(tp) {
+		d = Decision{Verdict: Run}
+	}
+	u.mu.Lock()
+	if d.Verdict == Ask && u.allowed[filepath.Clean(p.Path)] {
+		d.Verdict = Run
+	}
+	u.mu.Unlock()
+	switch d.Verdict {
+	case Refuse:
+		u.t.Sink.Blocked(call, d.Code, d.Reason)
+		return nil, &acp.Error{Code: acp.CodeInvalidRequest, Message: "planbridge refused the write: " + d.Reason}
+	case Ask:
+		ok := false
+		if u.t.Ask != nil {
+			ok, err = u.t.Ask(ctx, call, d.Reason)
+			ok = ok && err == nil
+		}
+		if !ok {
+			u.t.Sink.ToolResult(call, false, "the person did not allow the write.")
+			return nil, &acp.Error{Code: acp.CodeInvalidRequest, Message: "the person did not allow writing " + p.Path}
+		}
+	}
+	u.t.Sink.ToolCall(call)
+	env := u.t.Env
+	out, err := tool.Run(ctx, &env, call.Arguments)
+	if err != nil {
+		u.t.Sink.ToolResult(call, false, err.Error())
+		return nil, &acp.Error{Code: acp.CodeInternalError, Message: err.Error()}
+	}
+	u.t.Sink.ToolResult(call, true, out)
+	return nil, nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
