@@ -146,7 +146,7 @@ func (e *ACP) start(ctx context.Context, plan bool) (*acpProc, error) {
 	ictx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	caps := acp.ClientCapabilities{FS: acp.FSCapabilities{ReadTextFile: true, WriteTextFile: true}}
-	a.init, err = p.Initialize(ictx, caps, acp.Implementation{Name: "planbridge", Title: "planbridge"})
+	a.init, err = p.Initialize(ictx, caps, acp.Implementation{Name: "planbridge", Title: "planbridge", Version: "1"})
 	if err != nil {
 		p.Close(time.Second)
 		return nil, fmt.Errorf("the acp agent %s did not initialize: %w", e.cfg.Command[0], err)
