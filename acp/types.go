@@ -223,12 +223,19 @@ func Cancelled() RequestPermissionResult {
 	return RequestPermissionResult{Outcome: PermissionOutcome{Outcome: "cancelled"}}
 }
 
-// Pick returns the id of the first option of kind want, falling back to
-// the other option of the same polarity (allow_once ↔ allow_always,
-// reject_once ↔ reject_always). ok is false when none fits.
+// Pick returns the id of the first option of kind want. A reject falls
+// back to the other reject kind; an allow never does: allow_always would
+// let the agent skip asking the next time, past the client's gate. ok is
+// false when none fits.
 func Pick(opts []PermissionOption, want string) (id string, ok bool) {
-	alt := map[string]string{AllowOnce: AllowAlways, AllowAlways: AllowOnce, RejectOnce: RejectAlways, RejectAlways: RejectOnce}[want]
-	for _, k := range []string{want, alt} {
+	kinds := []string{want}
+	switch want {
+	case RejectOnce:
+		kinds = append(kinds, RejectAlways)
+	case RejectAlways:
+		kinds = append(kinds, RejectOnce)
+	}
+	for _, k := range kinds {
 		for _, o := range opts {
 			if o.Kind == k {
 				return o.OptionID, true

@@ -160,12 +160,12 @@ func (e *ACP) agent(ctx context.Context, plan bool) (*acpProc, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if a := e.agents[plan]; a != nil {
-		select {
-		case <-a.proc.Done():
-		default:
+		if a.proc.Conn.Err() == nil {
 			return a, nil
 		}
+		// Dead, or alive with its connection gone: replace it.
 		delete(e.agents, plan)
+		go a.proc.Close(time.Second)
 	}
 	a, err := e.start(ctx, plan)
 	if err != nil {
@@ -201,12 +201,6 @@ func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
 	if err != nil {
 		return res, e.crashed(a, err)
 	}
-	if id := pickMode(sess.modes, plan, t.Gate.Mode); id != "" && id != sess.modes.CurrentModeID {
-		if err := a.proc.Call(ctx, "session/set_mode", acp.SetModeParams{SessionID: sess.id, ModeID: id}, nil); err != nil {
-			return res, e.crashed(a, fmt.Errorf("setting the agent's mode %s: %w", id, err))
-		}
-		sess.modes.CurrentModeID = id
-	}
 	turn := &acpTurn{t: t, sess: sess.id, calls: map[string]ToolCall{}, allowed: map[string]bool{}}
 	a.mu.Lock()
 	a.turns[sess.id] = turn
@@ -216,6 +210,12 @@ func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
 		delete(a.turns, sess.id)
 		a.mu.Unlock()
 	}()
+	if id := pickMode(sess.modes, plan, t.Gate.Mode); id != "" && id != sess.modes.CurrentModeID {
+		if err := a.proc.Call(ctx, "session/set_mode", acp.SetModeParams{SessionID: sess.id, ModeID: id}, nil); err != nil {
+			return res, e.crashed(a, fmt.Errorf("setting the agent's mode %s: %w", id, err))
+		}
+		sess.modes.CurrentModeID = id
+	}
 
 	prompt := promptText(t.Messages, fresh)
 	done := make(chan error, 1)
@@ -251,6 +251,13 @@ func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
 // crashed turns a failure into the error the person sees, saying whether
 // the agent died (it is restarted at the next prompt).
 func (e *ACP) crashed(a *acpProc, err error) error {
+	if a.proc.Conn.Err() != nil {
+		// The connection ends a moment before the process is reaped.
+		select {
+		case <-a.proc.Done():
+		case <-time.After(3 * time.Second):
+		}
+	}
 	select {
 	case <-a.proc.Done():
 		e.mu.Lock()

@@ -1,0 +1,455 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain doubles as a fake ACP agent when FAKE_ACP_AGENT is set: the
+// test binary re-executed is the agent, so the tests need no build step.
+func TestMain(m *testing.M) {
+	if os.Getenv("FAKE_ACP_AGENT") == "1" {
+		fakeAgent()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// fakeAgent speaks ACP on stdio. Its prompt text selects a script:
+//
+//	write <abs path>   permission (edit) then fs/write_text_file
+//	readmissing <path> fs/read_text_file; reports the error it got
+//	exec <command>     permission (execute)
+//	hang               waits for session/cancel, answers "cancelled"
+//	crash              exits 3 mid-prompt
+//	ids                sends a request whose id is the string "1", then
+//	                   one whose integer id collides with the client's
+//	plan <text>        a plan-exit permission (switch_mode) with text
+//
+// It ignores stdin closing and starts a child that sleeps, as Claude Code
+// and Codex leave processes behind.
+func fakeAgent() {
+	if os.Getenv("FAKE_ACP_CHILD") == "1" {
+		child := exec.Command("sleep", "1000")
+		child.Start()
+		os.WriteFile(os.Getenv("FAKE_ACP_PIDFILE"), []byte(fmt.Sprint(child.Process.Pid)), 0o644)
+	}
+	out := json.NewEncoder(os.Stdout)
+	var wmu sync.Mutex
+	send := func(v any) {
+		wmu.Lock()
+		out.Encode(v)
+		wmu.Unlock()
+	}
+	var mu sync.Mutex
+	waiting := map[string]chan json.RawMessage{}
+	cancelled := make(chan struct{}, 1)
+	next := 100
+	call := func(id any, method string, params any) json.RawMessage {
+		key := fmt.Sprint(id)
+		ch := make(chan json.RawMessage, 1)
+		mu.Lock()
+		waiting[key] = ch
+		mu.Unlock()
+		send(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		return <-ch
+	}
+	text := func(sid, s string) {
+		send(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": sid,
+			"update": map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": s}}}})
+	}
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil {
+			continue
+		}
+		if m.Method == "" {
+			var key any
+			json.Unmarshal(m.ID, &key)
+			mu.Lock()
+			ch := waiting[fmt.Sprint(key)]
+			mu.Unlock()
+			if ch != nil {
+				if len(m.Error) > 0 {
+					ch <- append(json.RawMessage(`{"error":`), append(m.Error, '}')...)
+				} else {
+					ch <- m.Result
+				}
+			}
+			continue
+		}
+		reply := func(res any) { send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": res}) }
+		switch m.Method {
+		case "initialize":
+			reply(map[string]any{"protocolVersion": 1, "agentInfo": map[string]any{"name": "fake", "version": "0"}, "agentCapabilities": map[string]any{}})
+		case "session/new":
+			reply(map[string]any{"sessionId": "s-1", "modes": map[string]any{"currentModeId": "default",
+				"availableModes": []map[string]string{{"id": "default", "name": "Default"}, {"id": "plan", "name": "Plan"}, {"id": "acceptEdits", "name": "Edits"}}}})
+		case "session/set_mode":
+			var p struct{ ModeID string }
+			json.Unmarshal(m.Params, &p)
+			text("s-1", "[mode "+p.ModeID+"]")
+			reply(map[string]any{})
+		case "session/cancel":
+			cancelled <- struct{}{}
+		case "session/prompt":
+			var p struct {
+				SessionID string
+				Prompt    []struct{ Text string }
+			}
+			json.Unmarshal(m.Params, &p)
+			id := m.ID
+			go func() {
+				prompt := p.Prompt[0].Text
+				verb, arg, _ := strings.Cut(prompt, " ")
+				stop := "end_turn"
+				switch verb {
+				case "write":
+					mu.Lock()
+					next++
+					n := next
+					mu.Unlock()
+					r := call(n, "session/request_permission", map[string]any{"sessionId": p.SessionID,
+						"toolCall": map[string]any{"toolCallId": "tc-w", "title": "Write", "kind": "edit", "locations": []map[string]any{{"path": arg}}},
+						"options": []map[string]string{{"optionId": "yes", "name": "Allow", "kind": "allow_once"}, {"optionId": "no", "name": "Reject", "kind": "reject_once"}}})
+					text(p.SessionID, "permission:"+string(r)+"\n")
+					mu.Lock()
+					next++
+					n = next
+					mu.Unlock()
+					r = call(n, "fs/write_text_file", map[string]any{"sessionId": p.SessionID, "path": arg, "content": "fake agent\n"})
+					text(p.SessionID, "write:"+string(r)+"\n")
+				case "readmissing":
+					r := call("read-1", "fs/read_text_file", map[string]any{"sessionId": p.SessionID, "path": arg})
+					text(p.SessionID, "read:"+string(r)+"\n")
+				case "exec":
+					r := call("x-1", "session/request_permission", map[string]any{"sessionId": p.SessionID,
+						"toolCall": map[string]any{"toolCallId": "tc-x", "title": "Run", "kind": "execute", "rawInput": map[string]any{"command": []string{"bash", "-lc", arg}}},
+						"options": []map[string]string{{"optionId": "yes", "name": "Allow", "kind": "allow_once"}, {"optionId": "no", "name": "Reject", "kind": "reject_once"}}})
+					text(p.SessionID, "permission:"+string(r)+"\n")
+				case "plan":
+					r := call("p-1", "session/request_permission", map[string]any{"sessionId": p.SessionID,
+						"toolCall": map[string]any{"toolCallId": "tc-p", "title": "Ready?", "kind": "switch_mode", "rawInput": map[string]any{"plan": arg}},
+						"options": []map[string]string{{"optionId": "default", "name": "Yes", "kind": "allow_once"}, {"optionId": "plan", "name": "No", "kind": "reject_once"}}})
+					text(p.SessionID, "permission:"+string(r)+"\n")
+				case "hang":
+					text(p.SessionID, "working")
+					<-cancelled
+					stop = "cancelled"
+				case "crash":
+					text(p.SessionID, "about to crash")
+					time.Sleep(50 * time.Millisecond)
+					os.Exit(3)
+				case "ids":
+					// The string id "1" and the integer id 1 both look like
+					// the client's first call; they are requests all the same.
+					r1 := call("1", "fs/read_text_file", map[string]any{"sessionId": p.SessionID, "path": arg})
+					r2 := call(1, "fs/read_text_file", map[string]any{"sessionId": p.SessionID, "path": arg})
+					text(p.SessionID, "ids:"+string(r1)+"|"+string(r2)+"\n")
+				default:
+					text(p.SessionID, "echo:"+prompt)
+				}
+				send(map[string]any{"jsonrpc": "2.0", "id": id, "result": map[string]any{"stopReason": stop}})
+			}()
+		default:
+			send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": -32601, "message": "nope"}})
+		}
+	}
+	// stdin closed: keep running, as the real agents do.
+	select {}
+}
+
+type acpSink struct {
+	mu      sync.Mutex
+	text    strings.Builder
+	done    []string
+	blocked []string
+	results []string
+}
+
+func (s *acpSink) Text(d string) { s.mu.Lock(); s.text.WriteString(d); s.mu.Unlock() }
+func (s *acpSink) ResponseDone(t string) {
+	s.mu.Lock()
+	s.done = append(s.done, t)
+	s.mu.Unlock()
+}
+func (s *acpSink) ToolCall(ToolCall) {}
+func (s *acpSink) ToolResult(c ToolCall, ok bool, out string) {
+	s.mu.Lock()
+	s.results = append(s.results, fmt.Sprintf("%s %v", c.Name, ok))
+	s.mu.Unlock()
+}
+func (s *acpSink) Blocked(c ToolCall, code, reason string) {
+	s.mu.Lock()
+	s.blocked = append(s.blocked, c.Name+" "+code)
+	s.mu.Unlock()
+}
+func (s *acpSink) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.text.String()
+}
+
+type allowAll struct{}
+
+func (allowAll) Classify(src string) (bool, string) {
+	if strings.HasPrefix(src, "ls") {
+		return true, ""
+	}
+	return false, "not read-only"
+}
+func (allowAll) RunReadOnly(context.Context, string, string) (string, int, bool, string, error) {
+	return "", 0, false, "", nil
+}
+func (allowAll) Run(context.Context, string, string) (string, int, error) { return "", 0, nil }
+
+func newFakeACP(t *testing.T, env ...string) *ACP {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := map[string]string{"FAKE_ACP_AGENT": "1"}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		e[k] = v
+	}
+	eng, err := NewACP(ACPConfig{Command: []string{self}, Env: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng.Close)
+	return eng
+}
+
+func acpTurnOf(eng *ACP, ws, work, prompt string, plan bool, mode Mode, ask Asker) (*Turn, *acpSink) {
+	sink := &acpSink{}
+	return &Turn{Engine: eng, Messages: []Message{{Role: RoleSystem, Content: "sys"}, {Role: RoleUser, Content: prompt}},
+		Tools: NewRegistry(DefaultTools()...), Gate: Gate{Plan: plan, Mode: mode, Shell: allowAll{}},
+		Env: Env{Roots: Roots{Workspace: ws, Work: work}}, Ask: ask, Sink: sink}, sink
+}
+
+// TestACPPermissionsAndWrites: a write through the agent's permission
+// request and fs/write_text_file is refused in Plan (counted twice, nothing
+// written), asked outside Plan and done only when the person allows, and
+// denied when they do not.
+func TestACPPermissionsAndWrites(t *testing.T) {
+	ctx := context.Background()
+	eng := newFakeACP(t)
+	ws, work := t.TempDir(), t.TempDir()
+	target := filepath.Join(ws, "notes.txt")
+
+	tn, sink := acpTurnOf(eng, ws, work, "write "+target, true, ModeFullAuto, nil)
+	if _, err := tn.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Plan wrote the file: %v", err)
+	}
+	if got := strings.Join(sink.blocked, ","); got != "edit plan_mode_blocked,write_file plan_mode_blocked" {
+		t.Errorf("blocked in Plan: %q", got)
+	}
+	if out := sink.String(); !strings.Contains(out, `[mode plan]`) || !strings.Contains(out, `"optionId":"no"`) || !strings.Contains(out, `"error"`) {
+		t.Errorf("agent saw: %s", out)
+	}
+
+	// Ask mode, the person says no: nothing written.
+	var asked []string
+	deny := func(ctx context.Context, c ToolCall, reason string) (bool, error) {
+		asked = append(asked, c.Name)
+		return false, nil
+	}
+	tn, sink = acpTurnOf(eng, ws, work, "write "+target, false, ModeAsk, deny)
+	if _, err := tn.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a denied write happened: %v", err)
+	}
+	if len(asked) != 2 || len(sink.blocked) != 0 {
+		t.Errorf("asked %v, blocked %v", asked, sink.blocked)
+	}
+
+	// The person allows the permission: the write it covers is not asked again.
+	asked = nil
+	allow := func(ctx context.Context, c ToolCall, reason string) (bool, error) {
+		asked = append(asked, c.Name)
+		return true, nil
+	}
+	tn, sink = acpTurnOf(eng, ws, work, "write "+target, false, ModeAsk, allow)
+	if _, err := tn.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(target); string(b) != "fake agent\n" {
+		t.Fatalf("notes.txt %q %v", b, err)
+	}
+	if strings.Join(asked, ",") != "edit" {
+		t.Errorf("asked %v, want once for the edit", asked)
+	}
+
+	// A write outside the workspace is refused whatever the mode.
+	outside := filepath.Join(t.TempDir(), "x")
+	tn, sink = acpTurnOf(eng, ws, work, "write "+outside, false, ModeFullAuto, nil)
+	if _, err := tn.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Error("wrote outside the workspace")
+	}
+	if !strings.Contains(sink.String(), "escapes the workspace") {
+		t.Errorf("agent saw: %s", sink.String())
+	}
+}
+
+// TestACPReadMissingIsNotFound: a missing file is ACP's resource-not-found
+// error worded with ENOENT (Gemini CLI creates the file only then), and a
+// path escaping the workspace through a symlink is refused.
+func TestACPReadMissingIsNotFound(t *testing.T) {
+	ctx := context.Background()
+	eng := newFakeACP(t)
+	ws := t.TempDir()
+	tn, sink := acpTurnOf(eng, ws, t.TempDir(), "readmissing "+filepath.Join(ws, "new.txt"), true, ModeAsk, nil)
+	if _, err := tn.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out := sink.String(); !strings.Contains(out, `"code":-32002`) || !strings.Contains(out, "ENOENT") {
+		t.Errorf("missing file reported as %s", out)
+	}
+	os.Symlink("/proc/self", filepath.Join(ws, "proc"))
+	tn, sink = acpTurnOf(eng, ws, t.TempDir(), "readmissing "+filepath.Join(ws, "proc", "environ"), true, ModeAsk, nil)
+	if _, err := tn.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out := sink.String(); !strings.Contains(out, "planbridge refused the read") || strings.Contains(out, "FAKE_ACP_AGENT") {
+		t.Errorf("read through a symlink to /proc: %s", out)
+	}
+}
+
+// TestACPRequestIDsNeverMatchResponses: an agent's requests whose ids
+// equal the client's own (as a string and as an integer) are served as
+// requests, not taken for responses.
+func TestACPRequestIDsNeverMatchResponses(t *testing.T) {
+	eng := newFakeACP(t)
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hello"), 0o644)
+	tn, sink := acpTurnOf(eng, ws, t.TempDir(), "ids "+filepath.Join(ws, "a.txt"), true, ModeAsk, nil)
+	if _, err := tn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if out := sink.String(); !strings.Contains(out, `ids:{"content":"hello"}|{"content":"hello"}`) {
+		t.Errorf("agent saw %s", out)
+	}
+}
+
+// TestACPExecAndPlanExit: a mutating command is refused in Plan, a
+// read-only one allowed; the agent's plan-exit request becomes a
+// <proposed_plan> block and is refused (the card decides).
+func TestACPExecAndPlanExit(t *testing.T) {
+	ctx := context.Background()
+	eng := newFakeACP(t)
+	ws := t.TempDir()
+	tn, sink := acpTurnOf(eng, ws, t.TempDir(), "exec touch x", true, ModeFullAuto, nil)
+	if _, err := tn.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.blocked) != 1 || !strings.Contains(sink.String(), `"optionId":"no"`) {
+		t.Errorf("touch in Plan: blocked %v, agent saw %s", sink.blocked, sink.String())
+	}
+	tn, sink = acpTurnOf(eng, ws, t.TempDir(), "exec ls -la", true, ModeAsk, nil)
+	if _, err := tn.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.blocked) != 0 || !strings.Contains(sink.String(), `"optionId":"yes"`) {
+		t.Errorf("ls in Plan: blocked %v, agent saw %s", sink.blocked, sink.String())
+	}
+	tn, sink = acpTurnOf(eng, ws, t.TempDir(), "plan # Title\n- step", true, ModeAsk, nil)
+	if _, err := tn.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(sink.done) != 1 || !strings.Contains(sink.done[0], "<proposed_plan>\n# Title\n- step\n</proposed_plan>") || !strings.Contains(sink.done[0], `"optionId":"plan"`) {
+		t.Errorf("plan exit: %q", sink.done)
+	}
+}
+
+// TestACPCancelAndCrash: an interrupt sends session/cancel and ends the
+// turn with the context's error; an agent that dies mid-prompt ends the
+// turn with a clear error and the next turn runs on a restarted agent,
+// told the conversation so far.
+func TestACPCancelAndCrash(t *testing.T) {
+	eng := newFakeACP(t)
+	ws, work := t.TempDir(), t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	tn, sink := acpTurnOf(eng, ws, work, "hang", true, ModeAsk, nil)
+	errc := make(chan error, 1)
+	go func() { _, err := tn.Run(ctx); errc <- err }()
+	for !strings.Contains(sink.String(), "working") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled turn: %v", err)
+	}
+
+	tn, _ = acpTurnOf(eng, ws, work, "crash", true, ModeAsk, nil)
+	_, err := tn.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "exited") || !strings.Contains(err.Error(), "restarted at the next prompt") {
+		t.Fatalf("crash: %v", err)
+	}
+	tn, sink = acpTurnOf(eng, ws, work, "again", true, ModeAsk, nil)
+	tn.Messages = []Message{{Role: RoleSystem, Content: "sys"}, {Role: RoleUser, Content: "first question"}, {Role: RoleAssistant, Content: "first answer"}, {Role: RoleUser, Content: "again"}}
+	if _, err := tn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if out := sink.String(); !strings.Contains(out, "echo:The conversation so far") || !strings.Contains(out, "first answer") {
+		t.Errorf("after the restart the agent saw %q", out)
+	}
+}
+
+// TestACPCloseKillsTheGroup: the agent ignores stdin closing and leaves a
+// child; Close kills both.
+func TestACPCloseKillsTheGroup(t *testing.T) {
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	eng := newFakeACP(t, "FAKE_ACP_CHILD=1", "FAKE_ACP_PIDFILE="+pidfile)
+	tn, _ := acpTurnOf(eng, t.TempDir(), t.TempDir(), "hello", false, ModeAsk, nil)
+	if _, err := tn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	eng.Close()
+	// The child is reaped by init once killed; until then it is a zombie.
+	for i := 0; ; i++ {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Contains(string(st), ") Z ") {
+			break
+		}
+		if i > 500 {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal("the agent's child survived Close")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
