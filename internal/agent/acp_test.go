@@ -130,7 +130,7 @@ func fakeAgent() {
 					mu.Unlock()
 					r := call(n, "session/request_permission", map[string]any{"sessionId": p.SessionID,
 						"toolCall": map[string]any{"toolCallId": "tc-w", "title": "Write", "kind": "edit", "locations": []map[string]any{{"path": arg}}},
-						"options": []map[string]string{{"optionId": "yes", "name": "Allow", "kind": "allow_once"}, {"optionId": "no", "name": "Reject", "kind": "reject_once"}}})
+						"options":  []map[string]string{{"optionId": "yes", "name": "Allow", "kind": "allow_once"}, {"optionId": "no", "name": "Reject", "kind": "reject_once"}}})
 					text(p.SessionID, "permission:"+string(r)+"\n")
 					mu.Lock()
 					next++
@@ -144,12 +144,12 @@ func fakeAgent() {
 				case "exec":
 					r := call("x-1", "session/request_permission", map[string]any{"sessionId": p.SessionID,
 						"toolCall": map[string]any{"toolCallId": "tc-x", "title": "Run", "kind": "execute", "rawInput": map[string]any{"command": []string{"bash", "-lc", arg}}},
-						"options": []map[string]string{{"optionId": "yes", "name": "Allow", "kind": "allow_once"}, {"optionId": "no", "name": "Reject", "kind": "reject_once"}}})
+						"options":  []map[string]string{{"optionId": "yes", "name": "Allow", "kind": "allow_once"}, {"optionId": "no", "name": "Reject", "kind": "reject_once"}}})
 					text(p.SessionID, "permission:"+string(r)+"\n")
 				case "plan":
 					r := call("p-1", "session/request_permission", map[string]any{"sessionId": p.SessionID,
 						"toolCall": map[string]any{"toolCallId": "tc-p", "title": "Ready?", "kind": "switch_mode", "rawInput": map[string]any{"plan": arg}},
-						"options": []map[string]string{{"optionId": "default", "name": "Yes", "kind": "allow_once"}, {"optionId": "plan", "name": "No", "kind": "reject_once"}}})
+						"options":  []map[string]string{{"optionId": "default", "name": "Yes", "kind": "allow_once"}, {"optionId": "plan", "name": "No", "kind": "reject_once"}}})
 					text(p.SessionID, "permission:"+string(r)+"\n")
 				case "hang":
 					text(p.SessionID, "working")
