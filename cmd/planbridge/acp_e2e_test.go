@@ -192,20 +192,27 @@ func acpHome(t *testing.T) string {
 // card. Accepted in ask mode, the implementation's write happens after
 // the person allows it.
 func TestACPClaudeCodeThroughTheBinary(t *testing.T) {
-	ctx := ctxT(t)
 	claude := acpBin(t, "claude-agent-acp")
 	ws := gitRepo(t, map[string]string{"README": "readme\n"})
 	fake := &claudeModel{ws: ws}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
+	acpPlanThenImplement(t, ws, []string{claude}, map[string]string{
+		"HOME": acpHome(t), "ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "sk-ant-fake", "ANTHROPIC_MODEL": "claude-sonnet-4-5",
+	}, "notes from Claude Code\n", fake.steps)
+}
+
+// acpPlanThenImplement runs the Plan turn and the accepted implementation
+// through the binary with the agent command as the acp engine; the fake
+// model behind it follows the plan-write, plan-bash, plan-propose,
+// impl-write, impl-done steps.
+func acpPlanThenImplement(t *testing.T, ws string, command []string, env map[string]string, want string, steps func() []string) {
+	ctx := ctxT(t)
 	before := snapshot(t, ws)
 	state := t.TempDir()
-	home := acpHome(t)
 	p := startServeEnv(t, []string{"IS_SANDBOX=yes"}, state, "--log", filepath.Join(state, "serve.log"))
 	err := p.c.Call(ctx, "initialize", map[string]any{
-		"engine": map[string]any{"kind": "acp", "command": []string{claude}, "env": map[string]string{
-			"HOME": home, "ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "sk-ant-fake", "ANTHROPIC_MODEL": "claude-sonnet-4-5",
-		}},
+		"engine": map[string]any{"kind": "acp", "command": command, "env": env},
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +235,7 @@ func TestACPClaudeCodeThroughTheBinary(t *testing.T) {
 			t.Logf("event %s %s", e.Kind, e.Data)
 		}
 		b, _ := os.ReadFile(filepath.Join(state, "serve.log"))
-		t.Logf("log:\n%s\nsteps %v", b, fake.steps())
+		t.Logf("log:\n%s\nsteps %v", b, steps())
 	}
 	var st struct {
 		Plan         bool  `json:"plan"`
@@ -264,7 +271,7 @@ func TestACPClaudeCodeThroughTheBinary(t *testing.T) {
 		dump()
 		t.Fatal(err)
 	}
-	if b, err := os.ReadFile(filepath.Join(ws, "notes.txt")); string(b) != "notes from Claude Code\n" {
+	if b, err := os.ReadFile(filepath.Join(ws, "notes.txt")); string(b) != want {
 		dump()
 		t.Fatalf("notes.txt = %q, %v", b, err)
 	}
@@ -276,7 +283,7 @@ func TestACPClaudeCodeThroughTheBinary(t *testing.T) {
 	if testing.Verbose() {
 		dump()
 	}
-	if got := strings.Join(fake.steps(), " "); got != "plan-write plan-bash plan-propose impl-write impl-done" {
+	if got := strings.Join(steps(), " "); got != "plan-write plan-bash plan-propose impl-write impl-done" {
 		t.Errorf("model steps %q", got)
 	}
 }

@@ -305,14 +305,18 @@ func (a *acpProc) session(ctx context.Context, t *Turn) (*acpSession, bool, erro
 }
 
 // pickMode maps the turn's Plan stamp and permission mode onto one of the
-// agent's modes ("" keeps the current one). Outside Plan the gate still
-// answers every permission request; the agent's mode only decides what it
-// asks about.
+// agent's modes ("" keeps the current one). The gate answers every
+// permission request whatever the mode; the agent's mode only decides what
+// it asks about. In Plan that must be everything that mutates, so Plan
+// picks the agent's asking mode, not its own plan mode: Claude Code's plan
+// mode is advisory and Gemini CLI's refuses silently, so neither would let
+// planbridge see, refuse and count the attempt. Codex's read-only mode
+// (its own sandbox, asking for anything more) is kept.
 func pickMode(ms *acp.ModeState, plan bool, mode Mode) string {
 	var want []string
 	switch {
 	case plan:
-		want = []string{"plan", "read-only"}
+		want = []string{"read-only", "default"}
 	case mode == ModeAsk:
 		want = []string{"default", "auto"}
 	default:
@@ -664,8 +668,10 @@ func (u *acpTurn) resolve(p string) (string, string, error) {
 }
 
 // readFile serves fs/read_text_file under the tools' path confinement. A
-// missing file is ACP's resource-not-found error, worded so agents that
-// look for ENOENT (Gemini CLI) still create the file afterwards.
+// missing file reads as empty, not as an error: Gemini CLI reads a file
+// before writing it and takes any error (its SDK hands it the bare error
+// object, so no code or wording is recognised) as "cannot check the
+// existing file", which makes creating a new file impossible.
 func (u *acpTurn) readFile(p acp.ReadTextFileParams) (any, error) {
 	abs, _, err := u.resolve(p.Path)
 	if err != nil {
@@ -674,7 +680,7 @@ func (u *acpTurn) readFile(p acp.ReadTextFileParams) (any, error) {
 	}
 	b, err := os.ReadFile(abs)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, &acp.Error{Code: acp.CodeResourceNotFound, Message: "Resource not found: " + p.Path + " (ENOENT: no such file or directory)"}
+		return acp.ReadTextFileResult{Content: ""}, nil
 	}
 	if err != nil {
 		return nil, &acp.Error{Code: acp.CodeInternalError, Message: err.Error()}

@@ -102,7 +102,7 @@ func fakeAgent() {
 		case "initialize":
 			reply(map[string]any{"protocolVersion": 1, "agentInfo": map[string]any{"name": "fake", "version": "0"}, "agentCapabilities": map[string]any{}})
 		case "session/new":
-			reply(map[string]any{"sessionId": "s-1", "modes": map[string]any{"currentModeId": "default",
+			reply(map[string]any{"sessionId": "s-1", "modes": map[string]any{"currentModeId": "acceptEdits",
 				"availableModes": []map[string]string{{"id": "default", "name": "Default"}, {"id": "plan", "name": "Plan"}, {"id": "acceptEdits", "name": "Edits"}}}})
 		case "session/set_mode":
 			var p struct{ ModeID string }
@@ -268,7 +268,7 @@ func TestACPPermissionsAndWrites(t *testing.T) {
 	if got := strings.Join(sink.blocked, ","); got != "edit plan_mode_blocked,write_file plan_mode_blocked" {
 		t.Errorf("blocked in Plan: %q", got)
 	}
-	if out := sink.String(); !strings.Contains(out, `[mode plan]`) || !strings.Contains(out, `"optionId":"no"`) || !strings.Contains(out, `"error"`) {
+	if out := sink.String(); !strings.Contains(out, `[mode default]`) || !strings.Contains(out, `"optionId":"no"`) || !strings.Contains(out, `"error"`) {
 		t.Errorf("agent saw: %s", out)
 	}
 
@@ -320,10 +320,10 @@ func TestACPPermissionsAndWrites(t *testing.T) {
 	}
 }
 
-// TestACPReadMissingIsNotFound: a missing file is ACP's resource-not-found
-// error worded with ENOENT (Gemini CLI creates the file only then), and a
-// path escaping the workspace through a symlink is refused.
-func TestACPReadMissingIsNotFound(t *testing.T) {
+// TestACPReadMissingIsEmpty: a missing file reads as empty content, not
+// an error (Gemini CLI can create a file only then), and a path escaping
+// the workspace through a symlink is refused.
+func TestACPReadMissingIsEmpty(t *testing.T) {
 	ctx := context.Background()
 	eng := newFakeACP(t)
 	ws := t.TempDir()
@@ -331,7 +331,7 @@ func TestACPReadMissingIsNotFound(t *testing.T) {
 	if _, err := tn.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if out := sink.String(); !strings.Contains(out, `"code":-32002`) || !strings.Contains(out, "ENOENT") {
+	if out := sink.String(); !strings.Contains(out, `read:{"content":""}`) {
 		t.Errorf("missing file reported as %s", out)
 	}
 	os.Symlink("/proc/self", filepath.Join(ws, "proc"))
