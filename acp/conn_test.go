@@ -134,6 +134,13 @@ func TestPick(t *testing.T) {
 	if id, ok := Pick(opts, RejectOnce); !ok || id != "r" {
 		t.Errorf("reject: %q", id)
 	}
+	codex := []PermissionOption{{OptionID: "approved", Kind: AllowOnce}, {OptionID: "abort", Kind: RejectOnce}, {OptionID: "denied", Kind: RejectOnce}}
+	if id, _ := Pick(codex, RejectOnce); id != "denied" {
+		t.Errorf("reject picked %q, which ends Codex's turn", id)
+	}
+	if id, _ := Pick(codex[:2], RejectOnce); id != "abort" {
+		t.Errorf("the only reject: %q", id)
+	}
 	if _, ok := Pick(opts[:1], RejectOnce); ok {
 		t.Error("a reject picked an allow option")
 	}

@@ -237,12 +237,27 @@ func Pick(opts []PermissionOption, want string) (id string, ok bool) {
 	}
 	for _, k := range kinds {
 		for _, o := range opts {
-			if o.Kind == k {
+			if o.Kind == k && !(o.OptionID == AbortOptionID && hasOtherOfKind(opts, k, o.OptionID)) {
 				return o.OptionID, true
 			}
 		}
 	}
 	return "", false
+}
+
+// AbortOptionID is Codex's rejection that also ends its whole turn ("No,
+// and tell Codex what to do differently"); [Pick] prefers its rejection
+// that lets the turn go on ("No, continue without running it"), so a
+// refused write in Plan still ends with a plan.
+const AbortOptionID = "abort"
+
+func hasOtherOfKind(opts []PermissionOption, kind, not string) bool {
+	for _, o := range opts {
+		if o.Kind == kind && o.OptionID != not {
+			return true
+		}
+	}
+	return false
 }
 
 // ReadTextFileParams is fs/read_text_file's payload. Line is 1-based.

@@ -185,6 +185,7 @@ type acpTurn struct {
 	calls    map[string]ToolCall
 	exitPlan string          // the plan of the agent's own plan-exit request
 	allowed  map[string]bool // absolute paths a permission allowed to write
+	refusals []string        // reasons of refusals not yet told the agent
 }
 
 // RunTurn implements [TurnEngine]: it sends the turn's prompt to the
@@ -218,34 +219,55 @@ func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
 	}
 
 	prompt := promptText(t.Messages, fresh)
+	for {
+		pr, err := e.prompt(ctx, a, sess.id, prompt)
+		res.Requests++
+		res.Messages = turn.messages()
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, fmt.Errorf("acp turn: %w", ctx.Err())
+			}
+			return res, e.crashed(a, err)
+		}
+		// An agent that ends its turn on a refusal (Codex: a rejected patch
+		// aborts it) gets the refusals as the native engine's model gets a
+		// tool result, and goes on, a bounded number of times.
+		if refusals := turn.takeRefusals(); plan && len(refusals) > 0 && res.Requests <= maxACPFollowUps &&
+			!strings.Contains(turn.finalTextNoPlan(), "<proposed_plan>") && turn.exitPlanEmpty() {
+			prompt = "planbridge refused: " + strings.Join(refusals, " ") + "\nGo on without changing anything."
+			continue
+		}
+		t.Sink.ResponseDone(turn.finalText())
+		if pr.StopReason == acp.StopRefusal {
+			return res, errors.New("the acp agent refused the prompt")
+		}
+		return res, nil
+	}
+}
+
+// maxACPFollowUps bounds the prompts of one turn (see [ACP.RunTurn]).
+const maxACPFollowUps = 3
+
+// prompt sends one session/prompt and waits for its end; a cancelled ctx
+// sends session/cancel and waits a little for the agent to stop.
+func (e *ACP) prompt(ctx context.Context, a *acpProc, sid, text string) (acp.PromptResult, error) {
 	done := make(chan error, 1)
 	var pr acp.PromptResult
 	go func() {
 		done <- a.proc.Call(context.WithoutCancel(ctx), "session/prompt",
-			acp.PromptParams{SessionID: sess.id, Prompt: []acp.ContentBlock{{Type: "text", Text: prompt}}}, &pr)
+			acp.PromptParams{SessionID: sid, Prompt: []acp.ContentBlock{{Type: "text", Text: text}}}, &pr)
 	}()
-	res.Requests = 1
 	select {
-	case err = <-done:
+	case err := <-done:
+		return pr, err
 	case <-ctx.Done():
-		_ = a.proc.Notify("session/cancel", acp.CancelParams{SessionID: sess.id})
+		_ = a.proc.Notify("session/cancel", acp.CancelParams{SessionID: sid})
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):
 		}
-		res.Messages = turn.messages()
-		return res, fmt.Errorf("acp turn: %w", ctx.Err())
+		return pr, ctx.Err()
 	}
-	res.Messages = turn.messages()
-	if err != nil {
-		return res, e.crashed(a, err)
-	}
-	text := turn.finalText()
-	t.Sink.ResponseDone(text)
-	if pr.StopReason == acp.StopRefusal {
-		return res, errors.New("the acp agent refused the prompt")
-	}
-	return res, nil
 }
 
 // crashed turns a failure into the error the person sees, saying whether
@@ -311,14 +333,16 @@ func (a *acpProc) session(ctx context.Context, t *Turn) (*acpSession, bool, erro
 // picks the agent's asking mode, not its own plan mode: Claude Code's plan
 // mode is advisory and Gemini CLI's refuses silently, so neither would let
 // planbridge see, refuse and count the attempt. Codex's read-only mode
-// (its own sandbox, asking for anything more) is kept.
+// (its own sandbox, asking for anything more) is kept, in Plan and in ask
+// mode.
 func pickMode(ms *acp.ModeState, plan bool, mode Mode) string {
 	var want []string
 	switch {
 	case plan:
 		want = []string{"read-only", "default"}
 	case mode == ModeAsk:
-		want = []string{"default", "auto"}
+		// Codex's "auto" writes the workspace unasked; its read-only asks.
+		want = []string{"default", "read-only"}
 	default:
 		want = []string{"acceptEdits", "autoEdit", "auto_edit", "auto", "default"}
 	}
@@ -354,6 +378,36 @@ func promptText(msgs []Message, fresh bool) string {
 		return last
 	}
 	return "The conversation so far (for context):\n\n" + b.String() + "[the person's new message]\n" + last
+}
+
+// takeRefusals returns and forgets the reasons of this turn's refusals.
+func (u *acpTurn) takeRefusals() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	r := u.refusals
+	u.refusals = nil
+	return r
+}
+
+func (u *acpTurn) finalTextNoPlan() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.text.String()
+}
+
+func (u *acpTurn) exitPlanEmpty() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.exitPlan == ""
+}
+
+// blocked reports a refusal to the sink and keeps its reason for a
+// follow-up prompt.
+func (u *acpTurn) blocked(call ToolCall, code, reason string) {
+	u.mu.Lock()
+	u.refusals = append(u.refusals, reason)
+	u.mu.Unlock()
+	u.t.Sink.Blocked(call, code, reason)
 }
 
 func (u *acpTurn) messages() []Message {
@@ -636,7 +690,7 @@ func (u *acpTurn) decide(ctx context.Context, call ToolCall, meta Meta, allow, r
 	case Run:
 		return allow()
 	case Refuse:
-		u.t.Sink.Blocked(call, d.Code, d.Reason)
+		u.blocked(call, d.Code, d.Reason)
 		return reject()
 	}
 	if u.t.Ask != nil {
@@ -675,7 +729,7 @@ func (u *acpTurn) resolve(p string) (string, string, error) {
 func (u *acpTurn) readFile(p acp.ReadTextFileParams) (any, error) {
 	abs, _, err := u.resolve(p.Path)
 	if err != nil {
-		u.t.Sink.Blocked(ToolCall{ID: "fs-read", Name: "read_file", Arguments: mustJSON(map[string]string{"path": p.Path})}, CodePermissionDenied, err.Error())
+		u.t.Sink.ToolResult(ToolCall{ID: "fs-read", Name: "read_file", Arguments: mustJSON(map[string]string{"path": p.Path})}, false, err.Error())
 		return nil, &acp.Error{Code: acp.CodeInvalidParams, Message: "planbridge refused the read: " + err.Error()}
 	}
 	b, err := os.ReadFile(abs)
@@ -726,7 +780,7 @@ func (u *acpTurn) writeFile(ctx context.Context, p acp.WriteTextFileParams) (any
 	u.mu.Unlock()
 	switch d.Verdict {
 	case Refuse:
-		u.t.Sink.Blocked(call, d.Code, d.Reason)
+		u.blocked(call, d.Code, d.Reason)
 		return nil, &acp.Error{Code: acp.CodeInvalidRequest, Message: "planbridge refused the write: " + d.Reason}
 	case Ask:
 		ok := false
