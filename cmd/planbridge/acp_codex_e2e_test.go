@@ -1,22 +1,29 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"planbridge/acp"
+	"planbridge/rpc"
 )
 
 // codexModel is a fake OpenAI Responses API (streaming) for Codex,
 // scripted like claudeModel by the last tool output in the request.
 type codexModel struct {
-	mu  sync.Mutex
+	plain bool // always answer with a short text (the benchmark)
+	mu    sync.Mutex
 	log []string
 	raw []string
 }
@@ -53,7 +60,7 @@ func (f *codexModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	step := "other"
-	if _, ok := tools["apply_patch"]; ok || len(tools) > 2 {
+	if _, ok := tools["apply_patch"]; !f.plain && (ok || len(tools) > 2) {
 		refused := strings.Count(string(raw), "planbridge refused:")
 		switch {
 		case !impl && last == "" && refused == 1:
@@ -136,21 +143,13 @@ func (f *codexModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // has its own sandbox) as the engine against a fake Responses API: the
 // same Plan and implementation checks as for Claude Code.
 func TestACPCodexThroughTheBinary(t *testing.T) {
+	t.Parallel() // each waits on its own agent; together they stay within make test's budget
 	codex := acpBin(t, "codex-acp")
 	ws := gitRepo(t, map[string]string{"README": "readme\n"})
 	fake := &codexModel{}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	home := acpHome(t)
-	cfg := fmt.Sprintf(`model = "gpt-5.3-codex"
-model_provider = "fake"
-[model_providers.fake]
-name = "fake"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "OPENAI_API_KEY"
-`, srv.URL)
-	os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o644)
+	home := codexHome(t, srv.URL)
 	defer func() {
 		if t.Failed() {
 			for _, r := range fake.raw {
@@ -166,4 +165,140 @@ env_key = "OPENAI_API_KEY"
 	acpPlanThenImplement(t, ws, []string{codex}, map[string]string{
 		"HOME": home, "CODEX_HOME": home, "OPENAI_API_KEY": "sk-fake-codex",
 	}, "notes from Codex\n", fake.steps)
+}
+
+// codexHome is a Codex home (outside /tmp) whose config points the model
+// provider at base, speaking the Responses API.
+func codexHome(t testing.TB, base string) string {
+	home := acpHome(t)
+	cfg := fmt.Sprintf(`model = "gpt-5.3-codex"
+model_provider = "fake"
+[model_providers.fake]
+name = "fake"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "OPENAI_API_KEY"
+`, base)
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
+// BenchmarkACPFirstToken: the time from a prompt to its first text, for
+// Codex spoken to directly over ACP ("agent") and for the same agent as
+// planbridge's acp engine through the binary ("acp": session/submit to
+// the first text event), both against the same local fake model.
+// benchreport prints acp/agent.
+func BenchmarkACPFirstToken(b *testing.B) {
+	codex := acpBin(b, "codex-acp")
+	srv := httptest.NewServer(&codexModel{plain: true})
+	defer srv.Close()
+	home := codexHome(b, srv.URL)
+	env := map[string]string{"HOME": home, "CODEX_HOME": home, "OPENAI_API_KEY": "sk-fake-codex"}
+	ws := gitRepo(b, map[string]string{"README": "readme\n"})
+	ctx := context.Background()
+
+	// The agent alone.
+	first := make(chan struct{}, 1)
+	var envList []string
+	for k, v := range env {
+		envList = append(envList, k+"="+v)
+	}
+	proc, err := acp.Start(acp.Command{Argv: []string{codex}, Env: append(os.Environ(), envList...)},
+		func(ctx context.Context, method string, params json.RawMessage) (any, error) {
+			if method == "session/update" && strings.Contains(string(params), "agent_message_chunk") {
+				select {
+				case first <- struct{}{}:
+				default:
+				}
+			}
+			return nil, nil
+		})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer proc.Close(2 * time.Second)
+	if _, err := proc.Initialize(ctx, acp.ClientCapabilities{}, acp.Implementation{Name: "bench", Version: "1"}); err != nil {
+		b.Fatal(err)
+	}
+	var ns acp.NewSessionResult
+	if err := proc.Call(ctx, "session/new", acp.NewSessionParams{Cwd: ws, MCPServers: []any{}}, &ns); err != nil {
+		b.Fatal(err)
+	}
+	direct := func() time.Duration {
+		done := make(chan error, 1)
+		t0 := time.Now()
+		go func() {
+			done <- proc.Call(ctx, "session/prompt", acp.PromptParams{SessionID: ns.SessionID, Prompt: []acp.ContentBlock{{Type: "text", Text: "hello"}}}, nil)
+		}()
+		<-first
+		d := time.Since(t0)
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+
+	// Through planbridge.
+	state := b.TempDir()
+	cmd := exec.Command(binary, "serve", "--state-dir", state)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { in.Close(); cmd.Process.Kill(); cmd.Wait() }()
+	c := rpc.NewClient(ctx, out, in)
+	if err := c.Call(ctx, "initialize", map[string]any{"engine": map[string]any{"kind": "acp", "command": []string{codex}, "env": env}}, nil); err != nil {
+		b.Fatal(err)
+	}
+	var s struct{ ID string }
+	if err := c.Call(ctx, "session/create", map[string]string{"workspace": ws}, &s); err != nil {
+		b.Fatal(err)
+	}
+	turns := 0
+	through := func() time.Duration {
+		turns++
+		n := len(c.Events())
+		t0 := time.Now()
+		if err := c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "hello"}, nil); err != nil {
+			b.Fatal(err)
+		}
+		var d time.Duration
+	wait:
+		for {
+			for _, e := range c.Events()[n:] {
+				if e.Kind == "text" {
+					d = time.Since(t0)
+					break wait
+				}
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		for {
+			ends := 0
+			for _, e := range c.Events() {
+				if e.Kind == "turn_end" {
+					ends++
+				}
+			}
+			if ends >= turns {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return d
+	}
+	direct()
+	through() // warm up: both agents started, sessions open
+	var dAgent, dACP time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		dAgent += direct()
+		dACP += through()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(dAgent.Nanoseconds())/float64(b.N), "agent-ns/op")
+	b.ReportMetric(float64(dACP.Nanoseconds())/float64(b.N), "acp-ns/op")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,13 +12,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"planbridge/rpc"
 )
 
 // acpAgents is where `npm ci --prefix testdata/acp` installs the pinned
 // real agents (see testdata/acp/package.json).
-func acpBin(t *testing.T, name string) string {
+func acpBin(t testing.TB, name string) string {
 	t.Helper()
 	p, err := filepath.Abs(filepath.Join("..", "..", "testdata", "acp", "node_modules", ".bin", name))
 	if err != nil {
@@ -168,7 +170,7 @@ const acpPlanProposal = "Checked.\n<proposed_plan>\n# Add notes through the agen
 
 // acpHome is a home directory for an agent's own state, outside /tmp
 // (Codex's sandbox helper fails under /tmp) and outside the workspace.
-func acpHome(t *testing.T) string {
+func acpHome(t testing.TB) string {
 	t.Helper()
 	base, err := filepath.Abs(filepath.Join("..", "..", "testdata", "acp", "home"))
 	if err != nil {
@@ -192,6 +194,7 @@ func acpHome(t *testing.T) string {
 // card. Accepted in ask mode, the implementation's write happens after
 // the person allows it.
 func TestACPClaudeCodeThroughTheBinary(t *testing.T) {
+	t.Parallel() // each waits on its own agent; together they stay within make test's budget
 	claude := acpBin(t, "claude-agent-acp")
 	ws := gitRepo(t, map[string]string{"README": "readme\n"})
 	fake := &claudeModel{ws: ws}
@@ -207,7 +210,10 @@ func TestACPClaudeCodeThroughTheBinary(t *testing.T) {
 // model behind it follows the plan-write, plan-bash, plan-propose,
 // impl-write, impl-done steps.
 func acpPlanThenImplement(t *testing.T, ws string, command []string, env map[string]string, want string, steps func() []string) {
-	ctx := ctxT(t)
+	// A hang guard, not a timing assertion: real node agents start slowly
+	// on a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
 	before := snapshot(t, ws)
 	state := t.TempDir()
 	p := startServeEnv(t, []string{"IS_SANDBOX=yes"}, state, "--log", filepath.Join(state, "serve.log"))

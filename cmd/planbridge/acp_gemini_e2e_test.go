@@ -114,6 +114,7 @@ func (f *geminiModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // methods) as the engine against a fake Gemini API: the same Plan and
 // implementation checks as for Claude Code.
 func TestACPGeminiThroughTheBinary(t *testing.T) {
+	t.Parallel() // each waits on its own agent; together they stay within make test's budget
 	gemini := acpBin(t, "gemini")
 	ws := gitRepo(t, map[string]string{"README": "readme\n"})
 	fake := &geminiModel{ws: ws}

@@ -104,7 +104,7 @@ func writeScript(t *testing.T, steps string) string {
 	return f
 }
 
-func gitRepo(t *testing.T, files map[string]string) string {
+func gitRepo(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, body := range files {

@@ -25,6 +25,7 @@ var ratios = []ratio{
 	{"status: ours vs git status --porcelain (20k files)", "BenchmarkStatus", "BenchmarkGitStatusCLI", 1, true},
 	{"status: stock go-git Worktree.Status vs git (reference)", "BenchmarkGoGitStatus", "BenchmarkGitStatusCLI", 0, false},
 	{"engines: Anthropic Messages stream decode vs the same response as Chat Completions", "BenchmarkAnthropicDecode", "BenchmarkOpenAIDecode", 0, false},
+	{"acp: first-token latency through planbridge's acp engine vs the agent (Codex) alone", "BenchmarkACPFirstToken:acp-ns/op", "BenchmarkACPFirstToken:agent-ns/op", 0, false},
 	{"fork: our linked worktree vs git worktree add (20k files)", "BenchmarkAddWorktreeVsGit:ours-ns/op", "BenchmarkAddWorktreeVsGit:git-ns/op", 1, false},
 	{"events: a turn streamed as 5,000 deltas vs as one (end to end, write-ahead)", "BenchmarkTurnDeltas5000", "BenchmarkTurnDeltas1", 3, false},
 }
