@@ -46,16 +46,19 @@ func closeACPEngines() {
 	}
 }
 
-func acpConfig(cfg agent.EngineConfig, stderr io.Writer) agent.ACPConfig {
+func acpConfig(cfg agent.EngineConfig, stateDir string, stderr io.Writer) agent.ACPConfig {
 	cmd := cfg.Command
 	if len(cmd) == 0 {
 		cmd = parseCommand(os.Getenv("PLANBRIDGE_ACP_COMMAND"))
 	}
-	return agent.ACPConfig{Command: cmd, Env: cfg.Env, Stderr: stderr}
+	// The OS confinement of the Plan agent (Confine) comes from the
+	// sandbox package once it lands; until then the gate alone holds Plan
+	// for what the agent asks or does through the client's methods.
+	return agent.ACPConfig{Command: cmd, Env: cfg.Env, Stderr: stderr, StateDir: stateDir}
 }
 
-func newACP(cfg agent.EngineConfig, lg *slog.Logger) (agent.Engine, error) {
-	e, err := agent.NewACP(acpConfig(cfg, logLines(lg)))
+func newACP(cfg agent.EngineConfig, stateDir string, lg *slog.Logger) (agent.Engine, error) {
+	e, err := agent.NewACP(acpConfig(cfg, stateDir, logLines(lg)))
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +84,7 @@ func logLines(lg *slog.Logger) io.Writer {
 
 // acpDoctor starts the configured agent and checks it speaks ACP.
 func acpDoctor(ctx context.Context, cfg agent.EngineConfig) (string, error) {
-	e, err := agent.NewACP(acpConfig(cfg, nil))
+	e, err := agent.NewACP(acpConfig(cfg, "", nil))
 	if err != nil {
 		return err.Error(), err
 	}
@@ -95,5 +98,5 @@ func acpDoctor(ctx context.Context, cfg agent.EngineConfig) (string, error) {
 	if res.AgentInfo != nil {
 		name = strings.TrimSpace(res.AgentInfo.Name + " " + res.AgentInfo.Version)
 	}
-	return fmt.Sprintf("acp %s speaks ACP %d (%s)", strings.Join(acpConfig(cfg, nil).Command, " "), res.ProtocolVersion, name), nil
+	return fmt.Sprintf("acp %s speaks ACP %d (%s)", strings.Join(acpConfig(cfg, "", nil).Command, " "), res.ProtocolVersion, name), nil
 }

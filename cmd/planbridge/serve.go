@@ -62,7 +62,7 @@ func (c *commonFlags) engineConfig() agent.EngineConfig {
 // replay where it stopped, while a new session starts from the beginning.
 func newEngine(ctx context.Context, st *store.Store, red *redact.Set, cfg agent.EngineConfig, lg *slog.Logger) (agent.Engine, error) {
 	if cfg.Kind == "acp" {
-		return newACP(cfg, lg)
+		return newACP(cfg, filepath.Join(st.Dir(), "acp"), lg)
 	}
 	eng, err := agent.NewEngine(cfg, os.Getenv)
 	if err != nil {

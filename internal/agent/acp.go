@@ -34,10 +34,25 @@ type ACPConfig struct {
 	Env map[string]string
 	// Stderr receives the agent's stderr (the log); nil discards it.
 	Stderr io.Writer
-	// Confine, when set, wraps the agent command before it starts; plan
-	// says the process will serve Plan turns, where the workspace must be
-	// read-only to it. This is the OS confinement hook.
-	Confine func(cmd *exec.Cmd, plan bool) error
+	// StateDir is the agent's own directory, which planbridge provides
+	// (created if missing): the one place a confined Plan agent may write.
+	StateDir string
+	// Confine, when set, wraps the agent command in the OS confinement
+	// before it starts (see [Confinement]). It is called for every agent
+	// process; the Plan one must come out unable to change the workspace
+	// whether or not it asks first.
+	Confine func(cmd *exec.Cmd, c Confinement) error
+}
+
+// Confinement is what [ACPConfig.Confine] must enforce on one agent
+// process.
+type Confinement struct {
+	// Plan: the process serves Plan turns. Everything but Writable must be
+	// read-only to it, the workspace above all.
+	Plan bool
+	// Writable lists the directories the agent may write in Plan (its
+	// state directory).
+	Writable []string
 }
 
 // acpHygiene is set in every agent's environment: no update checks, no
@@ -135,8 +150,16 @@ func (e *ACP) env() []string {
 func (e *ACP) start(ctx context.Context, plan bool) (*acpProc, error) {
 	a := &acpProc{sessions: map[string]*acpSession{}, turns: map[string]*acpTurn{}}
 	c := acp.Command{Argv: e.cfg.Command, Env: e.env(), Stderr: e.cfg.Stderr}
+	var writable []string
+	if e.cfg.StateDir != "" {
+		if err := os.MkdirAll(e.cfg.StateDir, 0o700); err != nil {
+			return nil, fmt.Errorf("the acp agent's state directory: %w", err)
+		}
+		writable = append(writable, e.cfg.StateDir)
+	}
 	if e.cfg.Confine != nil {
-		c.Prepare = func(cmd *exec.Cmd) error { return e.cfg.Confine(cmd, plan) }
+		conf := Confinement{Plan: plan, Writable: writable}
+		c.Prepare = func(cmd *exec.Cmd) error { return e.cfg.Confine(cmd, conf) }
 	}
 	p, err := acp.Start(c, a.handle)
 	if err != nil {

@@ -151,6 +151,11 @@ func fakeAgent() {
 						"toolCall": map[string]any{"toolCallId": "tc-p", "title": "Ready?", "kind": "switch_mode", "rawInput": map[string]any{"plan": arg}},
 						"options":  []map[string]string{{"optionId": "default", "name": "Yes", "kind": "allow_once"}, {"optionId": "plan", "name": "No", "kind": "reject_once"}}})
 					text(p.SessionID, "permission:"+string(r)+"\n")
+				case "sneak":
+					// Write without asking, as Claude Code and Codex do.
+					werr := os.WriteFile(arg, []byte("sneaked\n"), 0o644)
+					serr := os.WriteFile(filepath.Join(os.Getenv("FAKE_ACP_STATE"), "agent-state"), []byte("ok\n"), 0o644)
+					text(p.SessionID, fmt.Sprintf("sneak:%v state:%v", werr, serr))
 				case "hang":
 					text(p.SessionID, "working")
 					<-cancelled
@@ -451,5 +456,95 @@ func TestACPCloseKillsTheGroup(t *testing.T) {
 			t.Fatal("the agent's child survived Close")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// bwrapConfine is a minimal OS confinement for the hook's test (the
+// production one comes from the sandbox package): in Plan the whole file
+// system is read-only but the writable directories.
+func bwrapConfine(t *testing.T, calls *[]Confinement) func(*exec.Cmd, Confinement) error {
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(cmd *exec.Cmd, c Confinement) error {
+		*calls = append(*calls, c)
+		if !c.Plan {
+			return nil
+		}
+		args := []string{bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--die-with-parent"}
+		for _, w := range c.Writable {
+			args = append(args, "--bind", w, w)
+		}
+		cmd.Args = append(append(args, "--"), cmd.Args...)
+		cmd.Args[len(args)+1] = cmd.Path
+		cmd.Path = bwrap
+		return nil
+	}
+}
+
+// TestACPConfinedPlanAgentCannotWrite: an agent that writes the workspace
+// without asking (no permission request, no fs method) cannot in Plan:
+// its process is confined with only its state directory writable. Outside
+// Plan the same write happens. Run as root and as nobody.
+func TestACPConfinedPlanAgentCannotWrite(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "acp")
+	var calls []Confinement
+	eng, err := NewACP(ACPConfig{Command: []string{self}, Env: map[string]string{"FAKE_ACP_AGENT": "1", "FAKE_ACP_STATE": state},
+		StateDir: state, Confine: bwrapConfine(t, &calls)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ws := t.TempDir()
+	target := filepath.Join(ws, "sneaked.txt")
+	tn, sink := acpTurnOf(eng, ws, t.TempDir(), "sneak "+target, true, ModeFullAuto, nil)
+	if _, err := tn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(target); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the confined Plan agent wrote the workspace: %v", err)
+	}
+	if out := sink.String(); !strings.Contains(out, "read-only file system") || !strings.Contains(out, "state:<nil>") {
+		t.Errorf("agent saw %q", out)
+	}
+	tn, sink = acpTurnOf(eng, ws, t.TempDir(), "sneak "+target, false, ModeFullAuto, nil)
+	if _, err := tn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(target); string(b) != "sneaked\n" {
+		t.Errorf("outside Plan: %q %v (agent saw %q)", b, err, sink.String())
+	}
+	if len(calls) != 2 || !calls[0].Plan || calls[1].Plan || len(calls[0].Writable) != 1 || calls[0].Writable[0] != state {
+		t.Errorf("confinement calls %+v", calls)
+	}
+	if os.Geteuid() == 0 {
+		t.Run("nobody", func(t *testing.T) {
+			dir, err := os.MkdirTemp("", "acp-nobody-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			os.Chown(dir, 65534, 65534)
+			// A copy nobody can execute (the build directory is root's).
+			bin, err := os.ReadFile(self)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exe := filepath.Join(dir, "agent.test")
+			if err := os.WriteFile(exe, bin, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(exe, "-test.run", "^TestACPConfinedPlanAgentCannotWrite$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "TMPDIR="+dir, "HOME="+dir)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+			if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") || strings.Contains(string(out), "no tests to run") {
+				t.Fatalf("as nobody: %v\n%s", err, out)
+			}
+		})
 	}
 }
