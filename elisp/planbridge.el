@@ -137,7 +137,11 @@ nil leaves the choice to the backend (its flags and environment).
 endpoint, (anthropic :base-url URL :model MODEL) to Anthropic's
 Messages API.  The API key is read from auth-source for URL's host
 and handed to the backend in its environment: it never travels on
-the wire and is never written anywhere by planbridge."
+the wire and is never written anywhere by planbridge.
+\(acp :command (PROGRAM ARG...) :env ((NAME . VALUE)...)) drives an
+Agent Client Protocol agent such as claude-agent-acp, codex-acp or
+gemini --acp, under planbridge's gate; :env is optional and is sent
+at `initialize'."
   :type '(choice (const :tag "Backend default" nil)
                  (list :tag "Scripted replay"
                        (const script) (const :file) (file :must-match t))
@@ -148,7 +152,12 @@ the wire and is never written anywhere by planbridge."
                  (list :tag "Anthropic"
                        (const anthropic)
                        (const :base-url) (string :tag "Base URL")
-                       (const :model) (string :tag "Model"))))
+                       (const :model) (string :tag "Model"))
+                 (list :tag "ACP agent"
+                       (const acp)
+                       (const :command) (repeat :tag "Program and arguments" string)
+                       (const :env) (alist :tag "Environment"
+                                           :key-type string :value-type string))))
 
 (defcustom planbridge-default-permission-mode "ask"
   "Permission mode given to sessions that `planbridge' creates.
@@ -496,6 +505,11 @@ later, asynchronously; other messages are sent as ARGS say."
       ('script
        (list :kind "script"
              :script (expand-file-name (plist-get args :file))))
+      ('acp
+       `(:kind "acp" :command ,(vconcat (plist-get args :command))
+               ,@(and (plist-get args :env)
+                      (list :env (cl-loop for (name . value) in (plist-get args :env)
+                                          append (list (intern (concat ":" name)) value))))))
       ((and kind (or 'openai 'anthropic))
        (list :kind (symbol-name kind) :base_url (plist-get args :base-url)
              :model (plist-get args :model))))))

@@ -468,6 +468,18 @@ The session comes back with Plan still on and no event shown twice."
       (when-let ((buf (get-buffer "*planbridge events*")))
         (kill-buffer buf)))))
 
+(ert-deftest planbridge-test-acp-engine-params ()
+  "An acp engine is sent as its command vector and environment object."
+  (let ((planbridge-engine '(acp :command ("claude-agent-acp" "--x")
+                                 :env (("ANTHROPIC_BASE_URL" . "http://127.0.0.1:9")))))
+    (should (equal (planbridge--engine-params)
+                   '(:kind "acp" :command ["claude-agent-acp" "--x"]
+                           :env (:ANTHROPIC_BASE_URL "http://127.0.0.1:9"))))
+    (should (equal (json-serialize (planbridge--engine-params) :null-object nil :false-object :json-false)
+                   "{\"kind\":\"acp\",\"command\":[\"claude-agent-acp\",\"--x\"],\"env\":{\"ANTHROPIC_BASE_URL\":\"http://127.0.0.1:9\"}}")))
+  (let ((planbridge-engine '(acp :command ("gemini" "--acp"))))
+    (should (equal (planbridge--engine-params) '(:kind "acp" :command ["gemini" "--acp"])))))
+
 (ert-deftest planbridge-test-api-key-from-auth-source ()
   "The openai API key comes from auth-source and is written nowhere.
 It reaches the backend in its environment, never on the wire."
