@@ -30,17 +30,25 @@ func parseCommand(s string) []string {
 	return strings.Fields(s)
 }
 
-// acpEngines are closed (their agents' process groups killed) when serve ends.
-var acpEngines struct {
-	mu   sync.Mutex
+// acpEngines are the acp engines one serve built; Close kills their
+// agents' process groups when serve ends. Safe for concurrent use.
+type acpEngines struct {
+	mu   sync.Mutex // guards list
 	list []*agent.ACP
 }
 
-func closeACPEngines() {
-	acpEngines.mu.Lock()
-	list := acpEngines.list
-	acpEngines.list = nil
-	acpEngines.mu.Unlock()
+func (a *acpEngines) add(e *agent.ACP) {
+	a.mu.Lock()
+	a.list = append(a.list, e)
+	a.mu.Unlock()
+}
+
+// Close closes every engine added so far.
+func (a *acpEngines) Close() {
+	a.mu.Lock()
+	list := a.list
+	a.list = nil
+	a.mu.Unlock()
 	for _, e := range list {
 		e.Close()
 	}
@@ -57,14 +65,12 @@ func acpConfig(cfg agent.EngineConfig, stateDir string, stderr io.Writer) agent.
 	return agent.ACPConfig{Command: cmd, Env: cfg.Env, Stderr: stderr, StateDir: stateDir}
 }
 
-func newACP(cfg agent.EngineConfig, stateDir string, lg *slog.Logger) (agent.Engine, error) {
+func newACP(cfg agent.EngineConfig, stateDir string, lg *slog.Logger, acps *acpEngines) (agent.Engine, error) {
 	e, err := agent.NewACP(acpConfig(cfg, stateDir, logLines(lg)))
 	if err != nil {
 		return nil, err
 	}
-	acpEngines.mu.Lock()
-	acpEngines.list = append(acpEngines.list, e)
-	acpEngines.mu.Unlock()
+	acps.add(e)
 	return e, nil
 }
 

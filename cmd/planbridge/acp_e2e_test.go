@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -291,5 +292,33 @@ func acpPlanThenImplement(t *testing.T, ws string, command []string, env map[str
 	}
 	if got := strings.Join(steps(), " "); got != "plan-write plan-bash plan-propose impl-write impl-done" {
 		t.Errorf("model steps %q", got)
+	}
+}
+
+// TestDoctorACP: doctor starts the configured agent and checks it speaks
+// ACP (an initialize round trip); a missing command and a program that is
+// no ACP agent fail with the reason.
+func TestDoctorACP(t *testing.T) {
+	run := func(command string) (string, error) {
+		cmd := exec.Command(binary, "doctor", "--engine", "acp", "--state-dir", t.TempDir())
+		cmd.Env = append(os.Environ(), "PLANBRIDGE_ACP_COMMAND="+command)
+		out, err := cmd.Output()
+		return string(out), err
+	}
+	out, err := run(acpBin(t, "codex-acp"))
+	if err != nil || !strings.Contains(out, "ok   engine     acp ") || !strings.Contains(out, "speaks ACP 1 (codex-acp 0.16.0)") {
+		t.Errorf("doctor with codex-acp: %v\n%s", err, out)
+	}
+	out, err = run("planbridge-no-such-agent --acp")
+	if err == nil || !strings.Contains(out, `FAIL engine     acp acp: agent command "planbridge-no-such-agent": exec: "planbridge-no-such-agent": executable file not found`) {
+		t.Errorf("doctor with a missing command: %v\n%s", err, out)
+	}
+	out, err = run("true")
+	if err == nil || !strings.Contains(out, "FAIL engine     acp the acp agent true did not initialize") {
+		t.Errorf("doctor with a program that is no agent: %v\n%s", err, out)
+	}
+	out, err = run("")
+	if err == nil || !strings.Contains(out, "engine acp needs a command") {
+		t.Errorf("doctor without a command: %v\n%s", err, out)
 	}
 }

@@ -60,9 +60,9 @@ func (c *commonFlags) engineConfig() agent.EngineConfig {
 // newEngine builds an engine and, for scripts, keeps each session's replay
 // position in the store so a restarted process continues a session's
 // replay where it stopped, while a new session starts from the beginning.
-func newEngine(ctx context.Context, st *store.Store, red *redact.Set, cfg agent.EngineConfig, lg *slog.Logger) (agent.Engine, error) {
+func newEngine(ctx context.Context, st *store.Store, red *redact.Set, cfg agent.EngineConfig, lg *slog.Logger, acps *acpEngines) (agent.Engine, error) {
 	if cfg.Kind == "acp" {
-		return newACP(cfg, filepath.Join(st.Dir(), "acp"), lg)
+		return newACP(cfg, filepath.Join(st.Dir(), "acp"), lg, acps)
 	}
 	eng, err := agent.NewEngine(cfg, os.Getenv)
 	if err != nil {
@@ -175,8 +175,10 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer st.Close()
 	mgr := session.NewManager(session.Config{Store: st, Shell: newShell(), Logger: lg, Redact: red, ReadRoots: readRoots,
 		Hidden: []string{absOr(cf.dir())}})
+	acps := &acpEngines{}
+	defer acps.Close()
 	if ec := cf.engineConfig(); ec.Kind != "" {
-		eng, err := newEngine(ctx, st, red, ec, lg)
+		eng, err := newEngine(ctx, st, red, ec, lg, acps)
 		if err != nil {
 			fmt.Fprintf(stderr, "planbridge: %v\n", err)
 			return 1
@@ -190,8 +192,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		lg.Error("restore shared sessions", "err", err)
 	}
 	err = rpc.Serve(ctx, stdin, stdout, rpc.Options{Manager: mgr, Logger: lg, Version: version, Share: sh, MaxFrame: *maxFrame,
-		NewEngine: func(c agent.EngineConfig) (agent.Engine, error) { return newEngine(ctx, st, red, c, lg) }})
-	defer closeACPEngines()
+		NewEngine: func(c agent.EngineConfig) (agent.Engine, error) { return newEngine(ctx, st, red, c, lg, acps) }})
 	closeShare, cancel := context.WithTimeout(ctx, 2*time.Second)
 	sh.Close(closeShare)
 	cancel()
