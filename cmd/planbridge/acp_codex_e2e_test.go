@@ -24,8 +24,8 @@ import (
 type codexModel struct {
 	plain bool // always answer with a short text (the benchmark)
 	mu    sync.Mutex
-	log []string
-	raw []string
+	log   []string
+	raw   []string
 }
 
 func (f *codexModel) steps() []string {
