@@ -56,6 +56,7 @@ func fakeAgent() {
 	waiting := map[string]chan json.RawMessage{}
 	cancelled := make(chan struct{}, 1)
 	next := 100
+	cwds := map[string]string{}
 	call := func(id any, method string, params any) json.RawMessage {
 		key := fmt.Sprint(id)
 		ch := make(chan json.RawMessage, 1)
@@ -102,12 +103,19 @@ func fakeAgent() {
 		case "initialize":
 			reply(map[string]any{"protocolVersion": 1, "agentInfo": map[string]any{"name": "fake", "version": "0"}, "agentCapabilities": map[string]any{}})
 		case "session/new":
-			reply(map[string]any{"sessionId": "s-1", "modes": map[string]any{"currentModeId": "acceptEdits",
+			var p struct{ Cwd string }
+			json.Unmarshal(m.Params, &p)
+			mu.Lock()
+			next++
+			sid := fmt.Sprintf("s-%d", next)
+			cwds[sid] = p.Cwd
+			mu.Unlock()
+			reply(map[string]any{"sessionId": sid, "modes": map[string]any{"currentModeId": "acceptEdits",
 				"availableModes": []map[string]string{{"id": "default", "name": "Default"}, {"id": "plan", "name": "Plan"}, {"id": "acceptEdits", "name": "Edits"}}}})
 		case "session/set_mode":
-			var p struct{ ModeID string }
+			var p struct{ SessionID, ModeID string }
 			json.Unmarshal(m.Params, &p)
-			text("s-1", "[mode "+p.ModeID+"]")
+			text(p.SessionID, "[mode "+p.ModeID+"]")
 			reply(map[string]any{})
 		case "session/cancel":
 			cancelled <- struct{}{}
@@ -156,6 +164,12 @@ func fakeAgent() {
 					werr := os.WriteFile(arg, []byte("sneaked\n"), 0o644)
 					serr := os.WriteFile(filepath.Join(os.Getenv("FAKE_ACP_STATE"), "agent-state"), []byte("ok\n"), 0o644)
 					text(p.SessionID, fmt.Sprintf("sneak:%v state:%v", werr, serr))
+				case "cwd":
+					mu.Lock()
+					cwd := cwds[p.SessionID]
+					mu.Unlock()
+					time.Sleep(20 * time.Millisecond) // overlap concurrent turns
+					text(p.SessionID, "cwd:"+cwd)
 				case "hang":
 					text(p.SessionID, "working")
 					<-cancelled
@@ -338,6 +352,13 @@ func TestACPReadMissingIsEmpty(t *testing.T) {
 	}
 	if out := sink.String(); !strings.Contains(out, `read:{"content":""}`) {
 		t.Errorf("missing file reported as %s", out)
+	}
+	tn, sink = acpTurnOf(eng, ws, t.TempDir(), "readmissing /etc/passwd", true, ModeAsk, nil)
+	if _, err := tn.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out := sink.String(); !strings.Contains(out, "planbridge refused the read") || strings.Contains(out, "root:") {
+		t.Errorf("read outside the workspace: %s", out)
 	}
 	os.Symlink("/proc/self", filepath.Join(ws, "proc"))
 	tn, sink = acpTurnOf(eng, ws, t.TempDir(), "readmissing "+filepath.Join(ws, "proc", "environ"), true, ModeAsk, nil)
@@ -546,5 +567,32 @@ func TestACPConfinedPlanAgentCannotWrite(t *testing.T) {
 				t.Fatalf("as nobody: %v\n%s", err, out)
 			}
 		})
+	}
+}
+
+// TestACPSessionsPerWorkspaceConcurrently: two planbridge sessions (one in
+// a Worktree fork's directory) prompt one agent at once; each gets its own
+// ACP session with its own cwd, and neither sees the other's text.
+func TestACPSessionsPerWorkspaceConcurrently(t *testing.T) {
+	eng := newFakeACP(t)
+	ws, fork := t.TempDir(), t.TempDir()
+	var wg sync.WaitGroup
+	sinks := make([]*acpSink, 2)
+	for i, dir := range []string{ws, fork} {
+		tn, sink := acpTurnOf(eng, dir, t.TempDir(), "cwd", false, ModeAsk, nil)
+		sinks[i] = sink
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := tn.Run(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, dir := range []string{ws, fork} {
+		if got := sinks[i].String(); !strings.HasSuffix(got, "cwd:"+dir) || strings.Count(got, "cwd:") != 1 {
+			t.Errorf("session %d saw %q, want its own cwd %s", i, got, dir)
+		}
 	}
 }
