@@ -164,6 +164,9 @@ func fakeAgent() {
 					werr := os.WriteFile(arg, []byte("sneaked\n"), 0o644)
 					serr := os.WriteFile(filepath.Join(os.Getenv("FAKE_ACP_STATE"), "agent-state"), []byte("ok\n"), 0o644)
 					text(p.SessionID, fmt.Sprintf("sneak:%v state:%v", werr, serr))
+				case "env":
+					text(p.SessionID, fmt.Sprintf("IS_SANDBOX=%q DISABLE_TELEMETRY=%q CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=%q DISABLE_AUTOUPDATER=%q",
+						os.Getenv("IS_SANDBOX"), os.Getenv("DISABLE_TELEMETRY"), os.Getenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"), os.Getenv("DISABLE_AUTOUPDATER")))
 				case "cwd":
 					mu.Lock()
 					cwd := cwds[p.SessionID]
@@ -594,5 +597,20 @@ func TestACPSessionsPerWorkspaceConcurrently(t *testing.T) {
 		if got := sinks[i].String(); !strings.HasSuffix(got, "cwd:"+dir) || strings.Count(got, "cwd:") != 1 {
 			t.Errorf("session %d saw %q, want its own cwd %s", i, got, dir)
 		}
+	}
+}
+
+// TestACPEnvironmentHygiene: the agent never sees IS_SANDBOX (Claude Code
+// as root) even when planbridge's environment or the configuration has
+// it, and always gets the no-telemetry, no-update variables.
+func TestACPEnvironmentHygiene(t *testing.T) {
+	t.Setenv("IS_SANDBOX", "yes")
+	eng := newFakeACP(t, "IS_SANDBOX=1")
+	tn, sink := acpTurnOf(eng, t.TempDir(), t.TempDir(), "env", false, ModeAsk, nil)
+	if _, err := tn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := sink.String(); !strings.Contains(got, `IS_SANDBOX="" DISABLE_TELEMETRY="1" CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1" DISABLE_AUTOUPDATER="1"`) {
+		t.Errorf("agent environment: %s", got)
 	}
 }
