@@ -234,7 +234,7 @@ func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
 		delete(a.turns, sess.id)
 		a.mu.Unlock()
 	}()
-	if id := pickMode(sess.modes, plan, t.Gate.Mode); id != "" && id != sess.modes.CurrentModeID {
+	if id := pickMode(sess.modes); id != "" && id != sess.modes.CurrentModeID {
 		if err := a.proc.Call(ctx, "session/set_mode", acp.SetModeParams{SessionID: sess.id, ModeID: id}, nil); err != nil {
 			return res, e.crashed(a, fmt.Errorf("setting the agent's mode %s: %w", id, err))
 		}
@@ -349,27 +349,17 @@ func (a *acpProc) session(ctx context.Context, t *Turn) (*acpSession, bool, erro
 	return s, true, nil
 }
 
-// pickMode maps the turn's Plan stamp and permission mode onto one of the
-// agent's modes ("" keeps the current one). The gate answers every
-// permission request whatever the mode; the agent's mode only decides what
-// it asks about. In Plan that must be everything that mutates, so Plan
-// picks the agent's asking mode, not its own plan mode: Claude Code's plan
-// mode is advisory and Gemini CLI's refuses silently, so neither would let
-// planbridge see, refuse and count the attempt. Codex's read-only mode
-// (its own sandbox, asking for anything more) is kept, in Plan and in ask
-// mode.
-func pickMode(ms *acp.ModeState, plan bool, mode Mode) string {
-	var want []string
-	switch {
-	case plan:
-		want = []string{"read-only", "default"}
-	case mode == ModeAsk:
-		// Codex's "auto" writes the workspace unasked; its read-only asks.
-		want = []string{"default", "read-only"}
-	default:
-		want = []string{"acceptEdits", "autoEdit", "auto_edit", "auto", "default"}
-	}
-	for _, w := range want {
+// pickMode picks the agent mode a turn runs in ("" keeps the current
+// one): always the agent's asking mode, whatever the Plan stamp and the
+// card's permission mode, because planbridge's gate answers every
+// permission request and so implements both. An agent mode that acts
+// unasked would take decisions away from the gate: Claude Code's plan mode
+// is advisory, Gemini CLI's refuses silently (planbridge could not count
+// the attempt), Codex's auto writes the workspace and runs commands in its
+// own sandbox unasked, acceptEdits/autoEdit would skip the person in ask
+// mode. Codex's asking mode is read-only, the others' default.
+func pickMode(ms *acp.ModeState) string {
+	for _, w := range []string{"default", "read-only"} {
 		for _, m := range ms.AvailableModes {
 			if m.ID == w {
 				return w

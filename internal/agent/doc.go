@@ -52,4 +52,42 @@
 // conversation does ([SessionEngine]): every session starts the script from
 // its first step, a fork from its parent's position, and a [CursorStore]
 // keeps the positions across restarts.
+//
+// # The acp engine
+//
+// [ACP] drives an Agent Client Protocol agent (Claude Code, Codex, Gemini
+// CLI …, through the protocol client in planbridge/acp) and is a
+// [TurnEngine]: the agent runs its own tool loop, so [Turn.Run] hands it
+// the whole root turn. Its contract:
+//
+//   - Every permission request the agent makes passes [Gate.Decide] as a
+//     tool whose [Meta] comes from the ACP tool kind (read, search and think
+//     are read-only; edit is an edit; an execute request is judged as the
+//     bash tool, by the shell classifier; anything else may do anything).
+//     In Plan a mutation is refused and reported through [Sink.Blocked];
+//     outside Plan [Turn.Ask] asks the person where the gate says Ask. It
+//     answers allow_once, never allow_always (which would let the agent stop
+//     asking).
+//   - fs/read_text_file is served under the one read policy
+//     ([Roots.OpenRead]); fs/write_text_file is a write_file call through
+//     the gate (work:// notes only in Plan, protected paths asked). An
+//     edit, delete or move the agent asks for names its files to the gate
+//     ([Meta.Writes]) from its locations and raw input. A
+//     missing file reads as empty (Gemini CLI cannot create files
+//     otherwise). terminal/* is not advertised.
+//   - The agent always runs in its asking mode (default, or Codex's
+//     read-only), never its own plan or auto-approving modes, so every
+//     mutation reaches the gate, which applies Plan and the card's
+//     permission mode itself; Plan and other turns use separate
+//     agent processes so the Plan one can be confined
+//     ([ACPConfig.Confine], [Confinement]): the gate holds what the agent
+//     asks; only the OS confinement holds what it does unasked.
+//   - The turn's text is the agent's message chunks; a plan-exit request's
+//     plan is appended as a <proposed_plan> block. A turn that ends on a
+//     refusal without a plan is told the refusals and prompted again, a
+//     bounded number of times.
+//   - The agent runs in its own process group, killed by [ACP.Close];
+//     session/cancel is sent on interrupt; an agent that dies fails the turn
+//     with a clear error and is restarted at the next prompt, which then
+//     carries the conversation so far.
 package agent
