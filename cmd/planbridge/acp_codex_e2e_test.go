@@ -302,3 +302,49 @@ func BenchmarkACPFirstToken(b *testing.B) {
 	b.ReportMetric(float64(dAgent.Nanoseconds())/float64(b.N), "agent-ns/op")
 	b.ReportMetric(float64(dACP.Nanoseconds())/float64(b.N), "acp-ns/op")
 }
+
+// TestACPCodexWorktreeHandoff: accepted into a Worktree, the
+// implementation runs in the fork: the agent's session there has the
+// fork's directory as its cwd, so Codex's patch (a relative path) lands in
+// the fork and the source checkout is untouched.
+func TestACPCodexWorktreeHandoff(t *testing.T) {
+	t.Parallel() // see TestACPCodexThroughTheBinary
+	codex := acpBin(t, "codex-acp")
+	ws := gitRepo(t, map[string]string{"README": "readme\n"})
+	srv := httptest.NewServer(&codexModel{})
+	defer srv.Close()
+	home := codexHome(t, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	p := startServe(t, t.TempDir())
+	if err := p.c.Call(ctx, "initialize", map[string]any{"engine": map[string]any{"kind": "acp", "command": []string{codex},
+		"env": map[string]string{"HOME": home, "CODEX_HOME": home, "OPENAI_API_KEY": "sk-fake-codex"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.c.OnAsk(func(json.RawMessage) any { return map[string]bool{"allow": true} })
+	s := createSession(t, ctx, p.c, ws)
+	if err := p.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "/plan add notes"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitTurnEnd(t, ctx, p.c, 1)
+	v := getApproval(t, ctx, p.c, s.ID)
+	v = update(t, ctx, p.c, s.ID, v.Attempt, handoffChange("location", "worktree"))
+	if err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt, "branch": "feature/notes"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool {
+		return e.Kind == "handoff" && strings.Contains(string(e.Data), `"done"`) && e.Session != s.ID
+	}); err != nil {
+		t.Fatal(err)
+	}
+	forks, _ := filepath.Glob(filepath.Join(ws, ".worktrees", "notes", "notes.txt"))
+	if len(forks) != 1 {
+		t.Fatalf("notes.txt in forks: %v", forks)
+	}
+	if b, _ := os.ReadFile(forks[0]); string(b) != "notes from Codex\n" {
+		t.Errorf("fork notes.txt = %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "notes.txt")); err == nil {
+		t.Error("the implementation wrote the source checkout, not the fork")
+	}
+}
