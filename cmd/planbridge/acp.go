@@ -106,3 +106,15 @@ func acpDoctor(ctx context.Context, cfg agent.EngineConfig) (string, error) {
 	}
 	return fmt.Sprintf("acp %s speaks ACP %d (%s)", strings.Join(acpConfig(cfg, "", nil).Command, " "), res.ProtocolVersion, name), nil
 }
+
+// acpSecretName reports whether an agent environment variable holds a
+// secret to mask: API keys and tokens (…_KEY, …_TOKEN, …_SECRET).
+func acpSecretName(name string) bool {
+	n := strings.ToUpper(name)
+	for _, suf := range []string{"_KEY", "_TOKEN", "_SECRET", "_PASSWORD"} {
+		if strings.HasSuffix(n, suf) {
+			return true
+		}
+	}
+	return false
+}

@@ -62,7 +62,16 @@ func (c *commonFlags) engineConfig() agent.EngineConfig {
 // replay where it stopped, while a new session starts from the beginning.
 func newEngine(ctx context.Context, st *store.Store, red *redact.Set, cfg agent.EngineConfig, lg *slog.Logger, acps *acpEngines) (agent.Engine, error) {
 	if cfg.Kind == "acp" {
-		return newACP(cfg, filepath.Join(st.Dir(), "acp"), lg, acps)
+		for name, v := range cfg.Env {
+			if acpSecretName(name) {
+				red.Add(v)
+			}
+		}
+		eng, err := newACP(cfg, filepath.Join(st.Dir(), "acp"), lg, acps)
+		if err != nil {
+			return nil, red.Error(err)
+		}
+		return agent.Redacting(eng, red), nil
 	}
 	eng, err := agent.NewEngine(cfg, os.Getenv)
 	if err != nil {

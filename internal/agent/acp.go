@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -206,6 +207,7 @@ type acpTurn struct {
 	mu       sync.Mutex // guards the fields below
 	text     strings.Builder
 	calls    map[string]ToolCall
+	raw      map[string]acp.ToolCall // the agent's own view of each call
 	exitPlan string          // the plan of the agent's own plan-exit request
 	allowed  map[string]bool // absolute paths a permission allowed to write
 	refusals []string        // reasons of refusals not yet told the agent
@@ -225,7 +227,7 @@ func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
 	if err != nil {
 		return res, e.crashed(a, err)
 	}
-	turn := &acpTurn{t: t, sess: sess.id, calls: map[string]ToolCall{}, allowed: map[string]bool{}}
+	turn := &acpTurn{t: t, sess: sess.id, calls: map[string]ToolCall{}, raw: map[string]acp.ToolCall{}, allowed: map[string]bool{}}
 	a.mu.Lock()
 	a.turns[sess.id] = turn
 	a.mu.Unlock()
@@ -512,6 +514,7 @@ func (u *acpTurn) update(up acp.SessionUpdate) {
 		call := u.toolCall(up.ToolCall)
 		u.mu.Lock()
 		u.calls[call.ID] = call
+		u.raw[call.ID] = up.ToolCall
 		u.mu.Unlock()
 		u.t.Sink.ToolCall(call)
 		u.finish(call, up)
@@ -623,17 +626,66 @@ func shellQuoteArgv(argv []string) string {
 	return strings.Join(q, " ")
 }
 
-// acpToolMeta is what an ACP tool kind declares, as [Meta]. Only kinds
-// that cannot change anything are read-only; an unknown kind may do
-// anything (fail closed).
-func acpToolMeta(kind string) Meta {
-	switch kind {
+// toolMeta is what an ACP tool call declares, as [Meta]. Only kinds
+// that cannot change anything are read-only; an edit, delete or move
+// writes the files it names (its locations and the path fields of its raw
+// input), so the gate applies the write policy to them (work:// notes only
+// in Plan, protected paths always asked); an unknown kind may do anything
+// (fail closed).
+func (u *acpTurn) toolMeta(tc acp.ToolCall) Meta {
+	switch tc.Kind {
 	case acp.KindRead, acp.KindSearch, acp.KindThink:
 		return Meta{ReadOnly: true}
-	case acp.KindEdit:
-		return Meta{Edits: true}
+	case acp.KindEdit, acp.KindDelete, acp.KindMove:
+		targets := u.writeTargets(tc)
+		return Meta{Edits: tc.Kind == acp.KindEdit, Writes: func(json.RawMessage) ([]string, error) { return targets, nil }}
 	}
 	return Meta{}
+}
+
+// writeTargets lists the files an agent's tool call writes, as tool paths
+// (an absolute path in the session's work directory becomes work://…).
+func (u *acpTurn) writeTargets(tc acp.ToolCall) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if p == "" {
+			return
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(u.t.Env.Roots.Workspace, p)
+		}
+		p = filepath.Clean(p)
+		if w := u.t.Env.Roots.Work; w != "" {
+			if rel, err := filepath.Rel(w, p); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+				p = WorkScheme + filepath.ToSlash(rel)
+			}
+		}
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, l := range tc.Locations {
+		add(l.Path)
+	}
+	var in map[string]json.RawMessage
+	if json.Unmarshal(tc.RawInput, &in) == nil {
+		for _, k := range []string{"file_path", "path", "notebook_path", "absolute_path", "destination", "new_path", "move_path"} {
+			var v string
+			if json.Unmarshal(in[k], &v) == nil {
+				add(v)
+			}
+		}
+		var changes map[string]json.RawMessage // Codex: {path: change}
+		if json.Unmarshal(in["changes"], &changes) == nil {
+			for k := range changes {
+				add(k)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // permission answers one permission request through the turn's gate.
@@ -664,8 +716,11 @@ func (u *acpTurn) permission(ctx context.Context, p acp.RequestPermissionParams)
 	tc := p.ToolCall
 	if seen && tc.Kind == "" {
 		// A permission request may carry only the id of an announced call.
-		call := known
-		return u.decide(ctx, call, acpToolMeta(call.Name), allow, reject)
+		u.mu.Lock()
+		raw := u.raw[tc.ToolCallID]
+		u.mu.Unlock()
+		raw.Locations = append(raw.Locations, tc.Locations...)
+		return u.decide(ctx, known, u.toolMeta(raw), allow, reject)
 	}
 	call := u.toolCall(tc)
 	if !seen {
@@ -693,7 +748,7 @@ func (u *acpTurn) permission(ctx context.Context, p acp.RequestPermissionParams)
 		}
 		return allow()
 	}
-	return u.decide(ctx, call, acpToolMeta(tc.Kind), allow, reject)
+	return u.decide(ctx, call, u.toolMeta(tc), allow, reject)
 }
 
 func (u *acpTurn) decide(ctx context.Context, call ToolCall, meta Meta, allow, reject func() acp.RequestPermissionResult) acp.RequestPermissionResult {
@@ -769,7 +824,7 @@ func (u *acpTurn) readFile(p acp.ReadTextFileParams) (any, error) {
 }
 
 // writeFile serves fs/write_text_file as a write_file call through the
-// gate: refused in Plan (except the session's work:// tree), asked or run
+// gate: refused in Plan (except work:// notes), asked or run
 // by the permission mode outside it, unless a permission the person or
 // the gate already gave for this path in this turn covers it.
 func (u *acpTurn) writeFile(ctx context.Context, p acp.WriteTextFileParams) (any, error) {
@@ -783,9 +838,6 @@ func (u *acpTurn) writeFile(ctx context.Context, p acp.WriteTextFileParams) (any
 		tool = writeFileTool
 	}
 	d := u.t.Gate.Decide(tool, call)
-	if u.t.Gate.Plan && IsWorkPath(tp) {
-		d = Decision{Verdict: Run}
-	}
 	u.mu.Lock()
 	if d.Verdict == Ask && u.allowed[filepath.Clean(p.Path)] {
 		d.Verdict = Run
@@ -808,6 +860,7 @@ func (u *acpTurn) writeFile(ctx context.Context, p acp.WriteTextFileParams) (any
 	}
 	u.t.Sink.ToolCall(call)
 	env := u.t.Env
+	env.AllowProtected = d.Protected // asked: the person confirmed this write
 	out, err := tool.Run(ctx, &env, call.Arguments)
 	if err != nil {
 		u.t.Sink.ToolResult(call, false, err.Error())

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"planbridge/internal/redact"
 )
 
 // TestMain doubles as a fake ACP agent when FAKE_ACP_AGENT is set: the
@@ -266,7 +268,7 @@ func newFakeACP(t *testing.T, env ...string) *ACP {
 func acpTurnOf(eng *ACP, ws, work, prompt string, plan bool, mode Mode, ask Asker) (*Turn, *acpSink) {
 	sink := &acpSink{}
 	return &Turn{Engine: eng, Messages: []Message{{Role: RoleSystem, Content: "sys"}, {Role: RoleUser, Content: prompt}},
-		Tools: NewRegistry(DefaultTools()...), Gate: Gate{Plan: plan, Mode: mode, Shell: allowAll{}},
+		Tools: NewRegistry(DefaultTools()...), Gate: Gate{Plan: plan, Mode: mode, Shell: allowAll{}, Roots: Roots{Workspace: ws, Work: work}},
 		Env: Env{Roots: Roots{Workspace: ws, Work: work}}, Ask: ask, Sink: sink}, sink
 }
 
@@ -612,5 +614,52 @@ func TestACPEnvironmentHygiene(t *testing.T) {
 	}
 	if got := sink.String(); !strings.Contains(got, `IS_SANDBOX="" DISABLE_TELEMETRY="1" CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1" DISABLE_AUTOUPDATER="1"`) {
 		t.Errorf("agent environment: %s", got)
+	}
+}
+
+// TestACPProtectedPathAsksInFullAuto: an agent's edit of a repository
+// control file asks the person with the warning even in full-auto, and a
+// denial leaves it unwritten (neither through the permission nor through
+// fs/write_text_file).
+func TestACPProtectedPathAsksInFullAuto(t *testing.T) {
+	eng := newFakeACP(t)
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, ".git", "hooks"), 0o755)
+	hook := filepath.Join(ws, ".git", "hooks", "pre-commit")
+	var reasons []string
+	deny := func(ctx context.Context, c ToolCall, reason string) (bool, error) {
+		reasons = append(reasons, reason)
+		return false, nil
+	}
+	tn, _ := acpTurnOf(eng, ws, t.TempDir(), "write "+hook, false, ModeFullAuto, deny)
+	if _, err := tn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(hook); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the hook was written: %v", err)
+	}
+	if len(reasons) != 2 || !strings.Contains(reasons[0], "WARNING") || !strings.Contains(reasons[1], "WARNING") {
+		t.Errorf("asked %q", reasons)
+	}
+}
+
+// TestACPRedacted: under Redacting, a key the agent echoes never reaches
+// the sink or the turn's messages.
+func TestACPRedacted(t *testing.T) {
+	const key = "sk-ant-acp-secret-0123456789"
+	set := &redact.Set{}
+	set.Add(key)
+	eng := Redacting(newFakeACP(t), set)
+	tn, sink := acpTurnOf(nil, t.TempDir(), t.TempDir(), "say "+key, false, ModeAsk, nil)
+	tn.Engine = eng
+	res, err := tn.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sink.String(); strings.Contains(got, key) || !strings.Contains(got, "[redacted]") {
+		t.Errorf("sink saw %q", got)
+	}
+	if len(res.Messages) != 1 || strings.Contains(res.Messages[0].Content, key) || strings.Contains(strings.Join(sink.done, ""), key) {
+		t.Errorf("messages %+v done %q", res.Messages, sink.done)
 	}
 }

@@ -63,8 +63,8 @@ var ErrTooManySteps = errors.New("turn stopped: too many model requests")
 // Run executes the turn. It returns the messages produced so far even on
 // error, so a caller can persist partial progress.
 func (t *Turn) Run(ctx context.Context) (TurnResult, error) {
-	if te, ok := t.Engine.(TurnEngine); ok && t.Depth == 0 {
-		return te.RunTurn(ctx, t)
+	if run, ok := turnEngine(t.Engine); ok && t.Depth == 0 {
+		return run(ctx, t)
 	}
 	var res TurnResult
 	max := t.MaxSteps
