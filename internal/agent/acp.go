@@ -208,9 +208,9 @@ type acpTurn struct {
 	text     strings.Builder
 	calls    map[string]ToolCall
 	raw      map[string]acp.ToolCall // the agent's own view of each call
-	exitPlan string          // the plan of the agent's own plan-exit request
-	allowed  map[string]bool // absolute paths a permission allowed to write
-	refusals []string        // reasons of refusals not yet told the agent
+	exitPlan string                  // the plan of the agent's own plan-exit request
+	allowed  map[string]bool         // absolute paths a permission allowed to write
+	refusals []string                // reasons of refusals not yet told the agent
 }
 
 // RunTurn implements [TurnEngine]: it sends the turn's prompt to the
