@@ -789,23 +789,31 @@ func (u *acpTurn) resolve(p string) (string, string, error) {
 	return abs, rel, nil
 }
 
-// readFile serves fs/read_text_file under the tools' path confinement. A
+// maxACPRead bounds one fs/read_text_file answer.
+const maxACPRead = 32 << 20
+
+// readFile serves fs/read_text_file under the one read policy
+// ([Roots.OpenRead]: workspace, work://, read roots, never /proc). A
 // missing file reads as empty, not as an error: Gemini CLI reads a file
 // before writing it and takes any error (its SDK hands it the bare error
 // object, so no code or wording is recognised) as "cannot check the
 // existing file", which makes creating a new file impossible.
 func (u *acpTurn) readFile(p acp.ReadTextFileParams) (any, error) {
-	abs, _, err := u.resolve(p.Path)
-	if err != nil {
-		u.t.Sink.ToolResult(ToolCall{ID: "fs-read", Name: "read_file", Arguments: mustJSON(map[string]string{"path": p.Path})}, false, err.Error())
-		return nil, &acp.Error{Code: acp.CodeInvalidParams, Message: "planbridge refused the read: " + err.Error()}
-	}
-	b, err := os.ReadFile(abs)
+	f, err := u.t.Env.Roots.OpenRead(p.Path)
 	if errors.Is(err, os.ErrNotExist) {
 		return acp.ReadTextFileResult{Content: ""}, nil
 	}
 	if err != nil {
+		u.t.Sink.ToolResult(ToolCall{ID: "fs-read", Name: "read_file", Arguments: mustJSON(map[string]string{"path": p.Path})}, false, err.Error())
+		return nil, &acp.Error{Code: acp.CodeInvalidParams, Message: "planbridge refused the read: " + err.Error()}
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxACPRead+1))
+	if err != nil {
 		return nil, &acp.Error{Code: acp.CodeInternalError, Message: err.Error()}
+	}
+	if len(b) > maxACPRead {
+		return nil, &acp.Error{Code: acp.CodeInvalidParams, Message: fmt.Sprintf("%s is larger than %d bytes; read it in parts (line, limit)", p.Path, maxACPRead)}
 	}
 	text := string(b)
 	if p.Line != nil || p.Limit != nil {

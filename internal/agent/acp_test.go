@@ -241,7 +241,7 @@ func (allowAll) Classify(src string) (bool, string) {
 	}
 	return false, "not read-only"
 }
-func (allowAll) RunReadOnly(context.Context, string, string) (string, int, bool, string, error) {
+func (allowAll) RunReadOnly(context.Context, Roots, string) (string, int, bool, string, error) {
 	return "", 0, false, "", nil
 }
 func (allowAll) Run(context.Context, string, string) (string, int, error) { return "", 0, nil }
