@@ -140,8 +140,8 @@ and handed to the backend in its environment: it never travels on
 the wire and is never written anywhere by planbridge.
 \(acp :command (PROGRAM ARG...) :env ((NAME . VALUE)...)) drives an
 Agent Client Protocol agent such as claude-agent-acp, codex-acp or
-gemini --acp, under planbridge's gate; :env is optional and is sent
-at `initialize'."
+gemini --acp, under planbridge's gate; :env (optional) is put in the
+backend's environment, which the agent inherits, never on the wire."
   :type '(choice (const :tag "Backend default" nil)
                  (list :tag "Scripted replay"
                        (const script) (const :file) (file :must-match t))
@@ -506,10 +506,7 @@ later, asynchronously; other messages are sent as ARGS say."
        (list :kind "script"
              :script (expand-file-name (plist-get args :file))))
       ('acp
-       `(:kind "acp" :command ,(vconcat (plist-get args :command))
-               ,@(and (plist-get args :env)
-                      (list :env (cl-loop for (name . value) in (plist-get args :env)
-                                          append (list (intern (concat ":" name)) value))))))
+       (list :kind "acp" :command (vconcat (plist-get args :command))))
       ((and kind (or 'openai 'anthropic))
        (list :kind (symbol-name kind) :base_url (plist-get args :base-url)
              :model (plist-get args :model))))))
@@ -518,17 +515,23 @@ later, asynchronously; other messages are sent as ARGS say."
   "Return the environment of the backend process.
 With an openai or anthropic engine, the API key from auth-source is
 put in PLANBRIDGE_OPENAI_API_KEY or PLANBRIDGE_ANTHROPIC_API_KEY: it
-never travels on the wire, so the events buffer never holds it."
+never travels on the wire, so the events buffer never holds it.  With
+an acp engine its :env is put there for the same reason: the agent
+inherits the backend's environment."
   (let* ((kind (car-safe planbridge-engine))
          (args (cdr-safe planbridge-engine))
          (url (and (memq kind '(openai anthropic))
                    (or (plist-get args :base-url)
                        (and (eq kind 'anthropic) "https://api.anthropic.com"))))
          (key (and url (planbridge--api-key url))))
-    (if key
-        (cons (format "PLANBRIDGE_%s_API_KEY=%s" (upcase (symbol-name kind)) key)
-              process-environment)
-      process-environment)))
+    (cond
+     (key
+      (cons (format "PLANBRIDGE_%s_API_KEY=%s" (upcase (symbol-name kind)) key)
+            process-environment))
+     ((eq kind 'acp)
+      (append (mapcar (lambda (kv) (concat (car kv) "=" (cdr kv))) (plist-get args :env))
+              process-environment))
+     (t process-environment))))
 
 (defun planbridge--models-params ()
   "Return the `models' parameter of `initialize', or nil."

@@ -469,16 +469,15 @@ The session comes back with Plan still on and no event shown twice."
         (kill-buffer buf)))))
 
 (ert-deftest planbridge-test-acp-engine-params ()
-  "An acp engine is sent as its command vector and environment object."
+  "An acp engine is sent as its command vector; its :env goes to the
+backend's environment (the agent inherits it), never on the wire."
   (let ((planbridge-engine '(acp :command ("claude-agent-acp" "--x")
-                                 :env (("ANTHROPIC_BASE_URL" . "http://127.0.0.1:9")))))
+                                 :env (("ANTHROPIC_API_KEY" . "sk-ant-elisp-secret")))))
     (should (equal (planbridge--engine-params)
-                   '(:kind "acp" :command ["claude-agent-acp" "--x"]
-                           :env (:ANTHROPIC_BASE_URL "http://127.0.0.1:9"))))
+                   '(:kind "acp" :command ["claude-agent-acp" "--x"])))
     (should (equal (json-serialize (planbridge--engine-params) :null-object nil :false-object :json-false)
-                   "{\"kind\":\"acp\",\"command\":[\"claude-agent-acp\",\"--x\"],\"env\":{\"ANTHROPIC_BASE_URL\":\"http://127.0.0.1:9\"}}")))
-  (let ((planbridge-engine '(acp :command ("gemini" "--acp"))))
-    (should (equal (planbridge--engine-params) '(:kind "acp" :command ["gemini" "--acp"])))))
+                   "{\"kind\":\"acp\",\"command\":[\"claude-agent-acp\",\"--x\"]}"))
+    (should (equal (car (planbridge--process-environment)) "ANTHROPIC_API_KEY=sk-ant-elisp-secret"))))
 
 (ert-deftest planbridge-test-api-key-from-auth-source ()
   "The openai API key comes from auth-source and is written nowhere.
