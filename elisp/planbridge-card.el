@@ -1027,7 +1027,14 @@ A replay takes the card from `approval/get' afterwards."
        (planbridge--insert-line
         'planbridge-notice
         (substitute-command-keys
-         "ℹ The proposal is a draft now (\\[planbridge-restore-draft] brings it back)"))))
+         "ℹ The proposal is a draft now (\\[planbridge-restore-draft] brings it back)")))
+      ("interrupted"
+       (planbridge--insert-line 'planbridge-notice "ℹ Approval interrupted: nothing runs"))
+      ("timed_out"
+       (planbridge--insert-line
+        'planbridge-notice
+        (substitute-command-keys
+         "ℹ Approval timed out: nothing runs; the proposal is a draft now (\\[planbridge-restore-draft] brings it back)"))))
     (when (and (equal reason "accepted") (plist-get data :selection))
       (planbridge--note-implementation (plist-get data :selection)))
     (unless planbridge--replaying

@@ -1972,6 +1972,7 @@ For `kill-emacs-query-functions'; the turn would be cut short."
   (require 'planbridge-tracking)
   (require 'planbridge-goal)
   (require 'planbridge-share)
-  (require 'planbridge-sessions))
+  (require 'planbridge-sessions)
+  (require 'planbridge-artifacts))
 
 ;;; planbridge.el ends here

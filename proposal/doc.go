@@ -46,5 +46,6 @@
 // [Parse], [RenderHTML] and [RenderText] use goldmark with GFM and bound
 // model-authored content for display ([MaxSteps], [MaxStepChars],
 // [MaxBodyChars]), clipping with a visible marker instead of failing.
-// [ReminderFull] and [ReminderRef] are the Plan reminder texts.
+// [ReminderFull] and [ReminderRef] are the Plan reminder texts. [Trailer] is
+// the "Plan: <title> (sha256:<12 hex>)" commit trailer naming an accepted plan.
 package proposal

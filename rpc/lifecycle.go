@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"planbridge/internal/agent"
 	"planbridge/internal/session"
@@ -11,7 +12,10 @@ import (
 type initializeParams struct {
 	Engine *agent.EngineConfig  `json:"engine"`
 	Models *session.ModelConfig `json:"models"`
-	Client *struct {
+	// ApprovalTimeout, in seconds, closes an undecided approval card as
+	// timed_out (0 or absent: never).
+	ApprovalTimeout *float64 `json:"approval_timeout"`
+	Client          *struct {
 		Name    string `json:"name"`
 		Version string `json:"version"`
 	} `json:"client"`
@@ -37,6 +41,13 @@ func initialize(ctx context.Context, s *Server, raw json.RawMessage) (any, error
 		if err := m.SetModels(*p.Models); err != nil {
 			return nil, err
 		}
+	}
+	if p.ApprovalTimeout != nil {
+		t := *p.ApprovalTimeout
+		if t < 0 || t > 7*24*3600 || t != t {
+			return nil, paramsError{errString("approval_timeout: want seconds between 0 (off) and one week")}
+		}
+		m.SetApprovalTimeout(time.Duration(t * float64(time.Second)))
 	}
 	engine := ""
 	if e := m.Engine(); e != nil {

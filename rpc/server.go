@@ -82,6 +82,10 @@ var methods = map[string]handlerFunc{
 	"handoff/recover":           handoffRecover,
 	"handoff/retry":             handoffRecover, // alias
 	"implementation/resume":     handoffRecover, // alias
+	"approval/park":             approvalPark,
+	"approval/outcomes":         approvalOutcomes,
+	"plan/parked":               planParked,
+	"plan/startParked":          planStartParked,
 	"handoff/savePlan":          handoffSavePlan,
 	"session/queue":             sessionQueue,
 	"share/start":               shareStart,

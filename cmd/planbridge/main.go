@@ -63,6 +63,16 @@ func subcommands() []subcommand {
 		{"relay", "[--listen ADDR] [--tls-cert FILE --tls-key FILE]", "run a content-blind relay for share links",
 			"Relay share links between a planbridge that connects out and browsers, forwarding frames sealed\n" +
 				"end to end (docs/relay.md). It holds no plaintext, no keys and nothing across a restart.", runRelay},
+		{"plan", "[--engine E] [--script F] [--json] [-C DIR] [--state-dir D] PROMPT", "run one headless Plan turn and print its proposal (for CI)",
+			"Run one Plan turn on PROMPT in DIR (default \".\") with no Emacs attached: the same gate, read-only\n" +
+				"shell and sandbox as serve, a private temporary state directory unless --state-dir, permission asks\n" +
+				"denied. Print the proposal's Markdown (or, with --json, {proposed, title, body, hash, diagnostics,\n" +
+				"warnings, ...}). Nothing can be accepted or implemented in this mode. Exit status 0 with a\n" +
+				"proposal, 3 when the turn ended without one, 1 on errors.", runPlan},
+		{"plan-trailer", "[--state-dir D] [-C DIR] [SESSION]", "print the Plan: commit trailer of an accepted plan",
+			"Print \"Plan: <title> (sha256:<first 12 hex digits>)\" naming the accepted plan of SESSION, or of\n" +
+				"the most recently updated session whose workspace holds DIR (default \".\"), for a commit\n" +
+				"message. It reads the state and changes nothing. Exit status 1 when there is no accepted plan.", runPlanTrailer},
 		{"version", "", "print the version", "Print the version of planbridge.", runVersion},
 	}
 }
@@ -134,7 +144,7 @@ JSON-RPC 2.0 with Content-Length framing on stdin/stdout, so typing at it does n
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "usage: planbridge [SUBCOMMAND] [FLAGS]\n\nPlan mode for a coding agent, as a JSON-RPC backend for Emacs.\n\nsubcommands:\n")
 	for _, sc := range subcommands() {
-		fmt.Fprintf(w, "  %-9s  %s\n", sc.name, sc.summary)
+		fmt.Fprintf(w, "  %-12s  %s\n", sc.name, sc.summary)
 	}
 	fmt.Fprint(w, "\nRun \"planbridge SUBCOMMAND --help\" for its flags. --version prints the version.\n")
 }

@@ -2350,5 +2350,75 @@ unchanged edit sends nothing and keeps the comments."
       (should (equal seen '("unknown event kind mystery")))
       (should (string-match-p "^\\[mystery\\] {\"x\":1}$" (buffer-string))))))
 
+;;; Parked plans and the Plan: trailer
+;;;
+
+(defconst planbridge-test--plan-body
+  "# Rename the greeting\n\n## Key Changes\n- Change hello to hi in hello.txt\n\n## Validation\n- cat hello.txt"
+  "The body `planbridge-test--plan-text' proposes.")
+
+(ert-deftest planbridge-test-park-start-and-trailer ()
+  "P parks the plan and starts nothing; the parked list starts it once;
+then the commit trailer names it in a commit message buffer."
+  (planbridge-test-with-session planbridge-test--propose-and-implement
+    (let* ((session-buf (current-buffer))
+           (repo planbridge-test--repo)
+           (card (planbridge-test--propose))
+           (trailer (format "Plan: Rename the greeting (sha256:%s)"
+                            (substring (secure-hash 'sha256 planbridge-test--plan-body) 0 12))))
+      ;; No accepted plan yet: no trailer.
+      (with-temp-buffer
+        (setq default-directory repo)
+        (should-error (planbridge-insert-plan-trailer) :type 'user-error))
+      (should (eq (with-current-buffer card (key-binding (kbd "P")))
+                  #'planbridge-approval-park))
+      (planbridge-test--press card "P")
+      (planbridge-test--wait (lambda () (not (buffer-live-p card))) "the card to close")
+      (planbridge-test--wait
+       (lambda () (equal "parked" (plist-get (planbridge-test--status) :proposal_status)))
+       "the parked status")
+      (planbridge-test--wait
+       (lambda () (string-match-p "^ℹ Plan \"Rename the greeting\" approved and parked"
+                                  (planbridge-test--buffer-text)))
+       "the parked line")
+      ;; Nothing ran.
+      (should (equal 1 (length (planbridge-test--events "turn_end"))))
+      (should (null (planbridge-test--events "handoff")))
+      (let ((list-buf (planbridge-parked)))
+        (with-current-buffer list-buf
+          (should (eq major-mode 'planbridge-parked-mode))
+          (should (equal 1 (length tabulated-list-entries)))
+          (goto-char (point-min))
+          (should (equal "Rename the greeting" (aref (tabulated-list-get-entry) 0)))
+          (should (equal "here" (aref (tabulated-list-get-entry) 1)))
+          (planbridge-parked-start-here)
+          (should (null tabulated-list-entries)))
+        (kill-buffer list-buf))
+      (with-current-buffer session-buf
+        (planbridge-test--wait
+         (lambda () (seq-some (lambda (e) (string-match-p "\"done\"" (format "%S" e)))
+                              (planbridge-test--events "handoff")))
+         "the handoff to finish")
+        (should (equal "accepted" (plist-get (planbridge-test--status) :proposal_status))))
+      (should (equal trailer (planbridge-plan-trailer repo)))
+      ;; A git-commit message: the trailer goes before the comments.
+      (with-temp-buffer
+        (setq default-directory repo)
+        (insert "Rename the greeting\n\n# Please enter the commit message.\n# On branch master\n")
+        (planbridge-insert-plan-trailer)
+        (should (equal (buffer-string)
+                       (concat "Rename the greeting\n\n" trailer
+                               "\n\n# Please enter the commit message.\n# On branch master\n")))
+        ;; Once only.
+        (planbridge-insert-plan-trailer)
+        (should (= 1 (planbridge-test--count (regexp-quote trailer) (buffer-string)))))
+      ;; An existing trailer paragraph is joined.
+      (with-temp-buffer
+        (setq default-directory repo)
+        (insert "Rename\n\nBody text.\n\nSigned-off-by: A <a@b>\n")
+        (planbridge-insert-plan-trailer)
+        (should (equal (buffer-string)
+                       (concat "Rename\n\nBody text.\n\nSigned-off-by: A <a@b>\n" trailer "\n")))))))
+
 (provide 'planbridge-test)
 ;;; planbridge-test.el ends here

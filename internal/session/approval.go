@@ -74,6 +74,7 @@ func (s *Session) presentApproval(ctx context.Context) {
 	p := *s.prop
 	p.Selection = string(b)
 	s.approval = handoff.Approval{Attempt: handoff.NewAttemptID()}
+	s.armTimeoutLocked()
 	s.mu.Unlock()
 	if err := s.putProposal(ctx, p); err != nil {
 		s.m.log.Error("persist selection", "session", s.id, "err", err)
@@ -161,6 +162,7 @@ func (s *Session) UpdateSelection(ctx context.Context, attempt string, c handoff
 	b, _ := json.Marshal(sel)
 	p := *s.prop
 	p.Selection = string(b)
+	s.armTimeoutLocked() // the person is deciding: the timeout starts over
 	s.mu.Unlock()
 	if err := s.putProposal(ctx, p); err != nil {
 		return ApprovalView{}, err
@@ -187,6 +189,10 @@ func (s *Session) SetHidden(attempt string, hidden bool) (ApprovalView, error) {
 func (s *Session) closeApprovalLocked() string {
 	a := s.approval.Attempt
 	s.approval = handoff.Approval{}
+	if s.timeout != nil {
+		s.timeout.Stop()
+		s.timeout = nil
+	}
 	return a
 }
 
@@ -204,7 +210,7 @@ func (s *Session) CancelApproval(ctx context.Context, attempt string) error {
 	if err := s.putProposal(ctx, p); err != nil {
 		return err
 	}
-	s.emit(ApprovalClosedEvent{Attempt: a, Reason: "cancelled"})
+	s.closedWith(ctx, a, OutcomeCancelled, &p)
 	s.emitStatus()
 	s.kick()
 	return nil
@@ -261,7 +267,7 @@ func (s *Session) Feedback(ctx context.Context, attempt, text string, comments [
 	if err := s.putProposal(ctx, p); err != nil {
 		return err
 	}
-	s.emit(ApprovalClosedEvent{Attempt: a, Reason: "feedback"})
+	s.closedWith(ctx, a, OutcomeFeedback, &p)
 	s.enqueue(turnReq{text: handoff.FeedbackEnvelope(title, b.String(), p.Rejections), display: "Feedback: " + strings.TrimSpace(b.String())})
 	return nil
 }
@@ -388,7 +394,7 @@ func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff
 	row := s.row
 	row.Plan = false
 	prevTrack := s.track.plan
-	s.startTrackingLocked(p.Title, agent.WorkScheme+rec.Artifact.Path, in.Body, in.Selection.Policy())
+	s.startTrackingLocked(p.Title, agent.WorkScheme+rec.Artifact.Path, rec.Artifact.Hash, in.Body, in.Selection.Policy())
 	s.mu.Unlock()
 	track := s.trackingRow()
 	if err := s.m.st.CommitAcceptance(ctx, store.Acceptance{Session: row, Proposal: p, Tracking: track, Record: rec.Marshal()}); err != nil {
@@ -404,7 +410,8 @@ func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff
 	// The selection rides along, so the transcript records what the
 	// implementation runs with.
 	sel := in.Selection
-	s.emit(ApprovalClosedEvent{Attempt: attempt, Reason: "accepted", Selection: &sel})
+	s.recordOutcome(ctx, attempt, OutcomeAccepted, p.Title, p.Hash)
+	s.emit(ApprovalClosedEvent{Attempt: attempt, Reason: OutcomeAccepted, Selection: &sel})
 	s.emitSteps()
 	s.emit(NoticeEvent{Message: "Preparing implementation..."})
 	s.emitStatus()
@@ -430,7 +437,11 @@ func (s *Session) startHandoff(rec *handoff.Record) error {
 				s.emit(ErrorEvent{Message: msg})
 			}
 		}
-		return func() { s.emit(HandoffEvent{State: "done"}) }
+		// The report names the plan it implemented (provenance).
+		ref := (&TrackedPlan{Title: rec.Title, Hash: rec.Artifact.Hash}).Ref()
+		return func() {
+			s.emit(HandoffEvent{State: "done", Plan: &HandoffPlan{Title: ref.Title, Hash: ref.Hash, Trailer: ref.Trailer}})
+		}
 	})
 }
 

@@ -35,4 +35,17 @@
 // archives; a plan file changed on disk is flagged, never trusted. With
 // [Config.Redact], events and transcript rows are masked before they are
 // stored or published.
+//
+// Only [Session.Accept] and [Manager.StartParked] start an implementation,
+// and both go through the same durable handoff. [Session.Park] archives an
+// approved plan with its whole selection and the workspace HEAD and starts
+// nothing; a parked plan starts at most once, and the start reports a HEAD
+// that moved since approval. Every approval presentation that ends has its
+// outcome recorded ([Session.Outcomes]): accepted, parked, feedback,
+// cancelled (also leaving Plan), demoted, interrupted ([Session.Interrupt],
+// or the server closing with the card up — the next start presents it
+// again under a new attempt) or timed_out ([Manager.SetApprovalTimeout]; the
+// proposal becomes a draft). [Manager.PlanOnly] runs one headless Plan turn
+// with no acceptance path at all. [Info.AcceptedPlan] and [PlanStatus]
+// carry the accepted plan's title, hash and commit trailer.
 package session

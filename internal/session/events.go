@@ -93,19 +93,38 @@ type StatusEvent struct {
 	ForkedTo       string `json:"forked_to"`
 }
 
-// ApprovalClosedEvent: the presentation Attempt ended (accepted, feedback,
-// cancelled, demoted).
+// ApprovalClosedEvent: the presentation Attempt ended (accepted, parked,
+// feedback, cancelled, demoted, interrupted, timed_out: the Outcome*
+// constants).
 type ApprovalClosedEvent struct {
 	Attempt   string             `json:"attempt"`
 	Reason    string             `json:"reason"`
 	Selection *handoff.Selection `json:"selection,omitempty"` // accepted: what the implementation runs with
 }
 
-// HandoffEvent: the handoff started, failed (Step, Reason) or is done.
+// HandoffEvent: the handoff started, failed (Step, Reason) or is done;
+// done names the plan that was implemented (Plan).
 type HandoffEvent struct {
 	State  string       `json:"state"`
 	Step   handoff.Step `json:"step,omitempty"`
 	Reason string       `json:"reason,omitempty"`
+	Plan   *HandoffPlan `json:"plan,omitempty"`
+}
+
+// HandoffPlan is the provenance a finished handoff reports.
+type HandoffPlan struct {
+	Title   string `json:"title"`
+	Hash    string `json:"hash"`
+	Trailer string `json:"trailer"`
+}
+
+// ParkedStartedEvent: parked plan ID was started at Location; StaleBase
+// and Notice say when HEAD moved since approval.
+type ParkedStartedEvent struct {
+	ID        string           `json:"id"`
+	Location  handoff.Location `json:"location"`
+	StaleBase bool             `json:"stale_base"`
+	Notice    string           `json:"notice,omitempty"`
 }
 
 // ForkedEvent: the implementation continues in Worktree fork Fork.
@@ -176,6 +195,10 @@ func (ProposalEvent) Kind() string       { return "proposal" }
 func (DiagnosticEvent) Kind() string     { return "diagnostic" }
 func (TodoEvent) Kind() string           { return "todo" }
 func (GoalEvent) Kind() string           { return "goal" }
+func (ParkedStartedEvent) Kind() string  { return "parked_started" }
+
+// Kind makes a parked plan an event ("parked").
+func (ParkedView) Kind() string { return "parked" }
 
 // Kind makes the card an event ("approval").
 func (ApprovalView) Kind() string { return "approval" }

@@ -90,6 +90,8 @@ type Manager struct {
 	asker     Asker
 	models    ModelConfig
 	closed    bool
+	// approvalTimeout closes undecided cards as timed_out (0: never).
+	approvalTimeout time.Duration
 	// created are the sessions this process created: loading one is no
 	// restart, so nothing of it is paused by restart.
 	created map[string]bool
@@ -185,7 +187,10 @@ func (m *Manager) Close() {
 	}
 	m.mu.Unlock()
 	for _, s := range ss {
-		s.Interrupt()
+		s.stopTurn()
+		// The person's client went away: the card's presentation ends as
+		// interrupted, and the next start presents the proposal again.
+		s.interruptApproval(context.Background(), false)
 	}
 	m.turns.Wait()
 	for _, s := range ss {
@@ -256,6 +261,11 @@ func (m *Manager) Get(ctx context.Context, id string) (*Session, error) {
 		return nil, fmt.Errorf("load session %s: %w", id, err)
 	}
 	m.sessions[id] = s
+	if s.approval.Pending() && m.approvalTimeout > 0 {
+		// A card presented again on resume times out like any other.
+		attempt, d := s.approval.Attempt, m.approvalTimeout
+		s.timeout = time.AfterFunc(d, func() { s.timeOut(attempt) })
+	}
 	return s, nil
 }
 
@@ -307,7 +317,38 @@ func (m *Manager) storedInfo(ctx context.Context, r store.Session) Info {
 	if seq, err := m.st.LastSeq(ctx, r.ID); err == nil {
 		in.LastSeq = seq
 	}
+	in.AcceptedPlan = m.storedPlan(ctx, r.ID)
 	return in
+}
+
+// storedPlan is the accepted plan in a session's stored tracking, read
+// without loading the session (nil if none or unreadable). A plan that was
+// running is reported paused, as opening the session would.
+func (m *Manager) storedPlan(ctx context.Context, id string) *PlanRef {
+	t, err := m.st.GetTracking(ctx, id)
+	if err != nil || t.Plan == "" {
+		return nil
+	}
+	var p TrackedPlan
+	if json.Unmarshal([]byte(t.Plan), &p) != nil {
+		return nil
+	}
+	if p.Status == ImplRunning {
+		p.Status = ImplPaused
+	}
+	return p.Ref()
+}
+
+// AcceptedPlan returns the accepted plan of stored session id without
+// loading it or changing anything: for "planbridge plan-trailer", which may
+// run beside a server. It is nil when the session has none.
+func (m *Manager) AcceptedPlan(ctx context.Context, id string) (*PlanRef, error) {
+	if _, err := m.st.GetSession(ctx, id); errors.Is(err, store.ErrNotFound) {
+		return nil, errorf(CodeNotFound, "no session %q", id)
+	} else if err != nil {
+		return nil, err
+	}
+	return m.storedPlan(ctx, id), nil
 }
 
 // Store exposes the underlying store (for doctor and tests).

@@ -19,6 +19,9 @@ const (
 	ProposalNone     = "none"
 	ProposalProposed = "proposed"
 	ProposalDraft    = "draft"
+	// ProposalParked: approved and archived with its selection, not
+	// started (see [Session.Park]).
+	ProposalParked   = "parked"
 	ProposalAccepted = "accepted"
 )
 
@@ -123,8 +126,9 @@ func (s *Session) putProposal(ctx context.Context, p store.Proposal) error {
 }
 
 // demoteProposal turns an actionable proposal into a draft, keeping its
-// selection, and closes its card (a follow-up in Plan, or leaving Plan).
-func (s *Session) demoteProposal(ctx context.Context) {
+// selection, and closes its card with outcome (demoted: a follow-up in
+// Plan; cancelled: leaving Plan).
+func (s *Session) demoteProposal(ctx context.Context, outcome string) {
 	s.mu.Lock()
 	actionable := s.prop != nil && s.prop.Status == ProposalProposed
 	var p store.Proposal
@@ -135,7 +139,7 @@ func (s *Session) demoteProposal(ctx context.Context) {
 	a := s.closeApprovalLocked()
 	s.mu.Unlock()
 	if a != "" {
-		s.emit(ApprovalClosedEvent{Attempt: a, Reason: "demoted"})
+		s.closedWith(ctx, a, outcome, &p)
 	}
 	if !actionable {
 		return

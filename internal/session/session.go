@@ -36,6 +36,7 @@ type Session struct {
 	gl       goalState        // the session's Goal
 	wtNotice string           // the card's Worktree notice, from the last status walk
 	wtNoGit  bool             // that walk found no git checkout: a fork blocker
+	timeout  *time.Timer      // the approval timeout of the current presentation, if armed
 	msgs     []agent.Message  // transcript of the current context segment
 	nextIdx  int64
 	turnNo   int64
@@ -121,24 +122,42 @@ func (s *Session) WorkDir() string { return s.workDir }
 
 // Info is the client-facing summary of a session.
 type Info struct {
-	ID             string    `json:"id"`
-	Workspace      string    `json:"workspace"`
-	Title          string    `json:"title"`
-	Plan           bool      `json:"plan"`
-	Mode           string    `json:"mode"`
-	Busy           bool      `json:"busy"`
-	Queued         int       `json:"queued"`
-	ProposalStatus string    `json:"proposal_status"`
-	ProposalTitle  string    `json:"proposal_title,omitempty"`
-	Approval       string    `json:"approval"` // "", "shown" or "hidden"
-	Goal           string    `json:"goal,omitempty"`
-	ParentID       string    `json:"parent_id,omitempty"`
-	ForkedTo       string    `json:"forked_to,omitempty"`
-	BlockedTotal   int64     `json:"blocked_total"` // Plan refusals
-	RefusedTotal   int64     `json:"refused_total"` // other refusals
-	LastSeq        int64     `json:"last_seq"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
+	ID             string `json:"id"`
+	Workspace      string `json:"workspace"`
+	Title          string `json:"title"`
+	Plan           bool   `json:"plan"`
+	Mode           string `json:"mode"`
+	Busy           bool   `json:"busy"`
+	Queued         int    `json:"queued"`
+	ProposalStatus string `json:"proposal_status"`
+	ProposalTitle  string `json:"proposal_title,omitempty"`
+	Approval       string `json:"approval"` // "", "shown" or "hidden"
+	Goal           string `json:"goal,omitempty"`
+	ParentID       string `json:"parent_id,omitempty"`
+	ForkedTo       string `json:"forked_to,omitempty"`
+	BlockedTotal   int64  `json:"blocked_total"` // Plan refusals
+	RefusedTotal   int64  `json:"refused_total"` // other refusals
+	LastSeq        int64  `json:"last_seq"`
+	// AcceptedPlan names the plan this session implements (or implemented):
+	// the provenance that travels with the work. Nil before any acceptance.
+	AcceptedPlan *PlanRef  `json:"accepted_plan,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// PlanRef identifies an accepted plan: its title, the sha256 of the
+// accepted text, its archive and the commit-message trailer naming it.
+type PlanRef struct {
+	Title    string `json:"title"`
+	Hash     string `json:"hash"`
+	Artifact string `json:"artifact"`
+	Status   string `json:"status"` // the implementation's: running, paused, done
+	Trailer  string `json:"trailer,omitempty"`
+}
+
+// Ref is the plan's [PlanRef].
+func (p *TrackedPlan) Ref() *PlanRef {
+	return &PlanRef{Title: p.Title, Hash: p.PlanHash(), Artifact: p.Artifact, Status: p.Status, Trailer: p.Trailer()}
 }
 
 func infoFromRow(r store.Session, busy bool) Info {
@@ -159,6 +178,9 @@ func (s *Session) Info() Info {
 	}
 	if s.gl.g != nil {
 		in.Goal = s.gl.g.Summary()
+	}
+	if s.track.plan != nil {
+		in.AcceptedPlan = s.track.plan.Ref()
 	}
 	in.ParentID, in.ForkedTo = s.row.ParentID, s.row.ForkedTo
 	s.mu.Unlock()
@@ -356,7 +378,7 @@ func (s *Session) ExitPlan(ctx context.Context) error {
 	if err := s.saveRow(ctx); err != nil {
 		return err
 	}
-	s.demoteProposal(ctx) // leaving Plan abandons the pending proposal
+	s.demoteProposal(ctx, OutcomeCancelled) // leaving Plan abandons the pending proposal
 	s.emitStatus()
 	return nil
 }
@@ -370,6 +392,8 @@ type PlanStatus struct {
 	BlockedTotal   int64         `json:"blocked_total"` // Plan refusals
 	RefusedTotal   int64         `json:"refused_total"` // other refusals
 	Steps          *StepProgress `json:"steps,omitempty"`
+	// AcceptedPlan is the provenance of the implementation (nil if none).
+	AcceptedPlan *PlanRef `json:"accepted_plan,omitempty"`
 	// Confinement describes the OS layers under Plan's shell; it starts
 	// with "NO OS CONFINEMENT" when none confines file access here.
 	Confinement string `json:"confinement,omitempty"`
@@ -401,7 +425,11 @@ func (s *Session) Status() PlanStatus {
 	st.Text = fmt.Sprintf("Plan %s · mode %s · proposal %s · %d blocked call(s) · %d other refused call(s)", posture, st.Mode, prop, st.BlockedTotal, st.RefusedTotal)
 	if p := s.TrackedPlan(); p != nil {
 		st.Steps = &StepProgress{Done: p.Done(), Total: len(p.Steps), Status: p.Status}
+		st.AcceptedPlan = p.Ref()
 		st.Text += fmt.Sprintf(" · implementation %s, %d/%d steps done", p.Status, p.Done(), len(p.Steps))
+		if h := p.PlanHash(); len(h) >= 12 {
+			st.Text += fmt.Sprintf(" · accepted plan %q (sha256:%s)", p.Title, h[:12])
+		}
 		if p.Clipped {
 			st.Text += fmt.Sprintf(" (the plan was clipped: step %s stands for the steps beyond %d)", p.Steps[len(p.Steps)-1].ID, len(p.Steps)-1)
 		}
@@ -450,7 +478,7 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 	}
 	if s.Info().Plan {
 		// An accepted follow-up in Plan demotes the proposal to a draft.
-		s.demoteProposal(ctx)
+		s.demoteProposal(ctx, OutcomeDemoted)
 	}
 	queued, err := s.prompt(ctx, text)
 	return SubmitResult{Queued: queued}, err
@@ -509,6 +537,8 @@ func (s *Session) planCommand(ctx context.Context, arg string) (SubmitResult, er
 		err = s.ExitPlan(ctx)
 	case "status":
 		s.emit(NoticeEvent{Message: s.Status().Text})
+	case "parked":
+		s.emit(NoticeEvent{Message: s.m.parkedText(ctx, s.id)})
 	default:
 		if err = s.EnterPlan(ctx); err == nil {
 			res.Queued, err = s.prompt(ctx, arg)
@@ -750,8 +780,16 @@ func (m *Manager) isClosed() bool {
 	return m.closed
 }
 
-// Interrupt cancels the running turn and drops queued prompts.
+// Interrupt cancels the running turn and drops queued prompts. A pending
+// approval card closes as interrupted, its proposal a draft: an
+// interruption is never an approval.
 func (s *Session) Interrupt() {
+	s.stopTurn()
+	s.interruptApproval(context.Background(), true)
+}
+
+// stopTurn cancels the running turn and drops queued prompts.
+func (s *Session) stopTurn() {
 	s.mu.Lock()
 	cancel := s.cancel
 	dropped := len(s.queue)

@@ -132,15 +132,39 @@ const (
 
 // TrackedPlan is an accepted plan being implemented.
 type TrackedPlan struct {
-	Title    string         `json:"title"`
-	Artifact string         `json:"artifact"` // work:// address
-	Status   string         `json:"status"`
-	Reason   string         `json:"reason,omitempty"`
-	Policy   handoff.Policy `json:"policy"`
-	Steps    []PlanStep     `json:"steps"`
+	Title    string `json:"title"`
+	Artifact string `json:"artifact"` // work:// address
+	// Hash is the sha256 of the accepted body (empty in records written
+	// before it was kept; [TrackedPlan.PlanHash] then recovers a prefix).
+	Hash   string         `json:"hash,omitempty"`
+	Status string         `json:"status"`
+	Reason string         `json:"reason,omitempty"`
+	Policy handoff.Policy `json:"policy"`
+	Steps  []PlanStep     `json:"steps"`
 	// Clipped reports that the plan had more steps than are tracked one by
 	// one: the last step then stands for all the rest (see [StepsFromProposal]).
 	Clipped bool `json:"clipped,omitempty"`
+}
+
+// PlanHash is the accepted plan's sha256, or for a record that predates
+// Hash the 16-digit prefix its archive name carries ("" if neither).
+func (p *TrackedPlan) PlanHash() string {
+	if p.Hash != "" {
+		return p.Hash
+	}
+	const pre, suf = "plans/accepted-", ".md"
+	a := strings.TrimPrefix(p.Artifact, agent.WorkScheme)
+	if strings.HasPrefix(a, pre) && strings.HasSuffix(a, suf) {
+		return strings.TrimSuffix(strings.TrimPrefix(a, pre), suf)
+	}
+	return ""
+}
+
+// Trailer is the "Plan: <title> (sha256:<12 hex>)" commit-message line
+// naming this plan ([proposal.Trailer]); "" when no hash is known.
+func (p *TrackedPlan) Trailer() string {
+	line, _ := proposal.Trailer(p.Title, p.PlanHash())
+	return line
 }
 
 // Done counts finished (completed or skipped) steps.
@@ -390,9 +414,9 @@ func (s *Session) UpdateStep(ctx context.Context, step, status string) (*Tracked
 }
 
 // startTracking installs the steps of an accepted plan (running).
-func (s *Session) startTrackingLocked(title, artifact, body string, policy handoff.Policy) {
+func (s *Session) startTrackingLocked(title, artifact, hash, body string, policy handoff.Policy) {
 	steps, clipped := StepsFromProposal(body)
-	s.track.plan = &TrackedPlan{Title: title, Artifact: artifact, Status: ImplRunning, Policy: policy, Steps: steps, Clipped: clipped}
+	s.track.plan = &TrackedPlan{Title: title, Artifact: artifact, Hash: hash, Status: ImplRunning, Policy: policy, Steps: steps, Clipped: clipped}
 }
 
 // setImplStatus moves the tracked implementation between running/paused.

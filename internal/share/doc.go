@@ -19,8 +19,10 @@
 //   - Tiers are enforced here, not by the page: view may only read; full may
 //     send feedback, queue a prompt and accept when the host's selection is
 //     Here; owner may also accept a Worktree selection with a branch, which
-//     the session checks exactly as for Emacs. Settings are never changed
-//     from a browser.
+//     the session checks exactly as for Emacs, and approve-and-park (POST
+//     /s/ROOM/park, naming the settings the page showed; it starts nothing).
+//     Settings are never changed from a browser, and a viewer leaving decides
+//     nothing.
 //   - Live updates: GET /s/ROOM/events?since=SEQ is a text/event-stream that
 //     replays the persisted events after SEQ and then the live ones, each
 //     with "id: SEQ", so a reconnecting page resumes where it stopped. The

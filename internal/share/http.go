@@ -45,6 +45,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("POST /s/{room}/feedback", s.authed(Full, s.feedback))
 	mux.HandleFunc("POST /s/{room}/prompt", s.authed(Full, s.prompt))
 	mux.HandleFunc("POST /s/{room}/accept", s.authed(Full, s.accept))
+	mux.HandleFunc("POST /s/{room}/park", s.authed(Owner, s.park))
 	return securityHeaders(mux)
 }
 
@@ -206,11 +207,14 @@ type ApprovalState struct {
 // Actions says what this link may do right now; Reason explains a missing
 // Accept.
 type Actions struct {
-	Feedback       bool   `json:"feedback"`
-	Prompt         bool   `json:"prompt"`
-	AcceptHere     bool   `json:"accept_here"`
-	AcceptWorktree bool   `json:"accept_worktree"`
-	Reason         string `json:"reason,omitempty"`
+	Feedback       bool `json:"feedback"`
+	Prompt         bool `json:"prompt"`
+	AcceptHere     bool `json:"accept_here"`
+	AcceptWorktree bool `json:"accept_worktree"`
+	// Park: approve and park with the host's settings, starting nothing
+	// (owner links only).
+	Park   bool   `json:"park"`
+	Reason string `json:"reason,omitempty"`
 }
 
 func (s *Server) approvalState(sess *session.Session) ApprovalState {
@@ -239,8 +243,10 @@ func actionsFor(t Tier, a ApprovalState) Actions {
 		act.Reason = "The proposal and its settings are larger than this page can show in full: review and accept in Emacs. Feedback stays available."
 	case a.Selection.Location == handoff.Worktree && t < Owner:
 		act.Reason = "The host chose Worktree: only an owner link can accept it."
-	case a.Selection.Location == handoff.Worktree:
-		act.AcceptWorktree = true
+	case t >= Owner && a.Selection.Location == handoff.Worktree:
+		act.AcceptWorktree, act.Park = true, true
+	case t >= Owner:
+		act.AcceptHere, act.Park = true, true
 	default:
 		act.AcceptHere = true
 	}
@@ -438,6 +444,41 @@ func (s *Server) accept(w http.ResponseWriter, r *http.Request, g guest) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+type parkRequest struct {
+	Attempt  string `json:"attempt"`
+	Settings string `json:"settings"`
+}
+
+// park approves and parks with the host's current selection (owner links
+// only): archived and recorded, nothing started. The page must name the
+// settings it showed; the session re-checks attempt and selection under
+// its lock.
+func (s *Server) park(w http.ResponseWriter, r *http.Request, g guest) {
+	var req parkRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	a := s.approvalState(g.sess)
+	switch {
+	case !a.Pending || req.Attempt == "" || req.Attempt != a.Attempt:
+		writeError(w, http.StatusConflict, session.CodeStaleAttempt, "this approval card is no longer current (stale or missing attempt id); nothing changed")
+		return
+	case req.Settings == "" || req.Settings != a.Settings:
+		writeError(w, http.StatusConflict, "settings_changed", "the host changed the settings since this page loaded; review them and try again")
+		return
+	case a.OverBudget:
+		writeError(w, http.StatusConflict, "frame_budget", "the proposal and settings are too large to review here: park it in Emacs")
+		return
+	}
+	sel := a.Selection
+	res, err := g.sess.ParkExpecting(r.Context(), req.Attempt, &sel)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"parked": true, "id": res.ID, "title": res.Title, "message": "Approved and parked: nothing runs until it is started."})
 }
 
 // decode reads a JSON body strictly; on failure it answers 400.

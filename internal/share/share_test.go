@@ -99,6 +99,7 @@ var actions = []action{
 	{name: "feedback", path: "/feedback", body: func(a string) any { return map[string]string{"attempt": a, "text": "Be polite."} }},
 	{name: "prompt", path: "/prompt", body: func(string) any { return map[string]string{"text": "then run the tests"} }},
 	{name: "accept-here", path: "/accept", body: func(a string) any { return map[string]string{"attempt": a} }},
+	{name: "park", path: "/park", body: func(a string) any { return map[string]string{"attempt": a} }},
 	{name: "accept-worktree", path: "/accept", worktree: true,
 		body: func(a string) any {
 			return map[string]string{"attempt": a, "branch": "pb/rename", "location": "worktree"}
@@ -107,9 +108,9 @@ var actions = []action{
 
 func TestEveryActionEveryTier(t *testing.T) {
 	want := map[share.Tier]map[string]int{
-		share.View:  {"feedback": 403, "prompt": 403, "accept-here": 403, "accept-worktree": 403},
-		share.Full:  {"feedback": 200, "prompt": 200, "accept-here": 200, "accept-worktree": 403},
-		share.Owner: {"feedback": 200, "prompt": 200, "accept-here": 200, "accept-worktree": 200},
+		share.View:  {"feedback": 403, "prompt": 403, "accept-here": 403, "park": 403, "accept-worktree": 403},
+		share.Full:  {"feedback": 200, "prompt": 200, "accept-here": 200, "park": 403, "accept-worktree": 403},
+		share.Owner: {"feedback": 200, "prompt": 200, "accept-here": 200, "park": 200, "accept-worktree": 200},
 	}
 	for _, tier := range []share.Tier{share.View, share.Full, share.Owner} {
 		for _, a := range actions {
@@ -125,7 +126,22 @@ func TestEveryActionEveryTier(t *testing.T) {
 				}
 				l := f.share(tier)[tier]
 				queued := f.sess.Info().Queued
-				r := f.call(l, "POST", a.path, a.body(v.Attempt))
+				body := a.body(v.Attempt)
+				if a.name == "park" {
+					// The page names the settings it showed.
+					st := f.call(l, "GET", "/state", nil)
+					appr, _ := st.Body["approval"].(map[string]any)
+					settings, _ := appr["settings"].(string)
+					act, _ := st.Body["actions"].(map[string]any)
+					if settings == "" || act["park"] != (tier == share.Owner) {
+						t.Fatalf("state for park: %s", st.Raw)
+					}
+					body = map[string]string{"attempt": v.Attempt, "settings": settings}
+					if r := f.call(l, "POST", a.path, map[string]string{"attempt": v.Attempt}); r.Status != map[bool]int{true: 409, false: 403}[tier == share.Owner] {
+						t.Fatalf("park without settings: %d %s", r.Status, r.Raw)
+					}
+				}
+				r := f.call(l, "POST", a.path, body)
 				code := want[tier][a.name]
 				if r.Status != code {
 					t.Fatalf("status %d (%s), want %d", r.Status, r.Raw, code)
@@ -157,6 +173,13 @@ func TestEveryActionEveryTier(t *testing.T) {
 				case a.name == "prompt":
 					if r.Body["queued"] != true || f.sess.Info().Queued != queued+1 || !after.Pending {
 						t.Fatalf("prompt was not queued behind the approval: %s %+v", r.Raw, f.sess.Info())
+					}
+				case a.name == "park":
+					if after.Pending || f.sess.Info().ProposalStatus != "parked" || r.Body["parked"] != true || len(f.eventsOf("handoff")) != 0 {
+						t.Fatalf("park: %s %+v", r.Raw, f.sess.Info())
+					}
+					if ps, _ := f.mgr.Parked(f.ctx, f.sess.ID(), false); len(ps) != 1 || ps[0].ID != r.Body["id"] {
+						t.Fatalf("parked list %+v", ps)
 					}
 				case a.name == "accept-here":
 					if after.Pending || f.sess.Info().ProposalStatus != "accepted" || r.Body["accepted"] != true {

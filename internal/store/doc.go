@@ -6,7 +6,8 @@
 // File modes: [Open] makes the state directory 0700 and state.db with its
 // -wal and -shm files 0600, whatever the umask and whatever modes a
 // pre-existing directory or database had. A proposal row keeps the
-// proposal's body beside its hash.
+// proposal's body beside its hash. Parked plans and approval outcomes have
+// their own tables; [Acceptance.Parked] lets a parked plan start once.
 // Durability boundaries are named: every write transaction runs through
 // [Store.Commit] with an operation name (OpPrompt, OpTurn, OpAcceptance,
 // OpDispatch, OpHandOver, …), and [WithFailingCommits] (the server reads

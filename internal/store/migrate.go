@@ -135,6 +135,31 @@ var migrations = []string{
 	// engine must send back within a tool loop, so a conversation stored
 	// step by step continues after a restart exactly as it was.
 	`ALTER TABLE messages ADD COLUMN thinking TEXT NOT NULL DEFAULT '';`,
+	// 12: plans approved and parked (archived, not started) and the
+	// recorded outcome of every approval presentation that ended.
+	`CREATE TABLE parked_plans (
+		id TEXT PRIMARY KEY,
+		session_id TEXT NOT NULL REFERENCES sessions(id),
+		title TEXT NOT NULL DEFAULT '',
+		path TEXT NOT NULL,
+		hash TEXT NOT NULL,
+		selection TEXT NOT NULL,
+		head TEXT NOT NULL DEFAULT '',
+		branch TEXT NOT NULL DEFAULT '',
+		created_at TEXT NOT NULL,
+		started_at TEXT NOT NULL DEFAULT '',
+		started_location TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX parked_plans_by_session ON parked_plans(session_id, created_at);
+	CREATE TABLE approval_outcomes (
+		session_id TEXT NOT NULL REFERENCES sessions(id),
+		attempt TEXT NOT NULL,
+		outcome TEXT NOT NULL,
+		title TEXT NOT NULL DEFAULT '',
+		hash TEXT NOT NULL DEFAULT '',
+		at TEXT NOT NULL,
+		PRIMARY KEY (session_id, attempt)
+	);`,
 }
 
 func (s *Store) migrate(ctx context.Context, steps []string) error {

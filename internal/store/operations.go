@@ -62,11 +62,21 @@ type Acceptance struct {
 	Proposal Proposal
 	Tracking Tracking
 	Record   string
+	// Parked, when set, is the parked plan this acceptance starts: it is
+	// marked started in the same commit, which fails with
+	// [ErrAlreadyStarted] if it was, so a parked plan starts at most once.
+	Parked         string
+	ParkedLocation string
 }
 
 // CommitAcceptance commits an acceptance (OpAcceptance).
 func (s *Store) CommitAcceptance(ctx context.Context, a Acceptance) error {
 	return s.commit(ctx, OpAcceptance, func(tx *sql.Tx) error {
+		if a.Parked != "" {
+			if err := markParkedStartedTx(ctx, tx, a.Parked, a.ParkedLocation); err != nil {
+				return err
+			}
+		}
 		if err := putProposalTx(ctx, tx, a.Proposal); err != nil {
 			return err
 		}

@@ -229,6 +229,7 @@
     $('accept-reason').textContent = act.reason || '';
     $('accept-here').hidden = ended || !act.accept_here;
     $('accept-worktree').hidden = ended || !act.accept_worktree;
+    $('park').hidden = ended || !act.park;
     $('feedback-box').hidden = ended || !act.feedback;
     $('prompt-box').hidden = ended || !act.prompt;
   }
@@ -256,6 +257,10 @@
       act(e.target, '/accept', { attempt: a.attempt, location: 'worktree', settings: a.settings, branch: $('branch').value.trim() },
         (j) => 'Accepted: ' + (j.message || ''));
     });
+    $('park-btn').addEventListener('click', (e) => {
+      const a = state.approval;
+      act(e.target, '/park', { attempt: a.attempt, settings: a.settings }, (j) => j.message || 'Parked.');
+    });
     $('feedback-btn').addEventListener('click', (e) => {
       const text = $('feedback').value;
       act(e.target, '/feedback', { attempt: state.approval.attempt, text: text }, () => { $('feedback').value = ''; return 'Feedback sent.'; });
@@ -275,7 +280,7 @@
     b.appendChild(el('p', 'ended', (e && e.message) || 'This share has ended.'));
     b.hidden = false;
     $('conn').textContent = 'ended';
-    for (const id of ['accept-here', 'accept-worktree', 'feedback-box', 'prompt-box']) $(id).hidden = true;
+    for (const id of ['accept-here', 'accept-worktree', 'park', 'feedback-box', 'prompt-box']) $(id).hidden = true;
   }
 
   function showOpen(l) {

@@ -1,0 +1,470 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"planbridge/goal"
+	"planbridge/handoff"
+	"planbridge/internal/agent"
+	"planbridge/internal/store"
+	"planbridge/worktree"
+)
+
+// How an approval presentation ended: recorded durably for each attempt
+// (the first outcome wins) and reported as the approval_closed event's
+// reason. Only accepted starts anything; parked archives and records.
+const (
+	OutcomeAccepted    = "accepted"
+	OutcomeParked      = "parked"
+	OutcomeFeedback    = "feedback"
+	OutcomeCancelled   = "cancelled"   // approval/cancel, or leaving Plan
+	OutcomeDemoted     = "demoted"     // a follow-up in Plan, a newer proposal
+	OutcomeInterrupted = "interrupted" // session/interrupt, or the server shut down
+	OutcomeTimedOut    = "timed_out"   // the approval timeout expired
+)
+
+// CodeAlreadyStarted refuses a second start of a parked plan.
+const CodeAlreadyStarted = "already_started"
+
+// recordOutcome stores how attempt ended. A failure is logged: the
+// outcome is also in the event log.
+func (s *Session) recordOutcome(ctx context.Context, attempt, outcome, title, hash string) {
+	if attempt == "" {
+		return
+	}
+	o := store.ApprovalOutcome{SessionID: s.id, Attempt: attempt, Outcome: outcome, Title: title, Hash: hash}
+	if err := s.m.st.PutApprovalOutcome(context.WithoutCancel(ctx), o); err != nil {
+		s.m.log.Error("record approval outcome", "session", s.id, "attempt", attempt, "err", err)
+	}
+}
+
+// closedWith records and announces that attempt ended with outcome.
+func (s *Session) closedWith(ctx context.Context, attempt, outcome string, p *store.Proposal) {
+	if attempt == "" {
+		return
+	}
+	title, hash := "", ""
+	if p != nil {
+		title, hash = p.Title, p.Hash
+	}
+	s.recordOutcome(ctx, attempt, outcome, title, hash)
+	s.emit(ApprovalClosedEvent{Attempt: attempt, Reason: outcome})
+}
+
+// OutcomeView is one recorded approval outcome.
+type OutcomeView struct {
+	Attempt string    `json:"attempt"`
+	Outcome string    `json:"outcome"`
+	Title   string    `json:"title"`
+	Hash    string    `json:"hash"`
+	At      time.Time `json:"at"`
+}
+
+// Outcomes lists how the session's approval presentations ended, oldest first.
+func (s *Session) Outcomes(ctx context.Context) ([]OutcomeView, error) {
+	rows, err := s.m.st.ApprovalOutcomes(ctx, s.id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]OutcomeView, len(rows))
+	for i, r := range rows {
+		out[i] = OutcomeView{Attempt: r.Attempt, Outcome: r.Outcome, Title: r.Title, Hash: r.Hash, At: r.At}
+	}
+	return out, nil
+}
+
+// --- Approval timeout -------------------------------------------------------
+
+// SetApprovalTimeout sets how long an approval card may stay undecided
+// (0, the default, never times out). It applies to cards presented from now.
+func (m *Manager) SetApprovalTimeout(d time.Duration) {
+	m.mu.Lock()
+	m.approvalTimeout = d
+	m.mu.Unlock()
+}
+
+func (m *Manager) approvalTimeoutValue() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.approvalTimeout
+}
+
+// armTimeoutLocked starts the timeout of the current presentation (if
+// one is configured), replacing any earlier timer. Caller holds s.mu.
+func (s *Session) armTimeoutLocked() {
+	if s.timeout != nil {
+		s.timeout.Stop()
+		s.timeout = nil
+	}
+	d := s.m.approvalTimeoutValue()
+	if d <= 0 || !s.approval.Pending() {
+		return
+	}
+	attempt := s.approval.Attempt
+	s.timeout = time.AfterFunc(d, func() { s.timeOut(attempt) })
+}
+
+// timeOut closes the card of attempt as timed_out if it is still the
+// current one: the proposal becomes a draft (its selection kept) and
+// nothing runs.
+func (s *Session) timeOut(attempt string) {
+	if s.m.isClosed() {
+		return
+	}
+	ctx := context.Background()
+	s.mu.Lock()
+	if s.approval.Check(attempt) != nil || s.prop == nil {
+		s.mu.Unlock()
+		return
+	}
+	s.closeApprovalLocked()
+	p := *s.prop
+	p.Status = ProposalDraft
+	s.mu.Unlock()
+	if err := s.putProposal(ctx, p); err != nil {
+		s.m.log.Error("time out approval", "session", s.id, "err", err)
+	}
+	s.closedWith(ctx, attempt, OutcomeTimedOut, &p)
+	s.emit(NoticeEvent{Message: "The approval card timed out; nothing runs. The plan is kept as a draft."})
+	s.emitStatus()
+	s.kick()
+}
+
+// interruptApproval closes a pending card as interrupted. With demote the
+// proposal becomes a draft (session/interrupt); without (the server is
+// shutting down) it stays proposed, so the next start presents it again
+// under a new attempt, as resuming does.
+func (s *Session) interruptApproval(ctx context.Context, demote bool) {
+	s.mu.Lock()
+	if !s.approval.Pending() || s.prop == nil {
+		s.mu.Unlock()
+		return
+	}
+	a := s.closeApprovalLocked()
+	p := *s.prop
+	s.mu.Unlock()
+	if demote {
+		p.Status = ProposalDraft
+		if err := s.putProposal(ctx, p); err != nil {
+			s.m.log.Error("interrupt approval", "session", s.id, "err", err)
+		}
+	}
+	s.closedWith(ctx, a, OutcomeInterrupted, &p)
+	if demote {
+		s.emitStatus()
+	}
+}
+
+// --- Approve and park ---------------------------------------------------------
+
+// ParkedView is a parked plan as clients see it.
+type ParkedView struct {
+	ID        string            `json:"id"`
+	Session   string            `json:"session"`
+	Title     string            `json:"title"`
+	Hash      string            `json:"hash"`
+	Artifact  string            `json:"artifact"`
+	Selection handoff.Selection `json:"selection"`
+	Head      string            `json:"head,omitempty"`
+	Branch    string            `json:"branch,omitempty"`
+	CreatedAt time.Time         `json:"created_at"`
+	// Started is set once the plan was started (it never starts twice).
+	Started   bool       `json:"started"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	Location  string     `json:"location,omitempty"` // the Location it was started with
+	Trailer   string     `json:"trailer,omitempty"`
+}
+
+func parkedView(p store.ParkedPlan) ParkedView {
+	v := ParkedView{ID: p.ID, Session: p.SessionID, Title: p.Title, Hash: p.Hash, Artifact: agent.WorkScheme + p.Path,
+		Head: p.Head, Branch: p.Branch, CreatedAt: p.CreatedAt, Location: p.StartedLocation}
+	_ = json.Unmarshal([]byte(p.Selection), &v.Selection)
+	if !p.StartedAt.IsZero() {
+		t := p.StartedAt
+		v.Started, v.StartedAt = true, &t
+	}
+	v.Trailer = (&TrackedPlan{Title: p.Title, Hash: p.Hash}).Trailer()
+	return v
+}
+
+// workspaceHead is the workspace's HEAD commit and branch ("" outside git).
+func (s *Session) workspaceHead() (hash, branch string) {
+	s.mu.Lock()
+	ws := s.row.Workspace
+	s.mu.Unlock()
+	r, err := worktree.Open(ws)
+	if err != nil {
+		return "", ""
+	}
+	defer r.Close()
+	branch, hash, err = r.Head()
+	if err != nil {
+		return "", ""
+	}
+	return hash, branch
+}
+
+// Park approves the current proposal with the card's whole selection and
+// starts nothing: the plan is archived immutably (the same archive an
+// acceptance writes), recorded as parked with the selection and the
+// workspace HEAD, and the card closes as parked. The proposal's status
+// becomes parked; Plan stays as it is. Start it later with
+// [Manager.StartParked].
+func (s *Session) Park(ctx context.Context, attempt string) (ParkedView, error) {
+	return s.ParkExpecting(ctx, attempt, nil)
+}
+
+// ParkExpecting is [Session.Park] that also refuses, atomically with the
+// attempt check, unless the selection is *expect (nil: any): a browser page
+// thus parks exactly the settings it showed.
+func (s *Session) ParkExpecting(ctx context.Context, attempt string, expect *handoff.Selection) (ParkedView, error) {
+	s.mu.Lock()
+	if err := s.checkAttemptLocked(attempt); err != nil {
+		s.mu.Unlock()
+		return ParkedView{}, err
+	}
+	sel := s.selectionLocked()
+	if expect != nil && !sameSelection(sel, *expect) {
+		s.mu.Unlock()
+		return ParkedView{}, errSettingsChanged
+	}
+	p := *s.prop
+	s.mu.Unlock()
+	if err := sel.Validate(); err != nil {
+		return ParkedView{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
+	}
+	body, _, err := s.proposalBody(p)
+	if err != nil {
+		return ParkedView{}, err
+	}
+	art := handoff.Artifact{Path: handoff.ArtifactPath(p.Hash), Hash: p.Hash}
+	if _, err := store.WriteFileOnce(s.workPath(art.Path), artifactData(body), 0o444); err != nil {
+		return ParkedView{}, fmt.Errorf("archive the approved plan: %w", err)
+	}
+	head, branch := s.workspaceHead()
+	selJSON, _ := json.Marshal(sel)
+	row := store.ParkedPlan{ID: newID("pp-"), SessionID: s.id, Title: p.Title, Path: art.Path, Hash: art.Hash,
+		Selection: string(selJSON), Head: head, Branch: branch}
+	s.mu.Lock()
+	if err := s.checkAttemptLocked(attempt); err != nil { // first decision wins
+		s.mu.Unlock()
+		return ParkedView{}, err
+	}
+	if cur := s.selectionLocked(); !sameSelection(cur, sel) {
+		s.mu.Unlock()
+		return ParkedView{}, errSettingsChanged
+	}
+	a := s.closeApprovalLocked()
+	s.mu.Unlock()
+	p.Status, p.Rejections = ProposalParked, 0
+	err = s.m.st.CommitPark(ctx, store.Park{Plan: row, Proposal: p,
+		Outcome: store.ApprovalOutcome{SessionID: s.id, Attempt: a, Outcome: OutcomeParked, Title: p.Title, Hash: p.Hash}})
+	if err != nil {
+		s.mu.Lock()
+		s.approval = handoff.Approval{Attempt: a} // nothing moved: the card stays pending
+		s.mu.Unlock()
+		return ParkedView{}, err
+	}
+	s.mu.Lock()
+	s.prop = &p
+	s.mu.Unlock()
+	s.emit(ApprovalClosedEvent{Attempt: a, Reason: OutcomeParked})
+	saved, err := s.m.st.GetParkedPlan(ctx, row.ID)
+	if err != nil {
+		return ParkedView{}, err
+	}
+	v := parkedView(saved)
+	s.emit(v)
+	s.emit(NoticeEvent{Message: fmt.Sprintf("Plan %q approved and parked; nothing runs until it is started (/plan parked lists it).", p.Title)})
+	s.emitStatus()
+	s.kick()
+	return v, nil
+}
+
+// Parked lists parked plans not yet started: those of session, or of
+// every session when session is empty; with all, started ones too.
+func (m *Manager) Parked(ctx context.Context, session string, all bool) ([]ParkedView, error) {
+	rows, err := m.st.ParkedPlans(ctx, session, all)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ParkedView, len(rows))
+	for i, r := range rows {
+		out[i] = parkedView(r)
+	}
+	return out, nil
+}
+
+// StartResult tells the client what starting a parked plan did.
+type StartResult struct {
+	Started  bool   `json:"started"`
+	Session  string `json:"session"`
+	Artifact string `json:"artifact"`
+	// StaleBase is set when the workspace HEAD moved since approval;
+	// Notice then says from what to what.
+	StaleBase bool   `json:"stale_base"`
+	Head      string `json:"head,omitempty"` // HEAD now
+	Notice    string `json:"notice,omitempty"`
+	Message   string `json:"message"`
+}
+
+// StartParked starts parked plan id, Here or in a Worktree (location ""
+// keeps the parked selection's; branch names the Worktree's branch),
+// through the same durable handoff as an acceptance: one transaction marks
+// it started (so it starts at most once), marks the session's proposal
+// accepted, leaves Plan and writes the retry record; then the handoff
+// runs. The archive is reused, never rewritten.
+func (m *Manager) StartParked(ctx context.Context, id string, location handoff.Location, branch string) (StartResult, error) {
+	row, err := m.st.GetParkedPlan(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return StartResult{}, errorf(CodeNotFound, "no parked plan %q", id)
+	}
+	if err != nil {
+		return StartResult{}, err
+	}
+	if !row.StartedAt.IsZero() {
+		return StartResult{}, &Error{Code: CodeAlreadyStarted, Message: store.ErrAlreadyStarted.Error()}
+	}
+	s, err := m.Get(ctx, row.SessionID)
+	if err != nil {
+		return StartResult{}, err
+	}
+	return s.startParked(ctx, row, location, branch)
+}
+
+func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, location handoff.Location, branch string) (StartResult, error) {
+	var sel handoff.Selection
+	if err := json.Unmarshal([]byte(row.Selection), &sel); err != nil {
+		return StartResult{}, &Error{Code: CodeInvalidSelect, Message: "the parked selection is unreadable: " + err.Error()}
+	}
+	switch location {
+	case "":
+	case handoff.Here, handoff.Worktree:
+		sel.Location = location
+	default:
+		return StartResult{}, errorf(CodeInvalidParams, "location %q: want here or worktree", location)
+	}
+	if err := sel.Validate(); err != nil {
+		return StartResult{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
+	}
+	s.mu.Lock()
+	busy, pending, forked := s.busy, s.approval.Pending(), s.row.ForkedTo
+	s.mu.Unlock()
+	switch {
+	case forked != "":
+		return StartResult{}, &Error{Code: CodeSessionEnded, Message: "this planning session continued in its Worktree fork " + forked}
+	case busy:
+		return StartResult{}, errorf(CodeBusy, "the session is busy; wait for the running turn or interrupt it")
+	case pending:
+		return StartResult{}, errorf(CodeBusy, "an approval card is pending in this session; decide it first")
+	}
+	if _, err := s.m.st.GetRetryRecord(ctx, s.id); err == nil {
+		return StartResult{}, errorf(CodeBusy, "an accepted plan of this session waits for a retry; retry or finish it first")
+	}
+	if sel.Location == handoff.Worktree {
+		if err := s.checkFork(branch); err != nil {
+			return StartResult{}, err
+		}
+	}
+	goalID := ""
+	if sel.Execution == handoff.Goal {
+		s.mu.Lock()
+		unfinished, sum := s.goalUnfinishedLocked(), s.gl.g.Summary()
+		s.mu.Unlock()
+		if unfinished {
+			return StartResult{}, &Error{Code: CodeGoalUnfinished, Message: "an unfinished Goal exists (" + sum + "); finish or clear it before starting with Goal"}
+		}
+		goalID = goal.NewID()
+	}
+	if err := s.m.checkModel(sel.Model); err != nil {
+		return StartResult{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
+	}
+	body, err := s.readArtifact(row.Path, row.Hash)
+	if err != nil {
+		return StartResult{}, fmt.Errorf("the parked plan's archive: %w", err)
+	}
+	res := StartResult{Session: s.id, Artifact: agent.WorkScheme + row.Path}
+	if head, _ := s.workspaceHead(); row.Head != "" && head != row.Head {
+		res.StaleBase, res.Head = true, head
+		now := head
+		if now == "" {
+			now = "no commit"
+		} else {
+			now = short(now)
+		}
+		res.Notice = fmt.Sprintf("HEAD moved since this plan was approved (%s → %s): review it against the new base.", short(row.Head), now)
+	}
+	sel.Branch = branch
+	art := handoff.Artifact{Path: row.Path, Hash: row.Hash}
+	rec := &handoff.Record{Step: handoff.StepRecorded, Selection: sel, Artifact: art, Title: row.Title, Policy: sel.Policy(), GoalID: goalID}
+	selJSON, _ := json.Marshal(sel)
+	p := store.Proposal{SessionID: s.id, Status: ProposalAccepted, Title: row.Title, Path: row.Path, Hash: row.Hash, Body: body, Selection: string(selJSON)}
+	s.mu.Lock()
+	if s.busy || s.approval.Pending() {
+		s.mu.Unlock()
+		return StartResult{}, errorf(CodeBusy, "the session became busy; try again")
+	}
+	sessRow := s.row
+	sessRow.Plan = false
+	prevTrack := s.track.plan
+	s.startTrackingLocked(row.Title, agent.WorkScheme+art.Path, art.Hash, body, sel.Policy())
+	s.mu.Unlock()
+	track := s.trackingRow()
+	err = s.m.st.CommitAcceptance(ctx, store.Acceptance{Session: sessRow, Proposal: p, Tracking: track, Record: rec.Marshal(),
+		Parked: row.ID, ParkedLocation: string(sel.Location)})
+	if err != nil {
+		s.mu.Lock()
+		s.track.plan = prevTrack
+		s.mu.Unlock()
+		if errors.Is(err, store.ErrAlreadyStarted) {
+			return StartResult{}, &Error{Code: CodeAlreadyStarted, Message: err.Error()}
+		}
+		return StartResult{}, err
+	}
+	s.mu.Lock()
+	s.prop, s.row.Plan = &p, false
+	s.mu.Unlock()
+	s.emitSteps()
+	if res.Notice != "" {
+		s.emit(NoticeEvent{Message: res.Notice})
+	}
+	s.emit(ParkedStartedEvent{ID: row.ID, Location: sel.Location, StaleBase: res.StaleBase, Notice: res.Notice})
+	s.emit(NoticeEvent{Message: "Preparing implementation..."})
+	s.emitStatus()
+	handoff.Failpoint("handoff.recorded")
+	if err := s.startHandoff(rec); err != nil {
+		return StartResult{}, err
+	}
+	res.Started, res.Message = true, "Preparing implementation..."
+	return res, nil
+}
+
+// short is a commit hash cut to 12 digits for display.
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// parkedText is the `/plan parked` notice.
+func (m *Manager) parkedText(ctx context.Context, session string) string {
+	ps, err := m.Parked(ctx, session, false)
+	if err != nil {
+		return "cannot list parked plans: " + err.Error()
+	}
+	if len(ps) == 0 {
+		return "No parked plans in this session."
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d parked plan(s):", len(ps))
+	for _, p := range ps {
+		fmt.Fprintf(&b, "\n- %s %q (sha256:%s), %s, parked %s", p.ID, p.Title, short(p.Hash), p.Selection.Location, p.CreatedAt.Format(time.RFC3339))
+	}
+	return b.String()
+}
