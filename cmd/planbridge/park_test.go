@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"planbridge/handoff"
 	"planbridge/internal/store"
@@ -357,4 +359,56 @@ func TestApprovalOutcomes(t *testing.T) {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestParkedStartCrashAtEveryFailpoint: a parked plan started in a process
+// killed at each handoff failpoint resumes after a restart exactly once:
+// the plan is marked started, one archive, one kickoff, no record left.
+func TestParkedStartCrashAtEveryFailpoint(t *testing.T) {
+	for _, fp := range []string{"handoff.recorded", "handoff.context", "handoff.kickoff", "handoff.dispatched"} {
+		t.Run(fp, func(t *testing.T) {
+			ctx := ctxT(t)
+			ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
+			state := t.TempDir()
+			script := writeScript(t, handoffScript(false))
+			p := startServe(t, state, "--engine", "script", "--script", script)
+			s, v := proposeAndWait(t, ctx, p, ws)
+			v = update(t, ctx, p.c, s.ID, v.Attempt, handoff.Change{Axis: "mode", Value: "full-auto"})
+			var parked parkedInfo
+			if err := p.c.Call(ctx, "approval/park", map[string]string{"session": s.ID, "attempt": v.Attempt}, &parked); err != nil {
+				t.Fatal(err)
+			}
+			p.stop()
+			p = startServeEnv(t, []string{handoff.FailpointEnv + "=" + fp}, state, "--engine", "script", "--script", script)
+			_ = p.c.Call(ctx, "plan/startParked", map[string]string{"id": parked.ID}, nil)
+			if !waitExit(p, 20*time.Second) {
+				t.Fatalf("the process did not stop at %s", fp)
+			}
+			p2 := startServe(t, state, "--engine", "script", "--script", script)
+			if len(listParked(t, ctx, p2.c, map[string]any{})) != 0 {
+				t.Fatal("the crashed start left the plan parked: it could start twice")
+			}
+			if err := p2.c.Call(ctx, "plan/startParked", map[string]string{"id": parked.ID}, nil); err == nil || !strings.Contains(err.Error(), "already started") {
+				t.Fatalf("second start after the crash: %v", err)
+			}
+			if err := p2.c.Call(ctx, "handoff/retry", map[string]string{"session": s.ID}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p2.c.WaitEvent(ctx, func(e rpc.Event) bool {
+				return e.Kind == "handoff" && strings.Contains(string(e.Data), `"done"`)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			archives, _ := filepath.Glob(filepath.Join(state, "sessions", s.ID, "work", "plans", "accepted-*.md"))
+			if n := countEvents(storedEvents(t, ctx, p2.c, s.ID), "user", `"Implement accepted plan"`); n != 1 || len(archives) != 1 {
+				t.Fatalf("%d kickoffs, %d archives", n, len(archives))
+			}
+			if b, _ := os.ReadFile(filepath.Join(ws, "greet.txt")); string(b) != "hi\n" {
+				t.Errorf("greet.txt = %q", b)
+			}
+			if _, err := p2.opened(t).GetRetryRecord(ctx, s.ID); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("retry record left behind: %v", err)
+			}
+		})
+	}
 }
