@@ -412,3 +412,37 @@ func TestParkedStartCrashAtEveryFailpoint(t *testing.T) {
 		})
 	}
 }
+
+// TestParkedStartTwiceAtOnce: two starts of one parked plan at the same
+// moment start it once.
+func TestParkedStartTwiceAtOnce(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
+	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, handoffScript(false)))
+	s, v := proposeAndWait(t, ctx, p, ws)
+	var parked parkedInfo
+	if err := p.c.Call(ctx, "approval/park", map[string]string{"session": s.ID, "attempt": v.Attempt}, &parked); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	for i := 0; i < 2; i++ {
+		go func() { errs <- p.c.Call(ctx, "plan/startParked", map[string]string{"id": parked.ID}, nil) }()
+	}
+	ok := 0
+	for i := 0; i < 2; i++ {
+		if err := <-errs; err == nil {
+			ok++
+		} else if !strings.Contains(err.Error(), "already started") && !strings.Contains(err.Error(), "busy") {
+			t.Fatalf("the losing start: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d starts succeeded", ok)
+	}
+	if _, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool { return e.Kind == "handoff" && strings.Contains(string(e.Data), `"done"`) }); err != nil {
+		t.Fatal(err)
+	}
+	if n := countEvents(storedEvents(t, ctx, p.c, s.ID), "user", `"Implement accepted plan"`); n != 1 {
+		t.Fatalf("%d kickoffs", n)
+	}
+}

@@ -413,13 +413,16 @@ func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, locatio
 	sessRow.Plan = false
 	prevTrack := s.track.plan
 	s.startTrackingLocked(row.Title, agent.WorkScheme+art.Path, art.Hash, body, sel.Policy())
+	mine := s.track.plan
 	s.mu.Unlock()
 	track := s.trackingRow()
 	err = s.m.st.CommitAcceptance(ctx, store.Acceptance{Session: sessRow, Proposal: p, Tracking: track, Record: rec.Marshal(),
 		Parked: row.ID, ParkedLocation: string(sel.Location)})
 	if err != nil {
 		s.mu.Lock()
-		s.track.plan = prevTrack
+		if s.track.plan == mine { // a concurrent start that won keeps its own
+			s.track.plan = prevTrack
+		}
 		s.mu.Unlock()
 		if errors.Is(err, store.ErrAlreadyStarted) {
 			return StartResult{}, &Error{Code: CodeAlreadyStarted, Message: err.Error()}
