@@ -187,6 +187,13 @@ backend's reason) and returns non-nil to allow the call."
   "Seconds to wait for the backend before a request times out."
   :type 'natnum)
 
+(defcustom planbridge-approval-timeout nil
+  "Seconds an approval card may wait undecided, or nil for no limit.
+When it expires the card closes as timed out, the proposal becomes a
+draft and nothing runs.  Presenting a card or changing one of its
+settings starts the time again."
+  :type '(choice (const :tag "No limit" nil) (number :tag "Seconds")))
+
 (defcustom planbridge-share-listen nil
   "Address the backend's browser share server listens on, or nil.
 nil keeps the backend's default, a free port on 127.0.0.1 (or
@@ -556,6 +563,8 @@ key reaches the backend in its environment (see `planbridge--start')."
          (models (planbridge--models-params))
          (params `(,@(and engine (list :engine engine))
                    ,@(and models (list :models models))
+                   ,@(and planbridge-approval-timeout
+                          (list :approval_timeout planbridge-approval-timeout))
                    :client (:name "emacs" :version ,emacs-version)))
          (result (jsonrpc-request conn :initialize params
                                   :timeout planbridge-request-timeout)))

@@ -2420,5 +2420,25 @@ then the commit trailer names it in a commit message buffer."
         (should (equal (buffer-string)
                        (concat "Rename\n\nBody text.\n\nSigned-off-by: A <a@b>\n" trailer "\n")))))))
 
+;; The timeout is bound around the session: the backend starts inside it.
+(ert-deftest planbridge-test-approval-timeout ()
+  "With `planbridge-approval-timeout' an undecided card closes as timed out.
+The proposal becomes a draft and nothing runs."
+  (let ((planbridge-approval-timeout 0.3))
+    (planbridge-test-with-session planbridge-test--propose-and-implement
+      (let ((card (planbridge-test--propose)))
+        (planbridge-test--wait (lambda () (not (buffer-live-p card))) "the card to time out")
+        (planbridge-test--wait
+         (lambda () (string-match-p "^ℹ Approval timed out: nothing runs; the proposal is a draft now"
+                                    (planbridge-test--buffer-text)))
+         "the timed-out line")
+        (should (equal "draft" (plist-get (planbridge-test--status) :proposal_status)))
+        (should (equal 1 (length (planbridge-test--events "turn_end"))))
+        (should (null (planbridge-test--events "handoff")))
+        (should (equal '("timed_out")
+                       (mapcar (lambda (o) (plist-get o :outcome))
+                               (jsonrpc-request planbridge--connection :approval/outcomes
+                                                (list :session planbridge--session-id)))))))))
+
 (provide 'planbridge-test)
 ;;; planbridge-test.el ends here
