@@ -316,9 +316,11 @@ func TestApprovalOutcomes(t *testing.T) {
 	var info struct {
 		ProposalStatus string `json:"proposal_status"`
 		Approval       string `json:"approval"`
+		LastApproval   string `json:"last_approval"`
+		Text           string `json:"text"`
 	}
 	p.c.Call(ctx, "plan/status", map[string]string{"session": s.ID}, &info)
-	if info.ProposalStatus != "draft" {
+	if info.ProposalStatus != "draft" || info.LastApproval != "timed_out" || !strings.Contains(info.Text, "last approval timed_out") {
 		t.Fatalf("after timeout: %+v", info)
 	}
 	// 4. The client goes away with a card up: recorded as interrupted, and

@@ -394,6 +394,9 @@ type PlanStatus struct {
 	Steps          *StepProgress `json:"steps,omitempty"`
 	// AcceptedPlan is the provenance of the implementation (nil if none).
 	AcceptedPlan *PlanRef `json:"accepted_plan,omitempty"`
+	// LastApproval is how the last approval card ended (an Outcome*
+	// constant; "" before any).
+	LastApproval string `json:"last_approval,omitempty"`
 	// Confinement describes the OS layers under Plan's shell; it starts
 	// with "NO OS CONFINEMENT" when none confines file access here.
 	Confinement string `json:"confinement,omitempty"`
@@ -423,6 +426,10 @@ func (s *Session) Status() PlanStatus {
 		prop += fmt.Sprintf(" (%q)", st.ProposalTitle)
 	}
 	st.Text = fmt.Sprintf("Plan %s · mode %s · proposal %s · %d blocked call(s) · %d other refused call(s)", posture, st.Mode, prop, st.BlockedTotal, st.RefusedTotal)
+	if outs, err := s.m.st.ApprovalOutcomes(context.Background(), s.id); err == nil && len(outs) > 0 {
+		st.LastApproval = outs[len(outs)-1].Outcome
+		st.Text += " · last approval " + st.LastApproval
+	}
 	if p := s.TrackedPlan(); p != nil {
 		st.Steps = &StepProgress{Done: p.Done(), Total: len(p.Steps), Status: p.Status}
 		st.AcceptedPlan = p.Ref()
