@@ -1956,7 +1956,8 @@ For `kill-emacs-query-functions'; the turn would be cut short."
     ("a" "Show approval card" planbridge-show-approval)
     ("r" "Retry implementation" planbridge-retry-plan-implementation)
     ("i" "Resume implementation" planbridge-resume-implementation)
-    ("s" "Save plan to project" planbridge-save-plan)]
+    ("s" "Save plan to project" planbridge-save-plan)
+    ("P" "Parked plans" planbridge-parked)]
    ["Goal"
     ("g" "Start a Goal" planbridge-goal)
     ("p" "Pause" planbridge-goal-pause)

@@ -1811,6 +1811,7 @@ of each request of that method sent so far, oldest first; called with
                                           planbridge-show-approval
                                           planbridge-retry-plan-implementation
                                           planbridge-save-plan planbridge-sessions
+                                          planbridge-parked
                                           planbridge-interrupt planbridge-plan-status
                                           planbridge-goal planbridge-goal-pause
                                           planbridge-goal-resume planbridge-goal-budget
