@@ -78,12 +78,14 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer release()
 	defer st.Close()
 	red := &redact.Set{}
+	acps := &acpEngines{}
+	defer acps.Close() // after the manager's Close below (defers run last first)
 	mgr := session.NewManager(session.Config{Store: st, Shell: newShell(), Logger: lg, Redact: red, ReadRoots: readRoots,
 		Hidden: []string{absOr(stateDir)}})
 	defer mgr.Close()
 	// Nobody is there to answer: every ask is a refusal.
 	mgr.SetAsker(func(context.Context, string, agent.ToolCall, string) (bool, error) { return false, nil })
-	eng, err := newEngine(ctx, st, red, ec)
+	eng, err := newEngine(ctx, st, red, ec, lg, acps)
 	if err != nil {
 		fmt.Fprintf(stderr, "planbridge plan: %v\n", err)
 		return 1
