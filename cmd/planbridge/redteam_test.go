@@ -79,3 +79,51 @@ func testGitDirIndirections(t *testing.T, unprivileged bool) {
 		t.Fatalf("the hook link was removed: %v", err)
 	}
 }
+
+// TestKeyFromTheWorkspaceNeverStored: the configured key reaches the
+// session from the person (a prompt that pastes it) and from the
+// workspace (a .env file the model reads); neither copy is stored or sent
+// to a client unmasked.
+func TestKeyFromTheWorkspaceNeverStored(t *testing.T) {
+	ctx := ctxT(t)
+	const key = "sk-proj-workspace-0123456789abcdefXYZ"
+	ws := gitRepo(t, map[string]string{".env": "OPENAI_API_KEY=" + key + "\n"})
+	script := writeScript(t, `[{"tool_calls": [{"name": "read_file", "arguments": {"path": ".env"}}]}, {"text": "read it\n"}, {"text": "ok\n"}]`)
+	state := t.TempDir()
+	p := startServeEnv(t, []string{"OPENAI_API_KEY=" + key}, state, "--engine", "script", "--script", script)
+	s := createSession(t, ctx, p.c, ws)
+	for i, text := range []string{"my key is " + key + "; read .env", "again: " + key} {
+		if err := p.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": text}, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitTurnEnd(t, ctx, p.c, i+1)
+	}
+	// A Goal whose objective pastes the key: stored with the session.
+	if err := p.c.Call(ctx, "goal/start", map[string]any{"session": s.ID, "objective": "deploy with " + key}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitTurnEnd(t, ctx, p.c, 3)
+	p.c.Call(ctx, "goal/pause", map[string]any{"session": s.ID}, nil)
+	var goal json.RawMessage
+	if err := p.c.Call(ctx, "goal/get", map[string]any{"session": s.ID}, &goal); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(goal), key) {
+		t.Errorf("goal/get carries the key: %s", goal)
+	}
+	var list json.RawMessage
+	if err := p.c.Call(ctx, "session/list", map[string]any{}, &list); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(list), key) {
+		t.Errorf("session/list carries the key: %s", list)
+	}
+	for _, e := range p.c.Events() {
+		if strings.Contains(string(e.Data), key) {
+			t.Errorf("event %s carries the key: %s", e.Kind, e.Data)
+		}
+	}
+	grepTree(t, state, key)
+	p.stop()
+	grepTree(t, state, key)
+}
