@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,7 +16,8 @@ import (
 // symlink to a store inside the workspace (the repo tool's layout), and a
 // shared hook linked from .git/hooks: writing the store's config, writing
 // .git/config through the symlink, and deleting the hook link all change
-// what git runs, so each one asks in edits and full-auto.
+// what git runs, so each one asks in edits and full-auto; so does a file
+// in the folder core.hooksPath names (husky's .husky/).
 func TestControlFilesThroughGitDirIndirections(t *testing.T) {
 	t.Run("root", func(t *testing.T) { testGitDirIndirections(t, false) })
 	t.Run("nobody", func(t *testing.T) { testGitDirIndirections(t, true) })
@@ -31,15 +33,17 @@ func testGitDirIndirections(t *testing.T, unprivileged bool) {
 	hook := filepath.Join(ws, "gitstore", "hooks", "pre-commit")
 	os.Symlink("../../hook.sh", hook)
 	cfgPath := filepath.Join(ws, "gitstore", "config")
+	gitIn(t, ws, "config", "core.hooksPath", ".husky")
 	original, _ := os.ReadFile(cfgPath)
 	writes := func(path string) string {
 		return fmt.Sprintf(`{"tool_calls": [{"name": "write_file", "arguments": {"path": %q, "content": %q}}]}, {"text": "done\n"}`, path, fsmonitorConfig)
 	}
 	del := `{"tool_calls": [{"name": "apply_patch", "arguments": {"patch": "--- a/.git/hooks/pre-commit\n+++ /dev/null\n@@ -1 +0,0 @@\n-#!/bin/sh\n"}}]}, {"text": "done\n"}`
 	script := writeScript(t, "["+strings.Join([]string{
-		writes(".git/config"),     // edits, through the .git symlink
-		writes("gitstore/config"), // full-auto, the store by its own name
-		del,                       // full-auto, the hook link in .git
+		writes(".git/config"),       // edits, through the .git symlink
+		writes("gitstore/config"),   // full-auto, the store by its own name
+		del,                         // full-auto, the hook link in .git
+		writes(".husky/pre-commit"), // full-auto, core.hooksPath's folder
 	}, ",")+"]")
 	p := startServeAs(t, unprivileged, t.TempDir(), []string{ws, filepath.Dir(script)}, "--engine", "script", "--script", script)
 	s := createSession(t, ctx, p.c, ws)
@@ -72,6 +76,10 @@ func testGitDirIndirections(t *testing.T, unprivileged bool) {
 	run("edits", "configure git")
 	run("full-auto", "configure the store")
 	run("full-auto", "drop the hook")
+	run("full-auto", "add a husky hook")
+	if _, err := os.Stat(filepath.Join(ws, ".husky", "pre-commit")); err == nil {
+		t.Fatal("a hook was written to core.hooksPath")
+	}
 	if b, _ := os.ReadFile(cfgPath); !bytes.Equal(b, original) {
 		t.Fatalf("the git config changed to %q", b)
 	}
@@ -126,4 +134,13 @@ func TestKeyFromTheWorkspaceNeverStored(t *testing.T) {
 	grepTree(t, state, key)
 	p.stop()
 	grepTree(t, state, key)
+}
+
+func gitIn(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v %s", args, err, out)
+	}
 }

@@ -1,11 +1,14 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // WriteClass is what a file write would change, as the gate sees it.
@@ -77,6 +80,13 @@ func (r Roots) ClassifyWrite(p string, extra ...string) (WriteTarget, error) {
 		work = realOr(r.Work)
 	}
 	t.Class, t.Why = r.classifyAbs(abs, work, ws, extra)
+	if t.Class == WriteWorkspace {
+		if h := hooksDir(ws); h != "" {
+			if _, in := under(h, abs); in {
+				t.Class, t.Why = WriteProtected, "git's hooks directory (core.hooksPath): git runs these files itself"
+			}
+		}
+	}
 	if lex, ok := r.lexical(p); ok {
 		lw := ""
 		if r.Work != "" {
@@ -241,6 +251,30 @@ func gitDirsOf(ws string) []string {
 		dirs = append(dirs, realOr(common))
 	}
 	return dirs
+}
+
+// hooksDir is the directory git runs this worktree's hooks from, as git
+// itself resolves it (core.hooksPath from any config level, relative to
+// the worktree, "~" expanded; .git/hooks by default): husky and similar
+// tools point it at an ordinary folder of the checkout. "" when ws is not
+// in a repository.
+func hooksDir(ws string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "-C", ws, "rev-parse", "--git-path", "hooks")
+	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	h := strings.TrimRight(string(out), "\r\n")
+	if h == "" || strings.Contains(h, "\n") {
+		return ""
+	}
+	if !filepath.IsAbs(h) {
+		h = filepath.Join(ws, h)
+	}
+	return realOr(h)
 }
 
 // readSmall reads a regular file of at most 4 KiB.

@@ -92,3 +92,32 @@ func TestClassifyWriteLinkInPlans(t *testing.T) {
 		t.Errorf("work://plans/current.md (a link to notes) = %v %v, want published", got.Class, err)
 	}
 }
+
+// TestClassifyWriteHooksPath: with core.hooksPath pointing into the
+// checkout (husky's layout), git runs that folder's files on commit, so
+// they are control files like .git/hooks.
+func TestClassifyWriteHooksPath(t *testing.T) {
+	ws := t.TempDir()
+	gitInit(t, ws)
+	mustGit(t, ws, "config", "core.hooksPath", ".husky")
+	os.MkdirAll(filepath.Join(ws, "src"), 0o755)
+	r := Roots{Workspace: ws}
+	for p, want := range map[string]WriteClass{
+		".husky/pre-commit":   WriteProtected,
+		".husky/_/husky.sh":   WriteProtected,
+		"src/../.husky/x":     WriteProtected,
+		".husky-notes/readme": WriteWorkspace,
+		"src/main.go":         WriteWorkspace,
+	} {
+		got, err := r.ClassifyWrite(p)
+		if err != nil || got.Class != want {
+			t.Errorf("ClassifyWrite(%q) = %v %v, want %v", p, got.Class, err, want)
+		}
+	}
+	// Set in a subfolder's view too: the workspace may be part of a repo.
+	sub := Roots{Workspace: filepath.Join(ws, "src")}
+	mustGit(t, ws, "config", "core.hooksPath", "src/hooks")
+	if got, err := sub.ClassifyWrite("hooks/post-checkout"); err != nil || got.Class != WriteProtected {
+		t.Errorf("hooksPath inside a workspace that is a subfolder: %v %v", got.Class, err)
+	}
+}
