@@ -1,9 +1,12 @@
 package agent
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -119,5 +122,36 @@ func TestClassifyWriteHooksPath(t *testing.T) {
 	mustGit(t, ws, "config", "core.hooksPath", "src/hooks")
 	if got, err := sub.ClassifyWrite("hooks/post-checkout"); err != nil || got.Class != WriteProtected {
 		t.Errorf("hooksPath inside a workspace that is a subfolder: %v %v", got.Class, err)
+	}
+}
+
+// TestACPPermissionCannotCoverAProtectedWrite: an agent that lists
+// .git/config in an unrelated permission (a shell command, allowed
+// without a question in full-auto, or by a person who read no warning)
+// and then writes it through fs/write_text_file is still asked with the
+// warning: only a yes to that warning covers a protected write.
+func TestACPPermissionCannotCoverAProtectedWrite(t *testing.T) {
+	eng := newFakeACP(t)
+	for _, mode := range []Mode{ModeFullAuto, ModeAsk} {
+		ws := t.TempDir()
+		gitInit(t, ws)
+		cfg := filepath.Join(ws, ".git", "config")
+		before, _ := os.ReadFile(cfg)
+		var reasons []string
+		// Yes to the plain shell question, no to any warning.
+		ask := func(ctx context.Context, c ToolCall, reason string) (bool, error) {
+			reasons = append(reasons, reason)
+			return !strings.Contains(reason, "WARNING"), nil
+		}
+		tn, _ := acpTurnOf(eng, ws, t.TempDir(), "listwrite "+cfg, false, mode, ask)
+		if _, err := tn.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(cfg); !bytes.Equal(b, before) {
+			t.Errorf("%s: .git/config was written: %q", mode, b)
+		}
+		if len(reasons) == 0 || !strings.Contains(reasons[len(reasons)-1], "WARNING") {
+			t.Errorf("%s: the write was not asked with the warning: %q", mode, reasons)
+		}
 	}
 }
