@@ -92,7 +92,7 @@ func (r Roots) ClassifyWrite(p string, extra ...string) (WriteTarget, error) {
 		if r.Work != "" {
 			lw = filepath.Clean(r.Work)
 		}
-		if c, why := r.classifyAbs(lex, lw, filepath.Clean(r.Workspace), nil); c > t.Class {
+		if c, why := r.classifyAbs(lex, lw, filepath.Clean(r.Workspace), extra); c > t.Class {
 			t.Class, t.Why = c, why
 		}
 	}
@@ -158,7 +158,8 @@ func (r Roots) classifyAbs(abs, work, ws string, extra []string) (WriteClass, st
 		if d == "" {
 			continue
 		}
-		if _, ok := under(realOr(d), abs); ok {
+		_, in := under(realOr(d), abs)
+		if _, spelled := under(filepath.Clean(d), abs); in || spelled {
 			return WriteProtected, "planbridge's skills configuration"
 		}
 	}

@@ -155,3 +155,21 @@ func TestACPPermissionCannotCoverAProtectedWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestClassifyWriteLinkInSkills: a link inside a skills folder is part of
+// the skills configuration even when it points at an ordinary file:
+// deleting or replacing it changes what the agent follows.
+func TestClassifyWriteLinkInSkills(t *testing.T) {
+	ws := t.TempDir()
+	skills := filepath.Join(ws, "cfg", "planbridge", "skills")
+	os.MkdirAll(skills, 0o755)
+	os.WriteFile(filepath.Join(ws, "other.md"), []byte("x\n"), 0o644)
+	os.Symlink("../../../other.md", filepath.Join(skills, "x.md"))
+	r := Roots{Workspace: ws}
+	if got, err := r.ClassifyWrite("cfg/planbridge/skills/x.md", skills); err != nil || got.Class != WriteProtected {
+		t.Errorf("a link in the skills folder: %v %v, want protected", got.Class, err)
+	}
+	if got, err := r.ClassifyWrite("other.md", skills); err != nil || got.Class != WriteWorkspace {
+		t.Errorf("the link's target by its own name: %v %v, want workspace", got.Class, err)
+	}
+}
