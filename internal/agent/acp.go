@@ -210,7 +210,10 @@ type acpTurn struct {
 	raw      map[string]acp.ToolCall // the agent's own view of each call
 	exitPlan string                  // the plan of the agent's own plan-exit request
 	allowed  map[string]bool         // absolute paths a permission allowed to write
-	refusals []string                // reasons of refusals not yet told the agent
+	// warned are the paths of a permission the person allowed after the
+	// protected-path warning: only those cover a protected write.
+	warned   map[string]bool
+	refusals []string // reasons of refusals not yet told the agent
 }
 
 // RunTurn implements [TurnEngine]: it sends the turn's prompt to the
@@ -696,11 +699,17 @@ func (u *acpTurn) permission(ctx context.Context, p acp.RequestPermissionParams)
 		}
 		return acp.Cancelled()
 	}
-	allow := func() acp.RequestPermissionResult {
+	allow := func(warned bool) acp.RequestPermissionResult {
 		if id, ok := acp.Pick(p.Options, acp.AllowOnce); ok {
 			u.mu.Lock()
+			if warned && u.warned == nil {
+				u.warned = map[string]bool{}
+			}
 			for _, l := range p.ToolCall.Locations {
 				u.allowed[filepath.Clean(l.Path)] = true
+				if warned {
+					u.warned[filepath.Clean(l.Path)] = true
+				}
 			}
 			u.mu.Unlock()
 			return acp.Selected(id)
@@ -746,24 +755,24 @@ func (u *acpTurn) permission(ctx context.Context, p acp.RequestPermissionParams)
 			u.t.Sink.ToolResult(call, false, "the plan goes to planbridge's approval card; the person accepts it there.")
 			return reject()
 		}
-		return allow()
+		return allow(false)
 	}
 	return u.decide(ctx, call, u.toolMeta(tc), allow, reject)
 }
 
-func (u *acpTurn) decide(ctx context.Context, call ToolCall, meta Meta, allow, reject func() acp.RequestPermissionResult) acp.RequestPermissionResult {
+func (u *acpTurn) decide(ctx context.Context, call ToolCall, meta Meta, allow func(warned bool) acp.RequestPermissionResult, reject func() acp.RequestPermissionResult) acp.RequestPermissionResult {
 	tool := &Tool{Spec: ToolSpec{Name: call.Name}, Meta: meta}
 	d := u.t.Gate.Decide(tool, call)
 	switch d.Verdict {
 	case Run:
-		return allow()
+		return allow(false)
 	case Refuse:
 		u.blocked(call, d.Code, d.Reason)
 		return reject()
 	}
 	if u.t.Ask != nil {
 		if ok, err := u.t.Ask(ctx, call, d.Reason); err == nil && ok {
-			return allow()
+			return allow(d.Protected)
 		}
 	}
 	u.t.Sink.ToolResult(call, false, fmt.Sprintf("the person did not allow %s.", call.Name))
@@ -847,7 +856,10 @@ func (u *acpTurn) writeFile(ctx context.Context, p acp.WriteTextFileParams) (any
 	}
 	d := u.t.Gate.Decide(tool, call)
 	u.mu.Lock()
-	if d.Verdict == Ask && u.allowed[filepath.Clean(p.Path)] {
+	// A permission covers this write only as far as it was given: a
+	// protected path needs a yes to its warning, not to some other
+	// question (or to none, in full-auto) that merely listed the path.
+	if d.Verdict == Ask && (d.Protected && u.warned[filepath.Clean(p.Path)] || !d.Protected && u.allowed[filepath.Clean(p.Path)]) {
 		d.Verdict = Run
 	}
 	u.mu.Unlock()

@@ -31,6 +31,8 @@ func TestMain(m *testing.M) {
 // fakeAgent speaks ACP on stdio. Its prompt text selects a script:
 //
 //	write <abs path>   permission (edit) then fs/write_text_file
+//	listwrite <path>   permission (execute, listing the path) then
+//	                   fs/write_text_file
 //	readmissing <path> fs/read_text_file; reports the error it got
 //	exec <command>     permission (execute)
 //	hang               waits for session/cancel, answers "cancelled"
@@ -147,6 +149,16 @@ func fakeAgent() {
 					n = next
 					mu.Unlock()
 					r = call(n, "fs/write_text_file", map[string]any{"sessionId": p.SessionID, "path": arg, "content": "fake agent\n"})
+					text(p.SessionID, "write:"+string(r)+"\n")
+				case "listwrite":
+					// A shell permission that merely lists the file, then
+					// the write itself.
+					r := call("s-1", "session/request_permission", map[string]any{"sessionId": p.SessionID,
+						"toolCall": map[string]any{"toolCallId": "tc-s", "title": "Run", "kind": "execute", "locations": []map[string]any{{"path": arg}},
+							"rawInput": map[string]any{"command": []string{"true"}}},
+						"options": []map[string]string{{"optionId": "yes", "name": "Allow", "kind": "allow_once"}, {"optionId": "no", "name": "Reject", "kind": "reject_once"}}})
+					text(p.SessionID, "permission:"+string(r)+"\n")
+					r = call("s-2", "fs/write_text_file", map[string]any{"sessionId": p.SessionID, "path": arg, "content": "fake agent\n"})
 					text(p.SessionID, "write:"+string(r)+"\n")
 				case "readmissing":
 					r := call("read-1", "fs/read_text_file", map[string]any{"sessionId": p.SessionID, "path": arg})

@@ -29,11 +29,18 @@
 //     refused in every mode ([CodePublishedPlan]).
 //   - Repository control files (.git/** in any letter case or spelling git
 //     accepts on some file system, through "..", symlinks or an absolute
-//     path, and the git directory a linked worktree's .git file names) and
+//     path, the git directory a linked worktree's .git file names, any
+//     folder that is itself a git directory by git's own test — a .git
+//     symlink's target, a nested repository's store, a bare repository —
+//     and the folder core.hooksPath names, as git resolves it) and
 //     planbridge's project configuration (.planbridge/**, skills folders)
 //     always ask the person with a warning, in every permission mode, and
 //     are refused where no person can answer ([Gate.Unattended],
 //     [CodeProtectedPath]).
+//
+// A path is classified both as resolved and as spelled, so a link that
+// lives in .git or work://plans/ is guarded there even when its target is
+// an ordinary file.
 //
 // Executors check again on the path they really write and refuse a
 // protected path unless the person confirmed that call, so the gate's

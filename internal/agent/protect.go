@@ -1,11 +1,14 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // WriteClass is what a file write would change, as the gate sees it.
@@ -56,56 +59,131 @@ type WriteTarget struct {
 // The model is git's own: a path is a repository control file when any of
 // its components is a git directory name as a case-insensitive file system
 // would see it (".git", ".GIT", ".git." and ".git " on NTFS, "git~1", with
-// the code points HFS+ ignores removed), or when it lies in the git
-// directory a linked worktree's ".git" file names. The check runs on the
-// resolved path, so "..", symlinks and absolute spellings cannot hide it.
+// the code points HFS+ ignores removed), when it lies in the git
+// directory a linked worktree's ".git" file names, or when any folder
+// above it in the workspace is a git directory by git's own test ([isGitDir]:
+// a ".git" symlink's target, a nested repository's store, a bare
+// repository). The check runs on the resolved path, so "..", symlinks and
+// absolute spellings cannot hide it, and again on the path as spelled,
+// so a link that lives in ".git" or work://plans/ is guarded there too.
 func (r Roots) ClassifyWrite(p string, extra ...string) (WriteTarget, error) {
 	abs, err := r.Resolve(p)
 	if err != nil {
 		return WriteTarget{}, err
 	}
 	t := WriteTarget{Path: p, Abs: abs, Class: WriteWorkspace}
+	// The resolved path is what a write changes; the spelled one is where
+	// a link itself lives (deleting a link changes its folder, and a link
+	// named ".git" is git's). Either one guarded makes the write guarded.
+	work, ws := "", realOr(r.Workspace)
 	if r.Work != "" {
-		work := realOr(r.Work)
-		if rel, ok := under(work, abs); ok {
-			t.Class = WriteNotes
-			first, _, _ := strings.Cut(rel, string(filepath.Separator))
-			if strings.EqualFold(first, PlansDir) {
-				t.Class = WritePublished
+		work = realOr(r.Work)
+	}
+	t.Class, t.Why = r.classifyAbs(abs, work, ws, extra)
+	if t.Class == WriteWorkspace {
+		if h := hooksDir(ws); h != "" {
+			if _, in := under(h, abs); in {
+				t.Class, t.Why = WriteProtected, "git's hooks directory (core.hooksPath): git runs these files itself"
 			}
-			return t, nil
 		}
 	}
-	ws := realOr(r.Workspace)
+	if lex, ok := r.lexical(p); ok {
+		lw := ""
+		if r.Work != "" {
+			lw = filepath.Clean(r.Work)
+		}
+		if c, why := r.classifyAbs(lex, lw, filepath.Clean(r.Workspace), extra); c > t.Class {
+			t.Class, t.Why = c, why
+		}
+	}
+	return t, nil
+}
+
+// lexical is p joined to its root without following any symlink.
+func (r Roots) lexical(p string) (string, bool) {
+	switch {
+	case IsWorkPath(p):
+		if r.Work == "" {
+			return "", false
+		}
+		return filepath.Join(r.Work, filepath.Clean("/"+strings.TrimPrefix(p, WorkScheme))), true
+	case filepath.IsAbs(p):
+		return filepath.Clean(p), true
+	}
+	return filepath.Join(r.Workspace, filepath.Clean("/"+p)), true
+}
+
+// classifyAbs classifies an absolute path against the work tree and
+// workspace roots (both spelled the same way as abs: resolved or not).
+func (r Roots) classifyAbs(abs, work, ws string, extra []string) (WriteClass, string) {
+	if work != "" {
+		if rel, ok := under(work, abs); ok {
+			first, _, _ := strings.Cut(rel, string(filepath.Separator))
+			if strings.EqualFold(foldName(first), PlansDir) {
+				return WritePublished, ""
+			}
+			return WriteNotes, ""
+		}
+	}
 	if rel, ok := under(ws, abs); ok {
 		parts := strings.Split(rel, string(filepath.Separator))
 		for _, c := range parts {
 			if isDotGit(c) {
-				t.Class, t.Why = WriteProtected, "a git repository control file (git runs commands named in its config and hooks)"
-				return t, nil
+				return WriteProtected, "a git repository control file (git runs commands named in its config and hooks)"
 			}
 		}
 		if len(parts) > 0 && strings.EqualFold(foldName(parts[0]), ".planbridge") {
-			t.Class, t.Why = WriteProtected, "planbridge's project configuration (skills and settings the agent follows)"
-			return t, nil
+			return WriteProtected, "planbridge's project configuration (skills and settings the agent follows)"
+		}
+		// Any git directory, whatever its name: a .git symlink's target,
+		// a nested repository's gitdir, a bare repository.
+		for d := filepath.Dir(abs); ; d = filepath.Dir(d) {
+			if _, in := under(ws, d); !in {
+				break
+			}
+			if isGitDir(d) {
+				return WriteProtected, "a git directory (git runs commands named in its config and hooks)"
+			}
+			if d == ws {
+				break
+			}
 		}
 	}
 	for _, g := range gitDirsOf(ws) {
 		if _, ok := under(g, abs); ok {
-			t.Class, t.Why = WriteProtected, "the git directory of this worktree (git runs commands named in its config and hooks)"
-			return t, nil
+			return WriteProtected, "the git directory of this worktree (git runs commands named in its config and hooks)"
 		}
 	}
 	for _, d := range extra {
 		if d == "" {
 			continue
 		}
-		if _, ok := under(realOr(d), abs); ok {
-			t.Class, t.Why = WriteProtected, "planbridge's skills configuration"
-			return t, nil
+		_, in := under(realOr(d), abs)
+		if _, spelled := under(filepath.Clean(d), abs); in || spelled {
+			return WriteProtected, "planbridge's skills configuration"
 		}
 	}
-	return t, nil
+	return WriteWorkspace, ""
+}
+
+// isGitDir is git's is_git_directory(), made broader where that is the
+// safe side: a directory with a HEAD (file or link) and either its own
+// objects/ and refs/ directories or a commondir file (a linked worktree's
+// or a submodule's git directory, whose objects live in the common one).
+func isGitDir(d string) bool {
+	st, err := os.Lstat(filepath.Join(d, "HEAD"))
+	if err != nil || st.IsDir() {
+		return false
+	}
+	if st, err := os.Lstat(filepath.Join(d, "commondir")); err == nil && !st.IsDir() {
+		return true
+	}
+	for _, sub := range []string{"objects", "refs"} {
+		if st, err := os.Stat(filepath.Join(d, sub)); err != nil || !st.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // under reports whether abs is root or inside it, with the relative path.
@@ -174,6 +252,30 @@ func gitDirsOf(ws string) []string {
 		dirs = append(dirs, realOr(common))
 	}
 	return dirs
+}
+
+// hooksDir is the directory git runs this worktree's hooks from, as git
+// itself resolves it (core.hooksPath from any config level, relative to
+// the worktree, "~" expanded; .git/hooks by default): husky and similar
+// tools point it at an ordinary folder of the checkout. "" when ws is not
+// in a repository.
+func hooksDir(ws string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "-C", ws, "rev-parse", "--git-path", "hooks")
+	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	h := strings.TrimRight(string(out), "\r\n")
+	if h == "" || strings.Contains(h, "\n") {
+		return ""
+	}
+	if !filepath.IsAbs(h) {
+		h = filepath.Join(ws, h)
+	}
+	return realOr(h)
 }
 
 // readSmall reads a regular file of at most 4 KiB.

@@ -6,8 +6,10 @@
 //
 //   - A [Set] holds secrets registered at run time ([Set.Add]); it is safe
 //     for concurrent use and its zero value is ready (and redacts nothing).
-//   - Every occurrence of a secret, verbatim or in its JSON-escaped form,
-//     is replaced by [Mask]. Secrets shorter than [MinLen] bytes are
+//   - Every occurrence of a secret — verbatim, JSON-escaped,
+//     percent-encoded, or in base64 (standard or URL alphabet, at any of
+//     the three byte offsets it can start at inside a longer encoded
+//     value) — is replaced by [Mask]. Secrets shorter than [MinLen] bytes are
 //     ignored: masking them would mangle ordinary text and they are not
 //     secrets worth the name.
 //   - [Set.Stream] redacts text that arrives in pieces (a streamed model

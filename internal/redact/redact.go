@@ -2,9 +2,11 @@ package redact
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
 )
@@ -32,9 +34,8 @@ func (s *Set) Add(secrets ...string) {
 		if len(sec) < MinLen {
 			continue
 		}
-		b, _ := json.Marshal(sec)
-		for _, f := range []string{sec, string(b[1 : len(b)-1])} {
-			if !contains(s.forms, f) {
+		for _, f := range spellings(sec) {
+			if len(f) >= MinLen && !contains(s.forms, f) {
 				s.forms = append(s.forms, f)
 			}
 		}
@@ -214,4 +215,25 @@ func (h *handler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h *handler) WithGroup(name string) slog.Handler {
 	return &handler{set: h.set, h: h.h.WithGroup(name)}
+}
+
+// spellings are the forms a secret travels in: verbatim, JSON-escaped,
+// percent-encoded (query and path) and base64 in both alphabets. Base64
+// depends on the bytes around the secret, so for each of the three byte
+// offsets it may start at, the form is the run of characters that only
+// the secret's bytes determine (a few characters at either end, shared
+// with the neighbours, stay visible; they carry under 12 bits of it).
+func spellings(sec string) []string {
+	b, _ := json.Marshal(sec)
+	out := []string{sec, string(b[1 : len(b)-1]), url.QueryEscape(sec), url.PathEscape(sec)}
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		for k := 0; k < 3; k++ {
+			full := enc.EncodeToString(append(make([]byte, k), sec...))
+			start, end := (8*k+5)/6, 8*(k+len(sec))/6
+			if end > start {
+				out = append(out, full[start:end])
+			}
+		}
+	}
+	return out
 }

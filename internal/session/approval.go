@@ -232,6 +232,11 @@ func (s *Session) Feedback(ctx context.Context, attempt, text string, comments [
 	if n > MaxPromptBytes {
 		return errorf(CodePromptTooLarge, "the feedback is %d bytes; the limit is %d (1 MiB)", n, MaxPromptBytes)
 	}
+	text = s.m.redact.String(text)
+	comments = append([]Comment(nil), comments...)
+	for i := range comments {
+		comments[i].Text = s.m.redact.String(comments[i].Text)
+	}
 	var b strings.Builder
 	b.WriteString(strings.TrimSpace(text))
 	s.mu.Lock()

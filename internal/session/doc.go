@@ -34,7 +34,9 @@
 // is stored with its hash and is what every surface shows and acceptance
 // archives; a plan file changed on disk is flagged, never trusted. With
 // [Config.Redact], events and transcript rows are masked before they are
-// stored or published.
+// stored or published, and so is the person's own text as it enters
+// (prompts, queued and shared prompts, feedback, Goal objectives and
+// steering): a pasted key never becomes a session title or a Goal row.
 //
 // Only [Session.Accept] and [Manager.StartParked] start an implementation,
 // and both go through the same durable handoff. [Session.Park] archives an

@@ -241,7 +241,7 @@ func (s *Session) GoalCommand(ctx context.Context, arg string) (string, error) {
 // action reads and changes the Goal in one critical section, so it never
 // mutates a Goal that was cleared or replaced after it was looked up.
 func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, error) {
-	rest := strings.TrimSpace(arg)
+	rest := strings.TrimSpace(s.m.redact.String(arg)) // an objective is stored and shown to every tier
 	// Read before taking s.mu, which the action holds throughout.
 	model, effort := s.m.sessionModel()
 	cfg := s.m.modelConfig()

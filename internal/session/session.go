@@ -464,6 +464,7 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 	if err := checkPrompt(text); err != nil {
 		return SubmitResult{}, err
 	}
+	text = s.m.redact.String(text) // a pasted key goes no further: title, transcript, Goal, queue
 	if fork := s.Info().ForkedTo; fork != "" {
 		return SubmitResult{}, &Error{Code: CodeSessionEnded, Message: "this planning session continued in its Worktree fork " + fork + "; open that session"}
 	}
@@ -498,6 +499,7 @@ func (s *Session) Queue(text string) (SubmitResult, error) {
 	if err := checkPrompt(text); err != nil {
 		return SubmitResult{}, err
 	}
+	text = s.m.redact.String(text)
 	queued, err := s.prompt(context.Background(), text)
 	return SubmitResult{Queued: queued}, err
 }
@@ -511,6 +513,7 @@ func (s *Session) QueueGuest(text string) (SubmitResult, error) {
 	if err := checkPrompt(text); err != nil {
 		return SubmitResult{}, err
 	}
+	text = s.m.redact.String(text)
 	queued, err := s.enqueueInput(turnReq{text: text, display: text, guest: true})
 	return SubmitResult{Queued: queued}, err
 }

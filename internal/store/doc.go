@@ -5,7 +5,9 @@
 //
 // File modes: [Open] makes the state directory 0700 and state.db with its
 // -wal and -shm files 0600, whatever the umask and whatever modes a
-// pre-existing directory or database had. A proposal row keeps the
+// pre-existing directory or database had, and refuses a state directory,
+// a symlink naming it or a database file that another user owns (their
+// owner keeps full access whatever the mode). A proposal row keeps the
 // proposal's body beside its hash. Parked plans and approval outcomes have
 // their own tables; [Acceptance.Parked] lets a parked plan start once.
 // Durability boundaries are named: every write transaction runs through
