@@ -34,6 +34,7 @@ var gitHardening = []string{
 	"-c", "status.submoduleSummary=false",
 	"-c", "submodule.recurse=false",
 	"-c", "log.showSignature=false",
+	"-c", "log.diffMerges=separate", // -m and --diff-merges=on use it; remerge writes objects
 	"-c", "gpg.program=false",
 	"-c", "gpg.ssh.program=false",
 	"-c", "gpg.x509.program=false",
@@ -242,7 +243,7 @@ m - .
 - no-diff-merges .
 - combined-all-paths .
 t - .
-- remerge-diff .
+- remerge-diff . !re-merges in a temporary object directory it writes in .git/objects
 - full-diff .
 `
 
@@ -655,7 +656,29 @@ func withPretty(x *optIndex) *optIndex {
 			o.check = checkPrettyFormat
 		}
 	}
+	if o := x.long["diff-merges"]; o != nil {
+		o.check = checkDiffMerges
+	}
 	return x
+}
+
+// diffMergesFormats are the --diff-merges values (git's diff-merges.c)
+// that only print: "remerge" and "r" re-merge each merge in a temporary
+// object directory that git creates in .git/objects, a write. "on" and
+// "m" take log.diffMerges, which gitHardening sets to separate.
+var diffMergesFormats = map[string]bool{
+	"off": true, "none": true, "1": true, "first-parent": true, "separate": true,
+	"c": true, "combined": true, "cc": true, "dense-combined": true, "m": true, "on": true,
+}
+
+func checkDiffMerges(v string) string {
+	switch {
+	case v == "r" || v == "remerge":
+		return fmt.Sprintf("%q re-merges in a temporary object directory it writes in .git/objects", v)
+	case !diffMergesFormats[v]:
+		return fmt.Sprintf("%q is not a --diff-merges format", v)
+	}
+	return ""
 }
 
 func gitIndex(table string) *optIndex {

@@ -301,6 +301,28 @@ func TestGitHelperRepos(t *testing.T) {
 	}
 }
 
+// TestGitDiffMergesConfig: with log.diffMerges=remerge in the
+// repository's config, git log -m and --diff-merges=on would re-merge in a
+// temporary object directory git creates in .git/objects (a write the
+// sandbox refuses, so the command failed). The hardening pins the default
+// to separate, so -m prints and writes nothing.
+func TestGitDiffMergesConfig(t *testing.T) {
+	dir := makeRepo(t, "")
+	tree := strings.TrimSpace(gitT(t, dir, "rev-parse", "HEAD^{tree}"))
+	merge := strings.TrimSpace(gitT(t, dir, "commit-tree", tree, "-p", "HEAD", "-p", "HEAD~1", "-m", "merge"))
+	gitT(t, dir, "update-ref", "refs/heads/main", merge)
+	gitT(t, dir, "config", "log.diffMerges", "remerge")
+	for _, src := range []string{"git log -m -p -1 --format=%s", "git show -m --format=%s", "git log --diff-merges=on -1 --format=%s"} {
+		res, err := runner(dir).Run(context.Background(), src)
+		if err != nil {
+			t.Fatalf("Run(%q): %v", src, err)
+		}
+		if res.Refused || res.ExitCode != 0 || !strings.HasPrefix(string(res.Output), "merge\n") {
+			t.Errorf("Run(%q) = refused %v (%s), exit %d: %s", src, res.Refused, res.Reason, res.ExitCode, res.Output)
+		}
+	}
+}
+
 // TestHostileHelpersOracle runs every runnable allowed row of the verdict
 // table in repositories armed with hostile helpers, with and without bwrap
 // (without it, only the policy and git hardening stand in the way), and
