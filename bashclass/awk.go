@@ -175,6 +175,10 @@ var awkKeywords = map[string]bool{
 	"print": true, "printf": true, "switch": true, "case": true, "default": true,
 }
 
+// awkControl are the keywords whose parenthesised condition is followed
+// by a statement.
+var awkControl = map[string]bool{"if": true, "while": true, "for": true, "switch": true}
+
 // maxAwkProgram bounds the program length the lexer reads.
 const maxAwkProgram = 16 << 10
 
@@ -200,8 +204,20 @@ func checkAwkProgram(src string) string {
 	inPrint := false
 	printParens := 0
 	parens := 0
+	// A statement follows the ')' closing the condition of if, while,
+	// for and switch, so a '/' there starts a regular expression (gawk's
+	// grammar), while after any other ')' it divides. control records,
+	// for each open '(', whether it opened such a condition; lastWord is
+	// the word just before the current token (blanks, newlines, comments
+	// and continuations do not count).
+	var control []bool
+	lastWord := ""
 	for i := 0; i < len(src); {
 		c := src[i]
+		before := lastWord
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != '#' && c != '\\' {
+			lastWord = ""
+		}
 		switch {
 		case c == ' ' || c == '\t' || c == '\r':
 			i++
@@ -278,6 +294,7 @@ func checkAwkProgram(src string) string {
 			}
 			word := src[i:j]
 			i = j
+			lastWord = word
 			if why := awkRefused[word]; why != "" {
 				return fmt.Sprintf("awk program uses %s, which %s", word, why)
 			}
@@ -339,6 +356,7 @@ func checkAwkProgram(src string) string {
 		switch c {
 		case '(':
 			parens++
+			control = append(control, awkControl[before])
 			prev = tOther
 		case ')':
 			parens--
@@ -346,6 +364,10 @@ func checkAwkProgram(src string) string {
 				return "awk program has an unmatched )"
 			}
 			prev = tOperand
+			if control[len(control)-1] {
+				prev = tOther
+			}
+			control = control[:len(control)-1]
 		case ']':
 			prev = tOperand
 		case '$':

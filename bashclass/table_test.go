@@ -992,6 +992,19 @@ var verdictTable = concat(
 		deny("awk '{ print $1 } END { print NR > \"count\" }' README.md", "output redirection"),
 		deny("awk '# } print\n{ print > \"y\" }' README.md", "output redirection"),
 		deny("awk '{ x++ / 2 }' README.md", "ambiguous"),
+		// After the ')' of an if, while, for or switch condition a
+		// statement follows, so '/' starts a regular expression: here a
+		// '#' inside it is no comment and system is code.
+		deny("awk '{ if (1) /#/ ; system(\"id\") }' README.md", "system"),
+		deny("awk '{ if ($0) /#/ ; system(\"id\") }' README.md", "system"),
+		deny("awk '{ while (0) /#/ ; system(\"id\") }' README.md", "system"),
+		deny("awk '{ for (;0;) /#/ ; system(\"id\") }' README.md", "system"),
+		deny("awk '{ for (k in a) /#/ ; system(\"id\") }' README.md", "system"),
+		deny("awk '{ if \\\n(1) /#/ ; system(\"id\") }' README.md", "system"),
+		deny("awk '{ if ((NF) > 0) /#/ ; print > \"out\" }' README.md", "output redirection"),
+		deny("awk '{ x = (NF) / 2; system(\"id\"); y = 1 / 1 }' README.md", "system"),
+		allow("awk '{ if ((NF) / 2 > 1) print $1 }' README.md"),
+		allow("awk '{ x = (NF) / 2; print x }' README.md"),
 		deny("awk '{ print /[/]/ }' README.md", "bracket"),
 		deny("awk '/[]/\"]/; { system(\"id\") } #\"' README.md", "bracket"),
 		deny("awk '$0 ~ /[^]/\"]/ { print }' README.md", "bracket"),
