@@ -35,7 +35,11 @@
 //     and the rest of /dev are not readable.
 //   - seccomp: socket(2), io_uring, keyrings, bpf, perf events and
 //     userfaultfd fail with EACCES, which closes pathname unix sockets
-//     and UDP that Landlock's ABI may not cover.
+//     and UDP that Landlock's ABI may not cover; so do setns and clone or
+//     unshare asking for a new namespace (a user namespace would hand the
+//     program every capability inside it), and clone3, whose flags the
+//     filter cannot read, fails with ENOSYS (the C library then uses
+//     clone).
 //   - capabilities: the bounding, ambient, effective, permitted and
 //     inheritable sets are emptied, SECBIT_NOROOT is locked and
 //     no_new_privs is set, so uid 0 inside is powerless (no remount, no

@@ -442,6 +442,12 @@ func seccompArch() uint32 {
 var deniedSyscalls = []uint32{unix.SYS_SOCKET, unix.SYS_IO_URING_SETUP, unix.SYS_KEYCTL, unix.SYS_ADD_KEY,
 	unix.SYS_REQUEST_KEY, unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_USERFAULTFD}
 
+// namespaceFlags are the clone and unshare flags that make a namespace:
+// a new user namespace would give the program every capability inside it
+// (and the kernel's namespace code as attack surface), the others need it.
+const namespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
+	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWTIME
+
 func installSeccomp() error {
 	arch := seccompArch()
 	if arch == 0 {
@@ -451,6 +457,7 @@ func installSeccomp() error {
 		ldAbs  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 		jeq    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
 		jge    = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		jset   = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
 		ret    = unix.BPF_RET | unix.BPF_K
 		denied = unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)
 	)
@@ -465,6 +472,21 @@ func installSeccomp() error {
 	for _, nr := range deniedSyscalls {
 		prog = append(prog, unix.SockFilter{Code: jeq, K: nr, Jf: 1}, unix.SockFilter{Code: ret, K: denied})
 	}
+	// clone3 passes its flags in memory the filter cannot read: it fails
+	// with ENOSYS, on which the C library falls back to clone. clone and
+	// unshare fail when their flags (the first argument) ask for a new
+	// namespace; setns always fails.
+	prog = append(prog,
+		unix.SockFilter{Code: jeq, K: unix.SYS_CLONE3, Jf: 1},
+		unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+		unix.SockFilter{Code: jeq, K: unix.SYS_SETNS, Jf: 1},
+		unix.SockFilter{Code: ret, K: denied},
+		unix.SockFilter{Code: jeq, K: unix.SYS_CLONE, Jt: 1},
+		unix.SockFilter{Code: jeq, K: unix.SYS_UNSHARE, Jf: 3},
+		unix.SockFilter{Code: ldAbs, K: 16}, // seccomp_data.args[0], low 32 bits
+		unix.SockFilter{Code: jset, K: namespaceFlags, Jf: 1},
+		unix.SockFilter{Code: ret, K: denied},
+	)
 	prog = append(prog, unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW})
 	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fp)), 0, 0)

@@ -262,6 +262,12 @@ func testContained(t *testing.T, uid int, noBwrap bool) {
 		}
 	}
 
+	// Namespaces: a new user namespace hands the program every capability
+	// inside it and the kernel's namespace code as attack surface.
+	if out, code := sh("unshare -U true && echo USERNS; unshare -Ur true && echo USERNS; unshare -n true && echo NETNS"); strings.Contains(out, "NS\n") {
+		t.Errorf("created a namespace: exit %d\n%s", code, out)
+	}
+
 	// Resources: processes, memory, CPU-bound work ends with the limits.
 	sh = func(script string) (string, int) { return f.run(t, small, nil, "sh", "-c", script) }
 	out, _ := sh(`i=0; while [ $i -lt 5000 ]; do sleep 30 & i=$((i+1)); done; echo started $i`)
