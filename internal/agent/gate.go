@@ -3,6 +3,8 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -60,6 +62,9 @@ const (
 	CodeProtectedPath = "protected_path"
 	// CodePublishedPlan refuses a model write under work://plans/.
 	CodePublishedPlan = "published_plan"
+	// CodeOutsideScope refuses, where no person can answer, a write
+	// outside the declared scope of the implementation ([Gate.Scope]).
+	CodeOutsideScope = "outside_scope"
 )
 
 // Decision is the gate's verdict on one tool call.
@@ -72,6 +77,15 @@ type Decision struct {
 	// Protected: the call writes a protected path; once the person allows
 	// it, the executor may write it ([Env.AllowProtected]).
 	Protected bool
+	// OutsideScope are the workspace-relative paths the call writes outside
+	// [Gate.Scope]: allowing the call extends the scope to them.
+	OutsideScope []string
+}
+
+// A WriteScope is the declared scope of an implementation: the workspace
+// paths (relative, slash-separated) it may write without asking.
+type WriteScope interface {
+	Allows(rel string) bool
 }
 
 // Gate is the one choke point every tool call passes. Plan is the immutable
@@ -92,6 +106,11 @@ type Gate struct {
 	// a share link, an automatic Goal continuation. A write that would ask
 	// because it touches a protected path is refused instead.
 	Unattended bool
+	// Scope, when set, is the declared scope of the implementation: a
+	// write of a workspace file outside it asks the person in every
+	// permission mode ("extend the scope to PATH?"), and is refused with
+	// [CodeOutsideScope] where no person can answer.
+	Scope WriteScope
 }
 
 const planAdvice = " Plan mode allows only read-only investigation: finish with read-only tools and end your reply with a <proposed_plan> block."
@@ -206,6 +225,7 @@ func (g Gate) decideWrites(t *Tool, call ToolCall) (Decision, bool) {
 		return Decision{}, false
 	}
 	var protected []WriteTarget
+	var outside []string
 	for _, p := range targets {
 		w, err := g.Roots.ClassifyWrite(p, g.Protected...)
 		if err != nil {
@@ -217,7 +237,25 @@ func (g Gate) decideWrites(t *Tool, call ToolCall) (Decision, bool) {
 				"%s refused: %q is the published plan, which belongs to the session; keep notes under %s.", t.Spec.Name, p, NotesDir)}, true
 		case WriteProtected:
 			protected = append(protected, w)
+		case WriteWorkspace:
+			if g.Scope != nil {
+				if rel, ok := under(realOr(g.Roots.Workspace), w.Abs); ok {
+					rel = filepath.ToSlash(rel)
+					if !g.Scope.Allows(rel) && !slices.Contains(outside, rel) {
+						outside = append(outside, rel)
+					}
+				}
+			}
 		}
+	}
+	if len(protected) == 0 && len(outside) > 0 {
+		list := strings.Join(outside, ", ")
+		if g.Unattended {
+			return Decision{Verdict: Refuse, Code: CodeOutsideScope, OutsideScope: outside, Reason: fmt.Sprintf(
+				"%s refused: %s is outside the scope declared by the accepted plan, and no person can extend it from here; the implementation pauses until the person extends the scope or resumes it.", t.Spec.Name, list)}, true
+		}
+		return Decision{Verdict: Ask, OutsideScope: outside, Reason: fmt.Sprintf(
+			"%s writes %s, outside the scope declared by the accepted plan: extend the scope to %s?", t.Spec.Name, list, list)}, true
 	}
 	if len(protected) == 0 {
 		return Decision{}, false

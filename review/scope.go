@@ -1,0 +1,76 @@
+package review
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"planbridge/proposal"
+)
+
+// A Scope is the set of workspace paths an implementation declared it
+// changes: files and directories (a directory covers everything under it).
+// The zero Scope declares nothing and allows every path.
+type Scope struct {
+	Paths      []string `json:"paths"`
+	Extensions []string `json:"extensions,omitempty"` // granted by the person during the implementation
+}
+
+// DeriveScope is the scope an accepted plan declares: the paths named in
+// its Key Changes (or Steps, Implementation) sections, else in its whole
+// body when it has no such section.
+func DeriveScope(body string) []string {
+	src := ""
+	for _, s := range proposal.Parse(body).Sections {
+		t := strings.ToLower(s.Title)
+		if strings.Contains(t, "key changes") || strings.Contains(t, "steps") || strings.Contains(t, "implementation") {
+			src += s.Body + "\n"
+		}
+	}
+	if src == "" {
+		src = body
+	}
+	return Cite(src).Names()
+}
+
+// CleanScope normalises paths a person typed for a scope: each must be a
+// workspace-relative path (no "..", not absolute); empty entries are
+// dropped. ok is false, with the offending entry, when one is not.
+func CleanScope(paths []string) (out []string, bad string, ok bool) {
+	out = []string{}
+	for _, p := range paths {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		c, good := normPath(p)
+		if !good {
+			return nil, p, false
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out, "", true
+}
+
+// Declared reports whether the scope names anything.
+func (s Scope) Declared() bool { return len(s.Paths) > 0 }
+
+// Allows reports whether rel (workspace-relative, slash-separated) is in
+// the scope: equal to one of its paths or extensions, or under one. An
+// undeclared scope allows everything.
+func (s Scope) Allows(rel string) bool {
+	if !s.Declared() {
+		return true
+	}
+	rel = path.Clean(rel)
+	for _, list := range [][]string{s.Paths, s.Extensions} {
+		for _, p := range list {
+			if p == rel || strings.HasPrefix(rel, p+"/") {
+				return true
+			}
+		}
+	}
+	return false
+}
