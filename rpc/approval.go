@@ -38,8 +38,13 @@ func approvalUpdate(ctx context.Context, s *Server, raw json.RawMessage) (any, e
 	type params struct {
 		attemptParams
 		Change handoff.Change `json:"change"`
+		// Scope, when present, replaces the card's declared scope instead.
+		Scope *[]string `json:"scope"`
 	}
 	return withSession(ctx, s, raw, func(sess *session.Session, p params) (any, error) {
+		if p.Scope != nil {
+			return sess.UpdateScope(ctx, p.Attempt, *p.Scope)
+		}
 		return sess.UpdateSelection(ctx, p.Attempt, p.Change)
 	})
 }
@@ -62,6 +67,30 @@ func approvalFeedback(ctx context.Context, s *Server, raw json.RawMessage) (any,
 	}
 	return withSession(ctx, s, raw, func(sess *session.Session, p params) (any, error) {
 		return nil, sess.Feedback(ctx, p.Attempt, p.Text, p.Comments)
+	})
+}
+
+func approvalDiff(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
+	type params struct {
+		sessionRef
+		From int `json:"from"`
+		To   int `json:"to"`
+	}
+	return withSession(ctx, s, raw, func(sess *session.Session, p params) (any, error) {
+		return sess.DiffVersions(p.From, p.To)
+	})
+}
+
+func reportGet(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
+	type params struct {
+		sessionRef
+		Stored bool `json:"stored"` // the last report built, without building one
+	}
+	return withSession(ctx, s, raw, func(sess *session.Session, p params) (any, error) {
+		if p.Stored {
+			return sess.StoredReport(), nil
+		}
+		return sess.Report(ctx)
 	})
 }
 

@@ -75,6 +75,8 @@ var methods = map[string]handlerFunc{
 	"approval/accept":           approvalAccept,
 	"approval/feedback":         approvalFeedback,
 	"approval/cancel":           approvalCancel,
+	"approval/diff":             approvalDiff,
+	"report/get":                reportGet,
 	"approval/hide":             approvalHide,
 	"approval/show":             approvalShow,
 	"approval/edit":             approvalEdit,

@@ -51,7 +51,7 @@ func sessionOpen(ctx context.Context, s *Server, raw json.RawMessage) (any, erro
 		if p.CoalesceText {
 			evs = session.CoalesceText(evs)
 		}
-		return map[string]any{"session": info, "events": evs, "more": more}, nil
+		return map[string]any{"session": info, "events": evs, "more": more, "report": sess.StoredReport()}, nil
 	})
 }
 

@@ -73,6 +73,10 @@ func subcommands() []subcommand {
 			"Print \"Plan: <title> (sha256:<first 12 hex digits>)\" naming the accepted plan of SESSION, or of\n" +
 				"the most recently updated session whose workspace holds DIR (default \".\"), for a commit\n" +
 				"message. It reads the state and changes nothing. Exit status 1 when there is no accepted plan.", runPlanTrailer},
+		{"report", "[--json] [SESSION]", "print the implementation report of a session",
+			"Print the stored implementation report of SESSION (default: the session whose report was built\n" +
+				"last): per step its status and files, the files changed outside the plan, and the plan's\n" +
+				"Validation commands with whether they ran. It reads the state directory only.", runReport},
 		{"version", "", "print the version", "Print the version of planbridge.", runVersion},
 	}
 }

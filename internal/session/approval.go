@@ -14,6 +14,7 @@ import (
 	"planbridge/internal/agent"
 	"planbridge/internal/store"
 	"planbridge/proposal"
+	"planbridge/review"
 )
 
 // More stable error codes.
@@ -47,6 +48,20 @@ type ApprovalView struct {
 	// Tampered is set when the plan file on disk no longer matches Hash:
 	// Body is then the stored, proposed text (and Notice says so).
 	Tampered bool `json:"tampered,omitempty"`
+	// Warnings are the pre-approval checks of the plan against the
+	// workspace (see package review); they never block acceptance.
+	Warnings []review.Warning `json:"warnings"`
+	// Version is the proposal's plan version (work://plans/vN.md, at
+	// VersionPath); Revisions how many versions came before it.
+	Version     int    `json:"version,omitempty"`
+	Revisions   int    `json:"revisions"`
+	VersionPath string `json:"version_path,omitempty"`
+	// Comments are the line comments on the previous version, re-anchored
+	// on this one (open, addressed or stale).
+	Comments []review.Carried `json:"comments,omitempty"`
+	// Scope is what the implementation will be held to: the paths its Key
+	// Changes and steps name, or the person's edit (approval/update scope).
+	Scope []string `json:"scope"`
 }
 
 func (s *Session) selectionLocked() handoff.Selection {
@@ -80,8 +95,8 @@ func (s *Session) presentApproval(ctx context.Context) {
 		s.m.log.Error("persist selection", "session", s.id, "err", err)
 	}
 	s.refreshWorktreeNotice(ctx)
-	s.emitApproval()
-	s.emitStatus() // the session now has a shown card
+	s.emitApproval() // runs the pre-approval checks before the card is shown
+	s.emitStatus()   // the session now has a shown card
 }
 
 // refreshWorktreeNotice reruns the status walk for the card when Worktree
@@ -129,6 +144,9 @@ func (s *Session) Approval() ApprovalView {
 			v.Tampered = true
 			v.Notice = joinNotice(tamperNotice(v.Path), v.Notice)
 		}
+		v.Warnings = s.planWarnings(p.Hash, body, workspace)
+		s.versionCard(&v, p.Hash, body)
+		v.Scope = s.cardScope(p.Hash, body)
 	}
 	v.Skills = handoff.FindSkills(handoff.SkillDirs(workspace, userConfigDir()))
 	return v
@@ -269,11 +287,20 @@ func (s *Session) Feedback(ctx context.Context, attempt, text string, comments [
 	p.Rejections++
 	title := p.Title
 	s.mu.Unlock()
+	if len(comments) > 0 {
+		if err := s.saveComments(versionOf(s.planVersions(), p.Hash).N, comments); err != nil {
+			s.m.log.Error("save plan comments", "session", s.id, "err", err)
+		}
+	}
 	if err := s.putProposal(ctx, p); err != nil {
 		return err
 	}
 	s.closedWith(ctx, a, OutcomeFeedback, &p)
-	s.enqueue(turnReq{text: handoff.FeedbackEnvelope(title, b.String(), p.Rejections), display: "Feedback: " + strings.TrimSpace(b.String())})
+	text = handoff.FeedbackEnvelope(title, b.String(), p.Rejections)
+	if hint := s.checksHint(p.Hash); hint != "" {
+		text += "\n<plan_checks>\n" + hint + "\n</plan_checks>"
+	}
+	s.enqueue(turnReq{text: text, display: "Feedback: " + strings.TrimSpace(b.String())})
 	return nil
 }
 
@@ -412,6 +439,7 @@ func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff
 	s.mu.Lock()
 	s.prop, s.row.Plan = &p, false
 	s.mu.Unlock()
+	s.recordBase(ctx, p.Title, p.Hash, agent.WorkScheme+rec.Artifact.Path, in.Body)
 	// The selection rides along, so the transcript records what the
 	// implementation runs with.
 	sel := in.Selection

@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"planbridge/review"
 
 	"planbridge/goal"
 	"planbridge/handoff"
@@ -156,6 +157,12 @@ type ProposalEvent struct {
 	Edited bool   `json:"edited"`
 }
 
+// ReportEvent: an implementation report was built (and stored).
+type ReportEvent struct{ review.Report }
+
+// ScopeEvent: the person extended the declared scope of the implementation.
+type ScopeEvent struct{ review.Scope }
+
 // DiagnosticEvent: a proposal diagnostic (warning or hint).
 type DiagnosticEvent struct {
 	Level   string `json:"level"`
@@ -195,6 +202,8 @@ func (ProposalEvent) Kind() string       { return "proposal" }
 func (DiagnosticEvent) Kind() string     { return "diagnostic" }
 func (TodoEvent) Kind() string           { return "todo" }
 func (GoalEvent) Kind() string           { return "goal" }
+func (ReportEvent) Kind() string         { return "report" }
+func (ScopeEvent) Kind() string          { return "scope" }
 func (ParkedStartedEvent) Kind() string  { return "parked_started" }
 
 // Kind makes a parked plan an event ("parked").

@@ -97,6 +97,9 @@ func (s *Session) publishProposal(ctx context.Context, title, body string, edite
 	if err := store.WriteFileAtomic(s.workPath(CurrentPlanPath), artifactData(body), 0o644); err != nil {
 		return err
 	}
+	if err := s.recordVersion(hash, body); err != nil {
+		return fmt.Errorf("keep the plan version: %w", err)
+	}
 	s.mu.Lock()
 	p := store.Proposal{SessionID: s.id}
 	if s.prop != nil {

@@ -37,6 +37,7 @@ type Session struct {
 	wtNotice string           // the card's Worktree notice, from the last status walk
 	wtNoGit  bool             // that walk found no git checkout: a fork blocker
 	timeout  *time.Timer      // the approval timeout of the current presentation, if armed
+	checks   planChecks       // pre-approval checks of the current proposal
 	msgs     []agent.Message  // transcript of the current context segment
 	nextIdx  int64
 	turnNo   int64
@@ -475,6 +476,14 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 		case "/compact":
 			if rest == "" {
 				return SubmitResult{Command: "compact"}, s.Compact()
+			}
+		case "/review":
+			if rest == "" {
+				r, err := s.Report(ctx)
+				if err == nil {
+					s.emit(NoticeEvent{Message: "Implementation report: " + r.Summary})
+				}
+				return SubmitResult{Command: "review"}, err
 			}
 		case "/goal":
 			msg, err := s.GoalCommand(ctx, rest)

@@ -58,6 +58,7 @@ func (k *turnSink) ToolResult(call agent.ToolCall, ok bool, output string) {
 	if ok {
 		k.s.recordEdit(call)
 	}
+	k.s.logToolEvent(call, ok, output)
 	k.s.emit(ToolResultEvent{ID: call.ID, Name: call.Name, OK: ok, Output: clipView(output)})
 }
 
@@ -75,6 +76,9 @@ func (k *turnSink) Blocked(call agent.ToolCall, code, reason string) {
 		k.s.m.log.Error("persist blocked count", "session", k.s.id, "err", err)
 	}
 	k.s.emit(BlockedEvent{ID: call.ID, Name: call.Name, Code: code, Reason: reason})
+	if code == agent.CodeOutsideScope {
+		k.s.pauseForScope(reason)
+	}
 }
 
 func rawOrEmpty(r json.RawMessage) json.RawMessage {
@@ -191,7 +195,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		Messages: append(append([]agent.Message{{Role: agent.RoleSystem, Content: fmt.Sprintf(systemPrompt, workspace)}}, history...), user),
 		Tools:    s.registry(),
 		Gate: agent.Gate{Plan: plan, Mode: mode, Shell: s.m.shell, Roots: roots, Protected: protected,
-			Unattended: req.guest || req.continuation},
+			Unattended: req.guest || req.continuation, Scope: s.heldScope(plan)},
 		Env:  agent.Env{Roots: roots, Shell: s.m.shell, Protected: protected},
 		Ask:  s.askFunc(),
 		Sink: sink,
@@ -288,6 +292,7 @@ func (s *Session) finishTurn(ctx context.Context, turnNo int64, err error, templ
 			s.emit(ErrorEvent{Message: end.Error})
 		}
 	}
+	s.reportIfEnded(context.WithoutCancel(ctx))
 	s.emit(end)
 	return err
 }
@@ -330,7 +335,11 @@ func (s *Session) askFunc() agent.Asker {
 		return nil
 	}
 	return func(ctx context.Context, call agent.ToolCall, reason string) (bool, error) {
-		return ask(ctx, s.id, call, reason)
+		ok, err := ask(ctx, s.id, call, reason)
+		if ok && err == nil {
+			s.extendScope(call) // allowing a write outside the scope extends it
+		}
+		return ok, err
 	}
 }
 

@@ -1,0 +1,395 @@
+package session
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"planbridge/goal"
+	"planbridge/internal/agent"
+	"planbridge/internal/store"
+	"planbridge/review"
+	"planbridge/worktree"
+)
+
+// Snapshot caps of the implementation base.
+const (
+	maxSnapFile  = 1 << 20  // a dirty file larger than this keeps only its hash
+	maxSnapTotal = 32 << 20 // content kept for dirty files in all
+)
+
+// A snapshot is one file's content at the implementation's base.
+type snapshot struct {
+	Absent  bool   `json:"absent,omitempty"`
+	Hash    string `json:"hash,omitempty"`    // sha256 of the content
+	Content []byte `json:"content,omitempty"` // nil when too large (Hash only)
+}
+
+// implBase is what acceptance records so the report compares against the
+// exact state the implementation started from: HEAD, plus the content of
+// every file already dirty then (Here mode with uncommitted work).
+type implBase struct {
+	Title     string              `json:"title"`
+	Hash      string              `json:"hash"`     // the accepted plan's
+	Artifact  string              `json:"artifact"` // its work:// archive
+	Workspace string              `json:"workspace"`
+	Root      string              `json:"root,omitempty"` // checkout root ("" not a checkout)
+	Prefix    string              `json:"prefix,omitempty"`
+	Head      string              `json:"head,omitempty"`
+	Dirty     map[string]snapshot `json:"dirty"` // by root-relative path
+}
+
+// reviewDir holds the base, the tool log and the report. It lies outside
+// work://, so the model cannot reach it.
+func (m *Manager) reviewDir(id string) string {
+	return filepath.Join(m.st.Dir(), "sessions", id, "review")
+}
+
+// ReviewDir is the directory of a session's implementation report under a
+// state directory (for reading it offline).
+func ReviewDir(stateDir, id string) string {
+	return filepath.Join(stateDir, "sessions", id, "review")
+}
+
+const noFollow = syscall.O_NOFOLLOW
+
+var logMu sync.Mutex // orders appends to tool logs
+
+func hashOf(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// recordBase snapshots the implementation's base at acceptance. Failing to
+// record it loses only the report, never the acceptance.
+func (s *Session) recordBase(ctx context.Context, title, hash, artifact, body string) {
+	s.mu.Lock()
+	ws := s.row.Workspace
+	s.mu.Unlock()
+	b := implBase{Title: title, Hash: hash, Artifact: artifact, Workspace: ws, Dirty: map[string]snapshot{}}
+	if repo, err := worktree.Open(ws); err == nil {
+		b.Root, b.Prefix = repo.Root, relPrefix(repo.Root, ws)
+		_, b.Head, _ = repo.Head()
+		entries, err := repo.Status(ctx)
+		repo.Close()
+		if err == nil {
+			total := 0
+			for _, e := range entries {
+				sn := readSnapshot(filepath.Join(b.Root, filepath.FromSlash(e.Path)), &total)
+				b.Dirty[e.Path] = sn
+			}
+		}
+	}
+	dir := s.m.reviewDir(s.id)
+	os.RemoveAll(dir) // a new acceptance starts a new report
+	data, _ := json.Marshal(b)
+	err := os.MkdirAll(dir, 0o700)
+	if err == nil {
+		err = store.WriteFileAtomic(filepath.Join(dir, "base.json"), data, 0o600)
+	}
+	if err == nil {
+		err = s.recordScope(s.cardScope(hash, body))
+	}
+	if err != nil {
+		s.m.log.Error("record implementation base", "session", s.id, "err", err)
+	}
+}
+
+// readSnapshot reads a regular file without following a final symbolic
+// link; anything else is recorded by what it is (absent, or a hash of
+// its link target).
+func readSnapshot(full string, total *int) snapshot {
+	fi, err := os.Lstat(full)
+	if err != nil {
+		return snapshot{Absent: true}
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		t, _ := os.Readlink(full)
+		return snapshot{Hash: hashOf([]byte("symlink:" + t))}
+	}
+	if !fi.Mode().IsRegular() {
+		return snapshot{Absent: true}
+	}
+	f, err := os.OpenFile(full, os.O_RDONLY|noFollow, 0)
+	if err != nil {
+		return snapshot{Absent: true}
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(io.LimitReader(f, maxSnapFile+1))
+	if len(data) > maxSnapFile || *total+len(data) > maxSnapTotal {
+		h := sha256.New()
+		h.Write(data)
+		io.Copy(h, f)
+		return snapshot{Hash: hex.EncodeToString(h.Sum(nil))}
+	}
+	*total += len(data)
+	return snapshot{Hash: hashOf(data), Content: data}
+}
+
+func (s *Session) loadBase() (*implBase, error) {
+	return loadBaseAt(s.m.reviewDir(s.id))
+}
+
+func loadBaseAt(dir string) (*implBase, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "base.json"))
+	if err != nil {
+		return nil, err
+	}
+	var b implBase
+	if err := json.Unmarshal(data, &b); err != nil {
+		return nil, fmt.Errorf("the implementation base is corrupt: %w", err)
+	}
+	return &b, nil
+}
+
+// logToolEvent records one completed tool call of the implementation: the
+// paths it declared it writes (root-relative), the step in progress, and
+// for bash the command and its exit status.
+func (s *Session) logToolEvent(call agent.ToolCall, ok bool, output string) {
+	s.mu.Lock()
+	p := s.track.plan
+	active := p != nil && p.Status == ImplRunning
+	step := ""
+	if active {
+		for _, st := range p.Steps {
+			if st.Status == StepInProgress {
+				step = st.ID
+			}
+		}
+	}
+	ws := s.row.Workspace
+	s.mu.Unlock()
+	if !active {
+		return
+	}
+	dir := s.m.reviewDir(s.id)
+	base, err := loadBaseAt(dir)
+	if err != nil {
+		return
+	}
+	ev := review.ToolEvent{Tool: call.Name, Step: step, OK: ok, Exit: -1}
+	if t := s.registry().Get(call.Name); t != nil && t.Meta.Writes != nil {
+		if targets, err := t.Meta.Writes(call.Arguments); err == nil {
+			for _, p := range targets {
+				if rel, ok := workspaceRel(ws, p); ok {
+					ev.Paths = append(ev.Paths, base.Prefix+rel)
+				}
+			}
+		}
+	}
+	if call.Name == "bash" {
+		var a struct{ Command string }
+		_ = json.Unmarshal(call.Arguments, &a)
+		ev.Command = a.Command
+		ev.Exit = exitStatus(output)
+	}
+	data, _ := json.Marshal(ev)
+	logMu.Lock()
+	defer logMu.Unlock()
+	f, err := os.OpenFile(filepath.Join(dir, "tools.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		s.m.log.Warn("log tool call", "session", s.id, "err", err)
+		return
+	}
+	f.Write(append(data, '\n'))
+	f.Close()
+}
+
+// workspaceRel makes a tool's path workspace-relative and slash-separated;
+// work:// paths and paths outside the workspace are not the workspace's.
+func workspaceRel(ws, p string) (string, bool) {
+	if p == "" || agent.IsWorkPath(p) {
+		return "", false
+	}
+	if filepath.IsAbs(p) {
+		rel, err := filepath.Rel(ws, p)
+		if err != nil {
+			return "", false
+		}
+		p = rel
+	}
+	p = filepath.ToSlash(filepath.Clean(p))
+	if p == "." || p == ".." || strings.HasPrefix(p, "../") {
+		return "", false
+	}
+	return p, true
+}
+
+// exitStatus reads the "[exit status N]" line bash results end with (-1
+// when there is none: the command did not run).
+func exitStatus(output string) int {
+	out := strings.TrimRight(output, "\n")
+	i := strings.LastIndexByte(out, '\n')
+	last := out[i+1:]
+	if v, ok := strings.CutPrefix(last, "[exit status "); ok {
+		if n, err := strconv.Atoi(strings.TrimSuffix(v, "]")); err == nil {
+			return n
+		}
+	}
+	return -1
+}
+
+func readEvents(dir string) []review.ToolEvent {
+	f, err := os.Open(filepath.Join(dir, "tools.jsonl"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []review.ToolEvent
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var ev review.ToolEvent
+		if json.Unmarshal(sc.Bytes(), &ev) == nil { // a torn last line is skipped
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// CodeNoReport: there is no accepted implementation to report on.
+const CodeNoReport = "no_report"
+
+// Report builds the implementation report now, stores it and publishes it
+// (a "report" event).
+func (s *Session) Report(ctx context.Context) (review.Report, error) {
+	base, err := s.loadBase()
+	if errors.Is(err, fs.ErrNotExist) {
+		return review.Report{}, errorf(CodeNoReport, "no plan has been accepted in this session yet, so there is no implementation to report on")
+	}
+	if err != nil {
+		return review.Report{}, errorf(CodeNoReport, "%v", err)
+	}
+	body, err := s.readArtifact(strings.TrimPrefix(base.Artifact, agent.WorkScheme), base.Hash)
+	if err != nil {
+		return review.Report{}, err
+	}
+	in := review.Input{Title: base.Title, Hash: base.Hash, Body: body, Base: base.Head}
+	if p := s.TrackedPlan(); p != nil {
+		for _, st := range p.Steps {
+			in.Steps = append(in.Steps, review.StepState{ID: st.ID, Text: st.Imperative, Status: st.Status})
+		}
+	}
+	dir := s.m.reviewDir(s.id)
+	in.Events = readEvents(dir)
+	in.Changes, err = changesSince(ctx, base, in.Events)
+	if err != nil {
+		return review.Report{}, err
+	}
+	in.ScopeExtensions = s.scopeExtensions()
+	r := review.Build(in)
+	data, _ := json.Marshal(r)
+	if err := store.WriteFileAtomic(filepath.Join(dir, "report.json"), data, 0o600); err != nil {
+		return review.Report{}, err
+	}
+	s.emit(ReportEvent{r})
+	return r, nil
+}
+
+// StoredReport is the last report built, or nil.
+func (s *Session) StoredReport() *review.Report {
+	r, err := ReadStoredReport(s.m.reviewDir(s.id))
+	if err != nil {
+		return nil
+	}
+	return r
+}
+
+// ReadStoredReport reads the last report stored in a review directory.
+func ReadStoredReport(dir string) (*review.Report, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return nil, err
+	}
+	var r review.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("the stored report is corrupt: %w", err)
+	}
+	return &r, nil
+}
+
+// changesSince lists the files whose content now differs from the base:
+// candidates are the files dirty now or at the base, and the files tool
+// calls declared they wrote.
+func changesSince(ctx context.Context, base *implBase, events []review.ToolEvent) ([]review.FileChange, error) {
+	if base.Root == "" {
+		return nil, nil // not a checkout: only tool-declared writes could be listed, without a base
+	}
+	repo, err := worktree.Open(base.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer repo.Close()
+	entries, err := repo.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cand := map[string]bool{}
+	for _, e := range entries {
+		cand[e.Path] = true
+	}
+	for p := range base.Dirty {
+		cand[p] = true
+	}
+	for _, ev := range events {
+		for _, p := range ev.Paths {
+			cand[p] = true
+		}
+	}
+	var out []review.FileChange
+	total := 0
+	for p := range cand {
+		before, ok := base.Dirty[p]
+		if !ok {
+			before = snapshot{Absent: true}
+			if base.Head != "" {
+				if data, err := repo.ReadCommitFile(base.Head, p); err == nil {
+					before = snapshot{Hash: hashOf(data), Content: data}
+				}
+			}
+		}
+		after := readSnapshot(filepath.Join(base.Root, filepath.FromSlash(p)), &total)
+		if before.Absent == after.Absent && before.Hash == after.Hash {
+			continue
+		}
+		out = append(out, review.FileChange{Path: p, Before: before.Content, After: after.Content, Existed: !before.Absent, Exists: !after.Absent})
+	}
+	return out, nil
+}
+
+// reportIfEnded builds the report once when the implementation has ended:
+// every step done, or the implementing Goal complete.
+func (s *Session) reportIfEnded(ctx context.Context) {
+	s.mu.Lock()
+	p := s.track.plan
+	ended := p != nil && p.Status == ImplDone
+	if g := s.gl.g; g != nil && g.Status == goal.Complete && g.PlanRef != "" {
+		ended = true
+	}
+	s.mu.Unlock()
+	if !ended {
+		return
+	}
+	dir := s.m.reviewDir(s.id)
+	if _, err := os.Stat(filepath.Join(dir, "base.json")); err != nil {
+		return
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report.json")); err == nil {
+		return
+	}
+	if _, err := s.Report(ctx); err != nil {
+		s.m.log.Warn("build the implementation report", "session", s.id, "err", err)
+	}
+}
