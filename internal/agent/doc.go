@@ -37,6 +37,11 @@
 //     always ask the person with a warning, in every permission mode, and
 //     are refused where no person can answer ([Gate.Unattended],
 //     [CodeProtectedPath]).
+//   - With a declared scope ([Gate.Scope], an accepted plan's), a
+//     workspace file outside it asks the person in every permission mode
+//     ([Decision.OutsideScope]: allowing extends the scope) and is refused
+//     where no person can answer ([CodeOutsideScope]); the path judged is
+//     the one really written, symlinks followed.
 //
 // A path is classified both as resolved and as spelled, so a link that
 // lives in .git or work://plans/ is guarded there even when its target is

@@ -50,4 +50,16 @@
 // proposal becomes a draft). [Manager.PlanOnly] runs one headless Plan turn
 // with no acceptance path at all. [Info.AcceptedPlan] and [PlanStatus]
 // carry the accepted plan's title, hash and commit trailer.
+//
+// Holding the implementation to the plan (policy in package review): the
+// card carries the pre-approval checks of the proposal ([review.Check]),
+// offered to the model with feedback; every proposal is kept as
+// work://plans/vN.md with the person's line comments, carried to the next
+// version ([Session.DiffVersions]); acceptance records the base (HEAD and
+// the content of dirty files) and the scope in the session's review
+// directory, outside work://; tool calls are logged there; the report
+// ([Session.Report]) is built when the implementation ends or on demand and
+// stored; the gate holds the scope ([agent.Gate.Scope]) while the
+// implementation is not done, and an unattended write outside it pauses
+// the implementation and its Goal.
 package session
