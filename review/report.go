@@ -73,7 +73,7 @@ type StepReport struct {
 type ValidationRun struct {
 	Command string `json:"command"`
 	Ran     bool   `json:"ran"`
-	Exit    *int   `json:"exit,omitempty"` // of the last matching run
+	Exit    *int   `json:"exit,omitempty"` // of the last matching run; absent when it did not start
 	Runs    int    `json:"runs"`
 }
 
@@ -172,8 +172,11 @@ func Build(in Input) Report {
 		for _, e := range in.Events {
 			if e.Tool == "bash" && commandRuns(e.Command, cmd) {
 				v.Ran, v.Runs = true, v.Runs+1
-				x := e.Exit
-				v.Exit = &x
+				v.Exit = nil // the command did not start: no exit status
+				if e.Exit >= 0 {
+					x := e.Exit
+					v.Exit = &x
+				}
 			}
 		}
 		r.Validation = append(r.Validation, v)
@@ -330,6 +333,8 @@ func (r Report) Text() string {
 		switch {
 		case v.Ran && v.Exit != nil:
 			fmt.Fprintf(&b, "  ran (exit %d)  %s\n", *v.Exit, v.Command)
+		case v.Ran:
+			fmt.Fprintf(&b, "  ran (no exit status)  %s\n", v.Command)
 		default:
 			fmt.Fprintf(&b, "  not run      %s\n", v.Command)
 		}

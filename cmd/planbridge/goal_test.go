@@ -76,7 +76,7 @@ func goalCompleteScript(summary bool) string {
 	steps = append(steps,
 		`{"text": "Editing.\n", "tool_calls": [{"name": "edit_file", "arguments": {"path": "greet.txt", "old": "hello", "new": "hi"}}], `+usage100+`}`,
 		`{"text": "First turn done.\n", `+usage100+`}`,
-		`{"expect_contains": ["Continue working toward the active Goal."], "text": "Adding notes.\n", "tool_calls": [{"name": "write_file", "arguments": {"path": "greet.txt", "content": "hi\nrenamed\n"}}, {"name": "update_goal", "arguments": {"status": "complete", "summary": "greet.txt says hi"}}], `+usage100+`}`,
+		`{"expect_contains": ["Continue working toward the active Goal."], "text": "Adding notes.\n", "tool_calls": [{"name": "write_file", "arguments": {"path": "greet.txt", "content": "hi\n"}}, {"name": "update_goal", "arguments": {"status": "complete", "summary": "greet.txt says hi"}}], `+usage100+`}`,
 		`{"text": "Goal complete.\n", `+usage100+`}`)
 	return "[" + strings.Join(steps, ",\n") + "]"
 }
@@ -103,7 +103,7 @@ func TestGoalCompletesWithAccounting(t *testing.T) {
 		}
 	}
 	// The continuation wrote inside the plan's scope (greet.txt).
-	if b, _ := os.ReadFile(filepath.Join(ws, "greet.txt")); string(b) != "hi\nrenamed\n" {
+	if b, _ := os.ReadFile(filepath.Join(ws, "greet.txt")); string(b) != "hi\n" {
 		t.Fatalf("greet.txt %q", b)
 	}
 	// A completed Goal does not block Plan.

@@ -177,18 +177,19 @@ func realPath(p string) string {
 // writing. The person extends the scope (approving the write when the
 // implementation resumes attended) or resumes it.
 func (s *Session) pauseForScope(reason string) {
+	ctx := context.Background()
+	// The implementation first: whoever sees the Goal paused sees it paused.
+	s.setImplStatus(ctx, ImplPaused, "outside the declared scope: "+reason)
 	s.mu.Lock()
 	if g := s.gl.g; g != nil {
 		g.Pause("outside the declared scope: " + reason)
 	}
 	cancel := s.cancel
 	s.mu.Unlock()
-	ctx := context.Background()
 	if err := s.saveGoal(ctx); err != nil {
 		s.m.log.Error("save goal", "session", s.id, "err", err)
 	}
 	s.emitGoal()
-	s.setImplStatus(ctx, ImplPaused, "outside the declared scope: "+reason)
 	s.emit(NoticeEvent{Message: "Implementation paused: " + reason})
 	if cancel != nil {
 		cancel()

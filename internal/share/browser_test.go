@@ -2,7 +2,9 @@ package share_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"planbridge/handoff"
 	"strings"
 	"sync"
 	"testing"
@@ -285,5 +287,51 @@ func TestBrowserHandoffShowsOpenLink(t *testing.T) {
 	b.waitText(t, "#conn", "live")
 	if !strings.Contains(b.eval(t, "location.href"), strings.Split(strings.Split(newURL, "/s/")[1], "#")[0]) {
 		t.Fatalf("did not navigate to the fork's room")
+	}
+}
+
+// TestBrowserShowsImplementationReport: the report an implementation ends
+// with shows on a view page, read-only, with the file outside the plan
+// marked and the plan's text rendered as text (never markup).
+func TestBrowserShowsImplementationReport(t *testing.T) {
+	plan := "<proposed_plan>\n# Greet\n\n## Key Changes\n1. Change hello to hi in greet.txt\n\n## Validation\n- `cat greet.txt`\n- `echo <img src=x onerror=document.title='pwned'>`\n</proposed_plan>\n"
+	steps := []string{fmt.Sprintf(`{"text": %q}`, plan),
+		`{"text": "Implementing.", "tool_calls": [` +
+			`{"name": "edit_file", "arguments": {"path": "greet.txt", "old": "hello", "new": "hi"}},` +
+			`{"name": "bash", "arguments": {"command": "cat greet.txt"}},` +
+			`{"name": "update_plan_step", "arguments": {"step": "s1", "status": "completed"}}]}`,
+		`{"text": "Done.\n"}`, `{"text": "Done.\n"}`}
+	f := newFixtureIn(t, gitWorkspace(t), steps)
+	if _, err := f.sess.Submit(f.ctx, "/plan greet"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sess.Wait(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	v := f.sess.Approval()
+	v, err := f.sess.UpdateSelection(f.ctx, v.Attempt, handoff.Change{Axis: "mode", Value: "edits"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.sess.Accept(f.ctx, v.Attempt, ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the report", func() bool { return f.sess.StoredReport() != nil })
+	view := f.share(share.View)[share.View]
+	b := newBrowser(t)
+	b.do(t, chromedp.Navigate(view.URL), chromedp.WaitVisible(chromedp.CSS("#report")))
+	b.waitText(t, "#report-summary", "1/1 steps · 1 file · 0 outside the plan")
+	b.waitText(t, "#report-body", "modified greet.txt +1 -1")
+	// The fixture has no shell: the command was called but never started.
+	b.waitText(t, "#report-body", "ran (no exit status): cat greet.txt")
+	b.waitText(t, "#report-body", "not run: echo <img src=x onerror=document.title='pwned'>")
+	if n := b.eval(t, `String(document.querySelectorAll('#report img').length)`); n != "0" {
+		t.Fatalf("the report rendered markup: %s img elements", n)
+	}
+	if title := b.eval(t, "document.title"); title == "pwned" {
+		t.Fatal("script from the plan title ran")
+	}
+	if got := b.eval(t, `String(document.querySelectorAll('#report button, #report input, #report textarea').length)`); got != "0" {
+		t.Fatalf("the report has %s controls; it is read-only", got)
 	}
 }

@@ -128,6 +128,9 @@
       case 'todo':
         renderTodos(d);
         break;
+      case 'report':
+        renderReport(d);
+        break;
     }
     if (['approval', 'approval_closed', 'status', 'proposal', 'handoff'].includes(ev.kind)) scheduleState();
   }
@@ -143,6 +146,42 @@
       dl.appendChild(dd);
     }
     $('goal').hidden = false;
+  }
+
+  // The implementation report, read-only: summary, steps with their files,
+  // files (those outside the plan marked), Validation commands.
+  function renderReport(d) {
+    $('report-summary').textContent = (d.title ? d.title + ' — ' : '') + (d.summary || '');
+    const box = $('report-body');
+    box.replaceChildren();
+    const section = (title) => {
+      const det = el('details', 'report-section');
+      det.open = true;
+      det.appendChild(el('summary', '', title));
+      box.appendChild(det);
+      return det;
+    };
+    const steps = section('Steps');
+    for (const st of d.steps || []) {
+      const li = el('div', 'report-step step-' + (st.status || ''),
+        '[' + (st.status || '') + '] ' + (st.text || st.id || '') + (st.no_change ? ' (done, no change)' : ''));
+      for (const f of st.files || []) li.appendChild(el('div', 'report-file', f));
+      steps.appendChild(li);
+    }
+    const files = section('Files');
+    for (const f of d.files || []) {
+      files.appendChild(el('div', 'report-file' + (f.outside_plan ? ' outside' : ''),
+        (f.status || '') + ' ' + f.path + ' +' + (f.added || 0) + ' -' + (f.removed || 0) + (f.outside_plan ? ' — outside the plan' : '')));
+    }
+    const val = section('Validation');
+    for (const v of d.validation || []) {
+      val.appendChild(el('div', 'report-validation' + (v.ran ? ' ran' : ''),
+        (v.ran ? (v.exit === undefined || v.exit === null ? 'ran (no exit status)' : 'ran (exit ' + v.exit + ')') : 'not run') + ': ' + v.command));
+    }
+    if ((d.scope_extensions || []).length) {
+      section('Scope extended to').appendChild(el('div', '', d.scope_extensions.join(', ')));
+    }
+    $('report').hidden = false;
   }
 
   function renderTodos(d) {
