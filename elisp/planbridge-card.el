@@ -32,6 +32,7 @@
 (require 'seq)
 (require 'subr-x)
 (require 'planbridge)
+(require 'diff-mode)
 
 (declare-function markdown-mode "markdown-mode" ())
 
@@ -346,7 +347,10 @@ The list has the same length for every selection."
              (let ((lines (split-string instructions "\n")))
                (if (cdr lines)
                    (format "%s (+%d lines)" (car lines) (1- (length lines)))
-                 (car lines))))))))
+                 (car lines)))))
+     (let ((scope (append (plist-get view :scope) nil)))
+       (list 'scope "S" "Scope"
+             (if scope (string-join scope ", ") "none declared (nothing held)"))))))
 
 (defun planbridge--card-notice (view)
   "Return the notice row text of VIEW, possibly empty."
@@ -442,6 +446,8 @@ COMMENTS are the comments collected on plan lines."
     (define-key map (kbd "q") #'planbridge-approval-hide)
     (define-key map (kbd "C-g") #'planbridge-approval-cancel)
     (define-key map (kbd "g") #'planbridge-approval-refresh)
+    (define-key map (kbd "S") #'planbridge-approval-edit-scope)
+    (define-key map (kbd "d") #'planbridge-approval-version-diff)
     map)
   "Keymap of `planbridge-approval-mode', the approval card.")
 
@@ -689,6 +695,34 @@ draft back as a card while it is unchanged."
                 (when-let ((buf (planbridge--session-buffer-of session)))
                   (with-current-buffer buf
                     (planbridge--close-approval (plist-get view :attempt))))))))
+
+(defun planbridge-approval-edit-scope (paths)
+  "Set the scope the implementation is held to: PATHS, files and directories.
+Read as a comma-separated list; empty declares no scope."
+  (interactive
+   (let ((view (cdr (planbridge--card-or-error))))
+     (list (split-string (read-string "Scope (comma-separated paths, empty for none): "
+                                      (string-join (append (plist-get view :scope) nil) ", "))
+                         "[ \t]*,[ \t]*" t "[ \t]+"))))
+  (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
+    (planbridge--approval-action session (plist-get view :attempt)
+                                 :approval/update (list :scope (vconcat paths)))))
+
+(defun planbridge-approval-version-diff ()
+  "Show the diff of this plan version against the previous one."
+  (interactive)
+  (pcase-let* ((`(,session . ,_view) (planbridge--card-or-error))
+               (result (planbridge--request :approval/diff (list :session session)))
+               (buf (get-buffer-create "*planbridge plan diff*")))
+    (with-current-buffer buf
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (or (plist-get result :diff) "")))
+      (diff-mode)
+      (setq buffer-read-only t)
+      (goto-char (point-min)))
+    (display-buffer buf)
+    buf))
 
 (defun planbridge-approval-refresh ()
   "Fetch the approval again and redraw the card."

@@ -1983,6 +1983,7 @@ For `kill-emacs-query-functions'; the turn would be cut short."
   (require 'planbridge-goal)
   (require 'planbridge-share)
   (require 'planbridge-sessions)
-  (require 'planbridge-artifacts))
+  (require 'planbridge-artifacts)
+  (require 'planbridge-review))
 
 ;;; planbridge.el ends here

@@ -2443,3 +2443,66 @@ The proposal becomes a draft and nothing runs."
 
 (provide 'planbridge-test)
 ;;; planbridge-test.el ends here
+
+(ert-deftest planbridge-test-card-scope-row-and-version-diff ()
+  "The card shows the scope the plan declares; S edits it, d diffs versions."
+  (planbridge-test-with-session planbridge-test--propose-and-implement
+    (let* ((card (planbridge-test--propose))
+           (lines (planbridge-test--card-lines card)))
+      (should (string-match-p "^ S   Scope +hello\\.txt$" (planbridge-test--row card 'scope)))
+      (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "hello.txt, docs/ ,")))
+        (planbridge-test--press card "S"))
+      (planbridge-test--wait
+       (lambda () (string-match-p "Scope +hello\\.txt, docs$" (planbridge-test--row card 'scope)))
+       "the scope row")
+      (should (= lines (planbridge-test--card-lines card)))
+      ;; A path outside the workspace is refused in the backend's words.
+      (let ((mark (planbridge-test--messages-mark)))
+        (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "../etc")))
+          (planbridge-test--press card "S"))
+        (planbridge-test--wait
+         (lambda () (string-match-p "not a path inside the workspace"
+                                    (planbridge-test--messages-since mark)))
+         "the refusal"))
+      (should (string-match-p "Scope +hello\\.txt, docs$" (planbridge-test--row card 'scope)))
+      ;; The first version has nothing to diff against.
+      (should (string-match-p "no earlier plan version"
+                              (cadr (should-error (planbridge-test--press card "d")
+                                                  :type 'user-error)))))))
+
+(ert-deftest planbridge-test-report-buffer ()
+  "A report renders as collapsible sections; its event is one summary line."
+  (let ((report '(:title "Greet" :hash "0123456789abcdef" :base "fedcba9876543210"
+                         :summary "3/3 steps · 5 files · 1 outside the plan"
+                         :steps [(:id "s1" :text "Edit a.txt" :status "completed" :files ["a.txt"])
+                                 (:id "s2" :text "Tidy" :status "completed" :files [] :no_change t)]
+                         :files [(:path "a.txt" :status "modified" :added 1 :removed 1 :outside_plan :json-false)
+                                 (:path "stray.txt" :status "added" :added 2 :removed 0 :outside_plan t)]
+                         :validation [(:command "go test ./..." :ran t :exit 0)
+                                      (:command "make lint" :ran :json-false)]
+                         :scope_extensions ["stray.txt"])))
+    (with-temp-buffer
+      (planbridge--report-insert report)
+      (planbridge-report-mode)
+      (let ((text (buffer-string)))
+        (should (string-match-p "^3/3 steps · 5 files · 1 outside the plan$" text))
+        (should (string-match-p "^\\* Steps$" text))
+        (should (string-match-p "^\\*\\* \\[completed\\] s2 Tidy (done, no change)$" text))
+        (should (string-match-p "^   added    stray\\.txt \\+2 -0  OUTSIDE THE PLAN$" text))
+        (should (string-match-p "^   ran (exit 0)  go test \\./\\.\\.\\.$" text))
+        (should (string-match-p "^   not run  make lint$" text))
+        (should (string-match-p "^\\* Scope extended to\n   stray\\.txt$" text)))
+      (should buffer-read-only)
+      ;; Sections fold: hiding the Steps body leaves its heading.
+      (goto-char (point-min))
+      (re-search-forward "^\\* Steps")
+      (outline-hide-subtree)
+      (should (outline-invisible-p (progn (forward-line 1) (line-end-position))))
+      (goto-char (point-min))
+      (re-search-forward "stray\\.txt \\+2")
+      (should (equal (get-text-property (point) 'planbridge-report-file) "stray.txt")))
+    (with-temp-buffer
+      (planbridge-session-mode)
+      (planbridge--handle-event (list :seq 1 :kind "report" :data report))
+      (should (string-match-p "^ℹ Implementation report: 3/3 steps · 5 files · 1 outside the plan (M-x planbridge-review)$"
+                              (planbridge-test--buffer-text))))))
