@@ -31,6 +31,7 @@
 
 (require 'cl-lib)
 (require 'outline)
+(require 'diff-mode)
 (require 'planbridge)
 
 (defun planbridge--report-summary-line (report)
@@ -89,6 +90,7 @@
 (defvar planbridge-report-mode-map
   (let ((map (make-sparse-keymap)))
     (define-key map (kbd "TAB") #'outline-toggle-children)
+    (define-key map (kbd "RET") #'planbridge-report-file-diff)
     (define-key map (kbd "g") #'planbridge-review)
     (define-key map (kbd "q") #'quit-window)
     map)
@@ -101,6 +103,24 @@
 
 (defvar-local planbridge--report-session nil
   "The session whose report the buffer shows.")
+
+(defun planbridge-report-file-diff (path)
+  "Show the diff of PATH, a file of the report, against the implementation's base."
+  (interactive
+   (list (or (get-text-property (point) 'planbridge-report-file)
+             (user-error "planbridge: No file on this line"))))
+  (let* ((result (planbridge--request :report/fileDiff
+                                      (list :session planbridge--report-session :path path)))
+         (buf (get-buffer-create (format "*planbridge diff: %s*" path))))
+    (with-current-buffer buf
+      (let ((inhibit-read-only t))
+        (erase-buffer)
+        (insert (or (plist-get result :diff) "")))
+      (diff-mode)
+      (setq buffer-read-only t)
+      (goto-char (point-min)))
+    (pop-to-buffer buf)
+    buf))
 
 ;;;###autoload
 (defun planbridge-review ()

@@ -124,7 +124,15 @@ func Unified(aName, bName, a, b string, context int) string {
 		}
 		var body strings.Builder
 		na, nb := 0, 0
-		sa, sb := ops[start].a, ops[start].b
+		sa, sb := 0, 0 // lines of a and b before the hunk
+		for _, o := range ops[:start] {
+			if o.kind != '+' {
+				sa++
+			}
+			if o.kind != '-' {
+				sb++
+			}
+		}
 		for _, o := range ops[start:end] {
 			switch o.kind {
 			case ' ':

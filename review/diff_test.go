@@ -47,13 +47,28 @@ func TestUnifiedPatchOracle(t *testing.T) {
 		if d == "" {
 			continue
 		}
-		cmd := exec.Command("patch", "-s", "--no-backup-if-mismatch", "-F0", f)
+		cmd := exec.Command("patch", "--no-backup-if-mismatch", "-F0", f)
 		cmd.Stdin = strings.NewReader(d)
-		if out, err := cmd.CombinedOutput(); err != nil {
+		out, err := cmd.CombinedOutput()
+		if err != nil {
 			t.Fatalf("iter %d: patch: %v %s\n%s", iter, err, out, d)
+		}
+		// Hunks must apply exactly where their headers say.
+		if strings.Contains(string(out), "offset") || strings.Contains(string(out), "fuzz") {
+			t.Fatalf("iter %d: patch had to adjust: %s\n%s", iter, out, d)
 		}
 		if got, _ := os.ReadFile(f); string(got) != bt {
 			t.Fatalf("iter %d: patched %q, want %q\n%s", iter, got, bt, d)
+		}
+		// Reversed, the "+" side's line numbers must be exact too.
+		cmd = exec.Command("patch", "-R", "--no-backup-if-mismatch", "-F0", f)
+		cmd.Stdin = strings.NewReader(d)
+		out, err = cmd.CombinedOutput()
+		if err != nil || strings.Contains(string(out), "offset") || strings.Contains(string(out), "fuzz") {
+			t.Fatalf("iter %d: reverse patch: %v %s\n%s", iter, err, out, d)
+		}
+		if got, _ := os.ReadFile(f); string(got) != at {
+			t.Fatalf("iter %d: reverse patched %q, want %q", iter, got, at)
 		}
 	}
 }

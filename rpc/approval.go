@@ -94,6 +94,20 @@ func reportGet(ctx context.Context, s *Server, raw json.RawMessage) (any, error)
 	})
 }
 
+func reportFileDiff(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
+	type params struct {
+		sessionRef
+		Path string `json:"path"`
+	}
+	return withSession(ctx, s, raw, func(sess *session.Session, p params) (any, error) {
+		d, err := sess.FileDiff(ctx, p.Path)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]string{"path": p.Path, "diff": d}, nil
+	})
+}
+
 func approvalCancel(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
 	return withSession(ctx, s, raw, func(sess *session.Session, p attemptParams) (any, error) {
 		return nil, sess.CancelApproval(ctx, p.Attempt)

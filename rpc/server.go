@@ -77,6 +77,7 @@ var methods = map[string]handlerFunc{
 	"approval/cancel":           approvalCancel,
 	"approval/diff":             approvalDiff,
 	"report/get":                reportGet,
+	"report/fileDiff":           reportFileDiff,
 	"approval/hide":             approvalHide,
 	"approval/show":             approvalShow,
 	"approval/edit":             approvalEdit,

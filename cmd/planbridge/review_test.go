@@ -247,6 +247,23 @@ func TestImplementationReportEndToEnd(t *testing.T) {
 	if len(r.Validation) != 2 || !r.Validation[0].Ran || r.Validation[0].Exit == nil || *r.Validation[0].Exit != 0 || r.Validation[1].Ran {
 		t.Fatalf("validation %+v", r.Validation)
 	}
+	// A file's diff is against the base: the local edit made before
+	// acceptance is context, not a change.
+	var fd struct{ Diff string }
+	if err := p.c.Call(ctx, "report/fileDiff", map[string]string{"session": s.ID, "path": "a.txt"}, &fd); err != nil {
+		t.Fatal(err)
+	}
+	if fd.Diff != "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n-hello\n+hi\n world\n local edit\n" {
+		t.Fatalf("a.txt diff %q", fd.Diff)
+	}
+	if err := p.c.Call(ctx, "report/fileDiff", map[string]string{"session": s.ID, "path": "docs/c.md"}, &fd); err != nil || !strings.HasPrefix(fd.Diff, "--- /dev/null\n+++ b/docs/c.md\n") {
+		t.Fatalf("docs/c.md diff %q %v", fd.Diff, err)
+	}
+	for _, bad := range []string{"../outside", "/etc/passwd", "./a.txt"} {
+		if err := p.c.Call(ctx, "report/fileDiff", map[string]string{"session": s.ID, "path": bad}, &fd); err == nil {
+			t.Errorf("fileDiff %q accepted", bad)
+		}
+	}
 	// The CLI reads the same stored report from the state directory.
 	code, out, errOut := runBinary(t, "", "report", "--state-dir", state, "--json", s.ID)
 	var cli reportJSON

@@ -1429,7 +1429,12 @@ of each request of that method sent so far, oldest first; called with
              (lambda () (string-match-p "Mode +edits" (planbridge-test--row card 'mode)))
              "mode edits")
             (planbridge-test--press card "RET")
-            (planbridge-test--wait-turn-end 2))
+            (planbridge-test--wait-turn-end 2)
+            ;; The handoff's "done" event follows the turn's end: wait for
+            ;; it rather than race it.
+            (planbridge-test--wait
+             (lambda () (string-match-p "Implementation handoff done" (planbridge-test--buffer-text)))
+             "the handoff to finish"))
         (advice-remove 'planbridge--draw-tracking record))
       (setq seen (nreverse seen))
       ;; The in-progress step reads in the gerund, the others imperative.

@@ -393,3 +393,43 @@ func (s *Session) reportIfEnded(ctx context.Context) {
 		s.m.log.Warn("build the implementation report", "session", s.id, "err", err)
 	}
 }
+
+// FileDiff is the unified diff of one workspace file (root-relative, as the
+// report names it) from the implementation's base to now.
+func (s *Session) FileDiff(ctx context.Context, rel string) (string, error) {
+	base, err := s.loadBase()
+	if err != nil {
+		return "", errorf(CodeNoReport, "no plan has been accepted in this session yet, so there is no base to compare with")
+	}
+	clean, ok := workspaceRel(base.Root, rel)
+	if base.Root == "" || !ok || clean != rel {
+		return "", errorf(CodeInvalidParams, "%q is not a path of the checkout", rel)
+	}
+	repo, err := worktree.Open(base.Root)
+	if err != nil {
+		return "", err
+	}
+	defer repo.Close()
+	before, okb := base.Dirty[rel]
+	if !okb {
+		before = snapshot{Absent: true}
+		if base.Head != "" {
+			if data, err := repo.ReadCommitFile(base.Head, rel); err == nil {
+				before = snapshot{Hash: hashOf(data), Content: data}
+			}
+		}
+	}
+	total := 0
+	after := readSnapshot(filepath.Join(base.Root, filepath.FromSlash(rel)), &total)
+	if (before.Content == nil && !before.Absent) || (after.Content == nil && !after.Absent) {
+		return "", errorf(CodeInvalidParams, "%s is too large to diff here", rel)
+	}
+	aName, bName := "a/"+rel, "b/"+rel
+	if before.Absent {
+		aName = "/dev/null"
+	}
+	if after.Absent {
+		bName = "/dev/null"
+	}
+	return review.Unified(aName, bName, string(before.Content), string(after.Content), 3), nil
+}
