@@ -2511,3 +2511,38 @@ The proposal becomes a draft and nothing runs."
       (planbridge--handle-event (list :seq 1 :kind "report" :data report))
       (should (string-match-p "^ℹ Implementation report: 3/3 steps · 5 files · 1 outside the plan (M-x planbridge-review)$"
                               (planbridge-test--buffer-text))))))
+
+(ert-deftest planbridge-test-review-buffer-file-diff ()
+  "After an implementation, M-x planbridge-review shows the report; RET on
+a file opens its diff against the base in `diff-mode'."
+  (planbridge-test-with-session planbridge-test--propose-and-implement
+    (let ((card (planbridge-test--propose)))
+      (planbridge-test--press card "m")
+      (planbridge-test--wait
+       (lambda () (string-match-p "Mode +edits" (planbridge-test--row card 'mode)))
+       "mode edits")
+      (planbridge-test--press card "RET")
+      (planbridge-test--wait-turn-end 2)
+      (planbridge-test--wait
+       (lambda () (string-match-p "Implementation handoff done" (planbridge-test--buffer-text)))
+       "the handoff to finish")
+      (let ((report (planbridge-review)))
+        (unwind-protect
+            (with-current-buffer report
+              (should (eq major-mode 'planbridge-report-mode))
+              (should (string-match-p "^0/1 steps · 1 file · 0 outside the plan$" (buffer-string)))
+              (goto-char (point-min))
+              (re-search-forward "^   modified hello\\.txt \\+1 -1$")
+              (beginning-of-line)
+              (let ((diff (call-interactively (key-binding (kbd "RET")))))
+                (unwind-protect
+                    (with-current-buffer diff
+                      (should (eq major-mode 'diff-mode))
+                      (should (equal (buffer-string)
+                                     "--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hello\n+hi\n")))
+                  (kill-buffer diff)))
+              ;; A line without a file is a user error.
+              (with-current-buffer report
+                (goto-char (point-min))
+                (should-error (call-interactively (key-binding (kbd "RET"))) :type 'user-error)))
+          (kill-buffer report))))))
