@@ -432,7 +432,6 @@ func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, locatio
 	s.mu.Lock()
 	s.prop, s.row.Plan = &p, false
 	s.mu.Unlock()
-	s.recordBase(ctx, row.Title, row.Hash, agent.WorkScheme+art.Path, body) // the report's base and scope
 	s.emitSteps()
 	if res.Notice != "" {
 		s.emit(NoticeEvent{Message: res.Notice})
