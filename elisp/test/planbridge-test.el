@@ -2404,7 +2404,7 @@ then the commit trailer names it in a commit message buffer."
         (planbridge-test--wait
          (lambda () (seq-some (lambda (e) (string-match-p "\"done\"" (format "%S" e)))
                               (planbridge-test--events "handoff")))
-         "the handoff to finish")
+         "the handoff to finish" 60)
         (should (equal "accepted" (plist-get (planbridge-test--status) :proposal_status))))
       (should (equal trailer (planbridge-plan-trailer repo)))
       ;; A git-commit message: the trailer goes before the comments.
