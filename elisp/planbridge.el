@@ -619,14 +619,45 @@ key reaches the backend in its environment (see `planbridge--start')."
         (let ((planbridge--starting t))
           (planbridge--initialize conn))
       (error
-       (let ((stderr (planbridge--stderr-tail conn)))
+       (let ((stderr (planbridge--stderr-tail conn))
+             (refusal (planbridge--refusal-text err)))
          (setf (planbridge--shutdown-requested conn) t)
          (when (jsonrpc-running-p conn)
            (ignore-errors (jsonrpc-shutdown conn)))
-         (user-error "planbridge: The backend did not start: %s%s"
-                     (planbridge--error-text err)
-                     (if stderr (format " (%s)" stderr) "")))))
+         (if refusal
+             (user-error "%s" refusal)
+           (user-error "planbridge: The backend did not start: %s%s"
+                       (planbridge--error-text err)
+                       (if stderr (format " (%s)" stderr) ""))))))
     conn))
+
+(defun planbridge--refusal-text (err)
+  "Return the plain message for a backend that refused to start, or nil.
+ERR is the error of `initialize'.  The backend refuses with
+`data.code' \"state_locked\" when another planbridge serve owns the
+state directory (its message names the pid) and \"state_unavailable\"
+when the state directory is damaged (its message says what to do)."
+  (when (eq (car-safe err) 'jsonrpc-error)
+    (let* ((data (alist-get 'jsonrpc-error-data (cdr err)))
+           (code (and (listp data) (plist-get data :code)))
+           (text (string-remove-prefix
+                  "planbridge: " (or (alist-get 'jsonrpc-error-message (cdr err)) ""))))
+      (pcase code
+        ("state_locked"
+         (let ((pid (and (string-match "(pid \\([0-9]+\\))" text)
+                         (match-string 1 text)))
+               (dir (and (string-match "\\`state directory \\(.*\\) is in use by" text)
+                         (match-string 1 text))))
+           (format "planbridge: Another planbridge serve%s is using the state directory%s; stop it (M-x planbridge-shutdown in the Emacs that started it) or set `planbridge-state-dir'"
+                   (if pid (format " (pid %s)" pid) "")
+                   (if dir (concat " " dir) ""))))
+        ("state_unavailable"
+         (format "planbridge: %s" (planbridge--capitalize text)))))))
+
+(defun planbridge--capitalize (text)
+  "Return TEXT with its first letter in upper case."
+  (if (string-empty-p text) text
+    (concat (upcase (substring text 0 1)) (substring text 1))))
 
 (defun planbridge--wrap-sentinel (sentinel)
   "Return a process sentinel running SENTINEL quietly.

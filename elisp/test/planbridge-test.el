@@ -479,6 +479,63 @@ backend's environment (the agent inherits it), never on the wire."
                    "{\"kind\":\"acp\",\"command\":[\"claude-agent-acp\",\"--x\"]}"))
     (should (equal (car (planbridge--process-environment)) "ANTHROPIC_API_KEY=sk-ant-elisp-secret"))))
 
+;; The refusals of a backend that cannot take its state directory.
+(defun planbridge-test--start-error (state)
+  "Return the `user-error' text of starting a backend on STATE."
+  (let ((planbridge-program (planbridge-test--program))
+        (planbridge-state-dir state)
+        (planbridge-engine nil)
+        (planbridge--connection nil)
+        (planbridge--buffers (make-hash-table :test #'equal)))
+    (unwind-protect
+        (let ((err (should-error (planbridge) :type 'user-error)))
+          (should-not (planbridge--live-p))
+          (cadr err))
+      (when-let ((buf (get-buffer "*planbridge events*")))
+        (kill-buffer buf)))))
+
+(ert-deftest planbridge-test-state-locked ()
+  "A state directory owned by another backend is one plain message naming its pid."
+  (let* ((root (make-temp-file "planbridge-test-" t))
+         (state (expand-file-name "state" root))
+         (other (make-process :name "planbridge-other"
+                              :command (list (planbridge-test--program) "serve"
+                                             "--state-dir" state)
+                              :connection-type 'pipe :noquery t
+                              :buffer nil :stderr (get-buffer-create " *other stderr*")))
+         (lock (expand-file-name "serve.lock" state)))
+    (unwind-protect
+        (progn
+          (planbridge-test--wait
+           (lambda () (and (file-exists-p lock)
+                           (with-temp-buffer
+                             (insert-file-contents lock)
+                             (string-match-p (format "%d" (process-id other)) (buffer-string)))))
+           "the other backend to take the lock")
+          (let ((text (planbridge-test--start-error state)))
+            (should (equal text
+                           (format "planbridge: Another planbridge serve (pid %d) is using the state directory %s; stop it (M-x planbridge-shutdown in the Emacs that started it) or set `planbridge-state-dir'"
+                                   (process-id other) state)))))
+      (delete-process other)
+      (kill-buffer " *other stderr*")
+      (delete-directory root t))))
+
+(ert-deftest planbridge-test-state-damaged ()
+  "A damaged state directory is one plain message saying what to do."
+  (let* ((root (make-temp-file "planbridge-test-" t))
+         (state (expand-file-name "state" root)))
+    (unwind-protect
+        (progn
+          ;; A session directory without its database.
+          (make-directory (expand-file-name "sessions/s-0123456789abcdef" state) t)
+          (let ((text (planbridge-test--start-error state)))
+            (should (string-prefix-p (format "planbridge: The state directory %s is damaged" state) text))
+            (should (string-match-p "state.db is missing but 1 session directories exist" text))
+            (should (string-match-p "Restore state.db .* from a backup, or move the directory aside" text))
+            (should-not (string-match-p "did not start\\|planbridge: planbridge" text)))
+          (should-not (file-exists-p (expand-file-name "state.db" state))))
+      (delete-directory root t))))
+
 (ert-deftest planbridge-test-api-key-from-auth-source ()
   "The openai API key comes from auth-source and is written nowhere.
 It reaches the backend in its environment, never on the wire."
