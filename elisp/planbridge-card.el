@@ -956,24 +956,54 @@ running turn, or runs after the implementation kickoff."
                            "sent"))))))
 
 ;;;###autoload
-(defun planbridge-retry-plan-implementation ()
-  "Resume the handoff of this session's accepted plan from its last step.
-Nothing is archived, summarised or sent twice."
+(defun planbridge-recover ()
+  "Recover this session after a crash, a failed step or a restart.
+The backend's one recovery path (`handoff/recover') takes the right
+next step: it resumes an accepted plan's handoff from its last durable
+step, continues an interrupted implementation from its transcript,
+resumes an implementation or Goal paused by a restart, or runs the
+follow-ups still queued.  Nothing is archived, summarised or sent
+twice."
   (interactive)
   (let ((id (progn (planbridge--connection) (planbridge--current-session-id))))
     (planbridge--async
-     :handoff/retry (list :session id)
-     :success (lambda (_) (message "planbridge: Retrying the plan implementation"))
+     :handoff/recover (list :session id)
+     :success (lambda (result)
+                (message "planbridge: %s" (planbridge--recover-text result id)))
      :error (lambda (err)
               (if (equal (plist-get (plist-get err :data) :code) "nothing_to_retry")
                   (let ((goal (buffer-local-value 'planbridge--goal
                                                   (or (planbridge--session-buffer-of id)
                                                       (current-buffer)))))
                     (if (and goal (not (member (plist-get goal :status) '("active" "complete"))))
-                        (message "planbridge: Nothing to retry; the Goal is %s: resume it with M-x planbridge-goal-resume or /goal resume"
+                        (message "planbridge: Nothing to recover; the Goal is %s: resume it with M-x planbridge-goal-resume or /goal resume"
                                  (or (plist-get goal :status) "stopped"))
-                      (message "planbridge: Nothing to retry: no accepted plan is waiting")))
-                (funcall (planbridge--error-reporter "handoff/retry") err))))))
+                      (message "planbridge: Nothing to recover: no accepted plan, interrupted implementation or queued prompt is waiting")))
+                (funcall (planbridge--error-reporter "handoff/recover") err))))))
+
+(defun planbridge--recover-text (result id)
+  "Say what `handoff/recover' did, from its RESULT, asked for session ID."
+  (let ((step (planbridge--nonempty (plist-get result :step)))
+        (where (plist-get result :session)))
+    (concat
+     (pcase (plist-get result :action)
+       ("handoff" (format "Resuming the plan's handoff%s"
+                          (if step (format " from step %s" step) "")))
+       ("implementation" "Resuming the plan implementation")
+       ("goal" "Resuming the Goal")
+       ("queue" "Running the queued prompts")
+       (_ "Recovering"))
+     (if (and (planbridge--nonempty where) (not (equal where id)))
+         (format " in the Worktree fork %s" where)
+       ""))))
+
+;;;###autoload
+(defalias 'planbridge-retry-plan-implementation #'planbridge-recover
+  "An older name of `planbridge-recover'.")
+
+;;;###autoload
+(defalias 'planbridge-resume-implementation #'planbridge-recover
+  "An older name of `planbridge-recover'.")
 
 (defun planbridge-save-plan ()
   "Save the accepted plan into the project as docs/plans/DATE-SLUG.md."
@@ -1113,7 +1143,7 @@ The header shows its mode while the implementation runs."
        (planbridge--insert-line 'planbridge-notice
                                 "ℹ Implementation handoff done"))
       (_
-       (let ((text (format "Implementation handoff %s%s%s; retry with M-x planbridge-retry-plan-implementation"
+       (let ((text (format "Implementation handoff %s%s%s; recover with M-x planbridge-recover"
                            (or state "failed")
                            (if step (format " at step %s" step) "")
                            (if (planbridge--nonempty reason)

@@ -87,7 +87,7 @@ A finished plan is one line."
                    (planbridge--steps-done steps) (length steps)
                    (pcase status
                      ("done" ", done")
-                     ("paused" (format ", paused%s (M-x planbridge-resume-implementation)"
+                     ("paused" (format ", paused%s (M-x planbridge-recover)"
                                        (if reason (format ": %s" reason) "")))
                      (_ "")))
            'face 'planbridge-tracking-heading)
@@ -150,7 +150,7 @@ A change of its status is noted in the transcript."
           ("paused"
            (planbridge--insert-line
             'planbridge-diagnostic
-            (format "⏸ Plan implementation paused%s; resume with M-x planbridge-resume-implementation"
+            (format "⏸ Plan implementation paused%s; recover with M-x planbridge-recover"
                     (if reason (format " (%s)" reason) ""))))
           ("done"
            (planbridge--insert-line
@@ -184,13 +184,6 @@ the composer."
   (interactive)
   ;; The backend's notice says that it is compacting.
   (planbridge--session-command :session/compact))
-
-(defun planbridge-resume-implementation ()
-  "Resume a paused implementation of an accepted plan.
-Only the steps still to do are run."
-  (interactive)
-  (planbridge--session-command :implementation/resume
-                               "Resuming the plan implementation"))
 
 (add-hook 'planbridge--after-open-hook #'planbridge--refresh-tracking)
 

@@ -60,8 +60,9 @@
 ;;
 ;;   M-x planbridge-sessions     every stored session, RET opens one
 ;;   M-x planbridge-dispatch     a transient menu of the session commands
-;;   M-x planbridge-retry-plan-implementation
-;;                               resume an accepted plan's handoff
+;;   M-x planbridge-recover      after a crash, a failed step or a restart:
+;;                               resume the handoff, the implementation,
+;;                               the Goal or the queued prompts
 ;;
 ;; A Goal (Execution = Goal on the card, M-x planbridge-goal, or
 ;; `/goal OBJECTIVE') keeps the agent working turn after turn until it
@@ -70,7 +71,7 @@
 ;; -budget, -edit and -clear act on it.  Above the prompt, the todo
 ;; list the agent keeps and the steps of an accepted plan being
 ;; implemented are shown live ([ ] pending, [>] in progress, [x] done);
-;; M-x planbridge-resume-implementation continues a paused one and
+;; M-x planbridge-recover continues a paused one and
 ;; M-x planbridge-compact summarises the conversation.  A Worktree
 ;; acceptance continues in a fork session whose buffer takes the place
 ;; of the planning buffer, which stays, marked ended.
@@ -737,9 +738,10 @@ Only for answers needed at command time.  Errors become `user-error's."
     ("session/queue" . "queue the prompt")
     ("session/open" . "open the session")
     ("session/interrupt" . "interrupt the turn")
-    ("handoff/retry" . "retry the implementation")
+    ("handoff/recover" . "recover the session")
+    ("handoff/retry" . "recover the session")
     ("handoff/savePlan" . "save the plan")
-    ("implementation/resume" . "resume the implementation")
+    ("implementation/resume" . "recover the session")
     ("session/compact" . "compact the conversation")
     ("session/setPermissionMode" . "change the permission mode")
     ("plan/enter" . "enter Plan")
@@ -1985,8 +1987,7 @@ For `kill-emacs-query-functions'; the turn would be cut short."
     ("?" "/plan status" planbridge-plan-status)]
    ["Plan"
     ("a" "Show approval card" planbridge-show-approval)
-    ("r" "Retry implementation" planbridge-retry-plan-implementation)
-    ("i" "Resume implementation" planbridge-resume-implementation)
+    ("r" "Recover (handoff, implementation, queue)" planbridge-recover)
     ("s" "Save plan to project" planbridge-save-plan)
     ("P" "Parked plans" planbridge-parked)]
    ["Goal"

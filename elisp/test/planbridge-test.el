@@ -784,7 +784,7 @@ Replayed approval events draw no card: `approval/get' does that."
         (should (string-match-p "^ℹ Preparing implementation\\.\\.\\.$" text))
         (should (string-match-p "^ℹ Implementation handoff started (step recorded)$" text))
         (should (string-match-p "^ℹ Handoff summary ready (1234 characters)$" text))
-        (should (string-match-p "^✗ Implementation handoff failed at step kickoff: provider down; retry with M-x planbridge-retry-plan-implementation$" text))
+        (should (string-match-p "^✗ Implementation handoff failed at step kickoff: provider down; recover with M-x planbridge-recover$" text))
         (should-not (string-match-p "\\[approval\\]" text)))
       (let ((logged (planbridge-test--messages-since messages)))
         (should (string-match-p "^planbridge: Preparing implementation\\.\\.\\.$" logged))
@@ -1259,14 +1259,14 @@ Replayed approval events draw no card: `approval/get' does that."
                                                (with-current-buffer card (buffer-string))))))))))
 
 (ert-deftest planbridge-test-retry-nothing ()
-  "Retry with nothing to retry is a message."
+  "Recovering with nothing to recover is a message."
   (planbridge-test-with-session "[]"
     (let ((messages (planbridge-test--messages-mark)))
       (call-interactively #'planbridge-retry-plan-implementation)
       (planbridge-test--wait
-       (lambda () (string-match-p "^planbridge: Nothing to retry"
+       (lambda () (string-match-p "^planbridge: Nothing to recover: no accepted plan, interrupted implementation or queued prompt is waiting$"
                                   (planbridge-test--messages-since messages)))
-       "the nothing-to-retry message"))))
+       "the nothing-to-recover message"))))
 
 (ert-deftest planbridge-test-sessions-list ()
   "`planbridge-sessions' lists the session; RET opens it."
@@ -1547,7 +1547,7 @@ of each request of that method sent so far, oldest first; called with
       (planbridge-test--wait
        (lambda () (string-match-p "1/2 steps (paused)" (planbridge-test--header)))
        "the paused implementation")
-      (should (string-match-p "\\`\nPlan: Rename the greeting — 1/2 steps, paused: paused by restart (M-x planbridge-resume-implementation)\n  \\[x\\] Change hello to hi in hello.txt\n  \\[ \\] Add a README\n\\'"
+      (should (string-match-p "\\`\nPlan: Rename the greeting — 1/2 steps, paused: paused by restart (M-x planbridge-recover)\n  \\[x\\] Change hello to hi in hello.txt\n  \\[ \\] Add a README\n\\'"
                               (planbridge-test--tracking-text)))
       (call-interactively #'planbridge-resume-implementation)
       (planbridge-test--wait
@@ -1620,20 +1620,27 @@ of each request of that method sent so far, oldest first; called with
     (should-not (string-match-p "^\\[compacted\\]" (planbridge-test--buffer-text)))))
 
 (ert-deftest planbridge-test-resume-implementation ()
-  "`planbridge-resume-implementation' sends implementation/resume."
+  "`planbridge-recover' and its older names send handoff/recover, the one recovery method."
   (planbridge-test-with-session "[]"
-    (let ((sent (planbridge-test--sent-recorder))
-          (messages (planbridge-test--messages-mark)))
-      (unwind-protect
-          (call-interactively #'planbridge-resume-implementation)
-        (funcall sent 'stop))
-      (should (equal (funcall sent "implementation/resume")
-                     (list (list :session planbridge--session-id))))
-      ;; Nothing is paused: the backend says so, as a message.
-      (planbridge-test--wait
-       (lambda () (string-match-p "^planbridge: \\(Could not resume the implementation\\|Resuming\\)"
-                                  (planbridge-test--messages-since messages)))
-       "the answer"))))
+    (dolist (cmd '(planbridge-recover planbridge-resume-implementation
+                                      planbridge-retry-plan-implementation))
+      ;; The same message twice would be folded into one line ("[2 times]").
+      (with-current-buffer (messages-buffer)
+        (let ((inhibit-read-only t)) (erase-buffer)))
+      (let ((sent (planbridge-test--sent-recorder))
+            (messages (planbridge-test--messages-mark)))
+        (unwind-protect
+            (call-interactively cmd)
+          (funcall sent 'stop))
+        (should (equal (funcall sent "handoff/recover")
+                       (list (list :session planbridge--session-id))))
+        (should-not (funcall sent "implementation/resume"))
+        (should-not (funcall sent "handoff/retry"))
+        ;; Nothing waits: the backend says so, as a message.
+        (planbridge-test--wait
+         (lambda () (string-match-p "^planbridge: Nothing to recover"
+                                    (planbridge-test--messages-since messages)))
+         "the answer")))))
 
 (ert-deftest planbridge-test-share ()
   "Sharing confirms, lists the links, copies one, and never logs a link."
@@ -1829,7 +1836,7 @@ of each request of that method sent so far, oldest first; called with
                                          :status "pending")])))
       (planbridge--handle-event '(:seq 5 :kind "todo" :data (:items [])))
       (should (equal (planbridge-test--tracking-text)
-                     (concat "\nPlan: Ship it — 2/4 steps, paused: paused by restart (M-x planbridge-resume-implementation)\n"
+                     (concat "\nPlan: Ship it — 2/4 steps, paused: paused by restart (M-x planbridge-recover)\n"
                              "  [x] Add a flag\n"
                              "  [!] Test it\n"
                              "  [-] Document it\n"
@@ -1848,7 +1855,7 @@ of each request of that method sent so far, oldest first; called with
       (should (= 2 (planbridge-test--count "^◎ Goal" text)))
       (should (string-match-p "^◎ Goal active: Ship it$" text))
       (should (string-match-p "^◎ Goal blocked: no access$" text))
-      (should (string-match-p "^⏸ Plan implementation paused (paused by restart); resume with M-x planbridge-resume-implementation$" text))
+      (should (string-match-p "^⏸ Plan implementation paused (paused by restart); recover with M-x planbridge-recover$" text))
       (should (string-match-p "^ℹ Conversation compacted (auto): context segment 2, 900 characters carried$" text))
       (should (string-match-p "^⑂ Continued in a Worktree fork: branch plan/x in /tmp/r/\\.worktrees/x \\[open\\]$" text))
       (should-not (string-match-p "^\\[[a-z]+\\] " text))
@@ -1871,7 +1878,7 @@ of each request of that method sent so far, oldest first; called with
   (let ((layout (format "%S" (get 'planbridge-dispatch 'transient--layout))))
     (dolist (cmd '(planbridge-toggle-plan planbridge-cycle-permission-mode
                                           planbridge-show-approval
-                                          planbridge-retry-plan-implementation
+                                          planbridge-recover
                                           planbridge-save-plan planbridge-sessions
                                           planbridge-parked
                                           planbridge-interrupt planbridge-plan-status
@@ -1879,7 +1886,6 @@ of each request of that method sent so far, oldest first; called with
                                           planbridge-goal-resume planbridge-goal-budget
                                           planbridge-goal-edit planbridge-goal-clear
                                           planbridge-compact
-                                          planbridge-resume-implementation
                                           planbridge-share planbridge-share-stop))
       (should (commandp cmd))
       (should (string-match-p (regexp-quote (symbol-name cmd)) layout))))
@@ -2392,7 +2398,7 @@ unchanged edit sends nothing and keeps the comments."
           (status (plist-get planbridge--goal :status)))
       (call-interactively #'planbridge-retry-plan-implementation)
       (planbridge-test--wait
-       (lambda () (string-match-p (format "^planbridge: Nothing to retry; the Goal is %s: resume it with M-x planbridge-goal-resume or /goal resume$"
+       (lambda () (string-match-p (format "^planbridge: Nothing to recover; the Goal is %s: resume it with M-x planbridge-goal-resume or /goal resume$"
                                           status)
                                   (planbridge-test--messages-since messages)))
        "the message"))))
