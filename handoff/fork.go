@@ -76,8 +76,14 @@ func (WorktreeGit) Discard(root, dir, branch, base, owner string) error {
 	return worktree.Discard(root, dir, branch, base, owner)
 }
 
+// Add also keeps `git status` in the main checkout from listing the forks
+// directory (see [worktree.ExcludeForks]); that is cosmetic, so its
+// failure does not fail the fork.
 func (WorktreeGit) Add(ctx context.Context, root, dir, branch, base, owner string) error {
 	_, err := worktree.AddWorktreeWith(ctx, root, dir, branch, worktree.AddOptions{Commit: base, Owner: owner})
+	if err == nil && filepath.Dir(filepath.Clean(dir)) == filepath.Join(root, ".worktrees") {
+		worktree.ExcludeForks(root) //nolint:errcheck // cosmetic, see above
+	}
 	return err
 }
 

@@ -11,6 +11,9 @@
 // CLI recognises, on a new branch from HEAD, with its own parallel checkout
 // and index; [CleanupCommand] is what a person runs to undo one, and
 // [CleanupFor] the command that clears whatever stands where a fork goes.
+// [ExcludeForks] adds /.worktrees/ to the repository's info/exclude, once
+// and only when it is not ignored already, so `git status` in the main
+// checkout does not list the forks.
 //
 // go-git provides reference access and the fallback object store. The
 // status walk, the index reader and writer, the ignore matcher (a

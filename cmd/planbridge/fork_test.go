@@ -149,6 +149,14 @@ func TestWorktreeForkEndToEnd(t *testing.T) {
 	if _, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool { return e.Kind == "forked" && e.Session == s.ID }); err != nil {
 		t.Error(err)
 	}
+	// The main checkout's status lists only what stayed behind, not the
+	// forks directory: .git/info/exclude has it, once.
+	if st := git(t, ws, "status", "--porcelain", "--untracked-files=all"); strings.Contains(st, ".worktrees") {
+		t.Errorf("git status in the main checkout lists the fork:\n%s", st)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, ".git", "info", "exclude")); err != nil || strings.Count(string(b), "/.worktrees/\n") != 1 {
+		t.Errorf("info/exclude = %q, %v", b, err)
+	}
 	// The fork's own first kickoff runs in this process: nothing of it was
 	// paused by a restart.
 	for _, e := range p.c.Events() {

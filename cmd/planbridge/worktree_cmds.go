@@ -154,6 +154,12 @@ func runWorktree(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
+	if *dest == "" {
+		// The default place, .worktrees/: keep it out of `git status`.
+		if _, err := worktree.ExcludeForks(repo); err != nil {
+			fmt.Fprintln(stderr, "planbridge worktree add: warning:", err)
+		}
+	}
 	fmt.Fprintln(stdout, added.Path)
 	return 0
 }
