@@ -40,7 +40,7 @@ type Session struct {
 	checks   planChecks       // pre-approval checks of the current proposal
 	msgs     []agent.Message  // transcript of the current context segment
 	nextIdx  int64
-	turnNo   int64
+	turnNo   int64 // the last turn started; loaded from the log, so numbering survives a restart
 
 	trMu sync.Mutex // serialises transcript commits (message indices)
 
@@ -87,6 +87,10 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 		s.msgs = append(s.msgs, am)
 	}
 	if s.lastSeq, err = m.st.LastSeq(ctx, row.ID); err != nil {
+		return nil, err
+	}
+	// Turn numbers continue from the log's last turn_start.
+	if s.turnNo, err = m.st.LastTurn(ctx, row.ID); err != nil {
 		return nil, err
 	}
 	// Queued follow-ups come back queued; they run when the session is

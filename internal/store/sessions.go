@@ -173,6 +173,16 @@ func (s *Store) LastSeq(ctx context.Context, sessionID string) (int64, error) {
 	return n.Int64, err
 }
 
+// LastTurn is the highest turn number a session's stored turn_start events
+// carry (0 for none), so that numbering continues after a restart. A row
+// that is not valid JSON is skipped.
+func (s *Store) LastTurn(ctx context.Context, sessionID string) (int64, error) {
+	var n sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT MAX(CAST(json_extract(data, '$.turn') AS INTEGER)) FROM events
+		WHERE session_id = ? AND kind = 'turn_start' AND json_valid(data)`, sessionID).Scan(&n)
+	return n.Int64, err
+}
+
 // Message is one persisted transcript entry.
 type Message struct {
 	Idx        int64
