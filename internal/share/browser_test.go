@@ -335,3 +335,46 @@ func TestBrowserShowsImplementationReport(t *testing.T) {
 		t.Fatalf("the report has %s controls; it is read-only", got)
 	}
 }
+
+// TestBrowserGoalReadable: the Goal panel reads as text — objective,
+// status, budget use, turns — and never as the event's JSON.
+func TestBrowserGoalReadable(t *testing.T) {
+	f := newFixture(t, script())
+	view := f.share(share.View)[share.View]
+	ctx := context.Background()
+	if _, err := f.sess.GoalCommand(ctx, "rename every greeting"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.sess.GoalCommand(ctx, "budget 10000"); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	b.do(t, chromedp.Navigate(view.URL))
+	b.waitText(t, "#goal", "rename every greeting")
+	b.waitText(t, "#goal", "of 10,000 tokens (")
+	text := b.text(t, "#goal")
+	for _, want := range []string{"Objective", "Status", "Budget", "Turns"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("goal panel lacks %q: %q", want, text)
+		}
+	}
+	for _, bad := range []string{"time_used", "plan_ref", "kickoff_pending", "tokens_used", "objective", "{", "\""} {
+		if strings.Contains(text, bad) {
+			t.Errorf("goal panel shows raw %q: %q", bad, text)
+		}
+	}
+	if b.hidden(t, "goal") {
+		t.Error("goal panel hidden")
+	}
+	// Cleared: the panel goes away rather than showing a null.
+	if _, err := f.sess.GoalCommand(ctx, "clear"); err != nil {
+		t.Fatal(err)
+	}
+	for !b.hidden(t, "goal") {
+		select {
+		case <-b.ctx.Done():
+			t.Fatalf("goal panel still shown after clear: %q", b.text(t, "#goal"))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

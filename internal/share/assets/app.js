@@ -135,16 +135,42 @@
     if (['approval', 'approval_closed', 'status', 'proposal', 'handoff'].includes(ev.kind)) scheduleState();
   }
 
-  // Goal and todo events are rendered generically: whatever fields they carry.
+  // The Goal as a person reads it: objective, status, budget use, turns
+  // and time. Internal fields (plan reference, kickoff state, policy)
+  // stay out of the page.
+  function group(n) {
+    return String(Math.trunc(Number(n) || 0)).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  }
+  function duration(ns) {
+    let s = Math.round((Number(ns) || 0) / 1e9);
+    const h = Math.floor(s / 3600); s -= h * 3600;
+    const m = Math.floor(s / 60); s -= m * 60;
+    return (h ? h + ' h ' : '') + (h || m ? m + ' min ' : '') + s + ' s';
+  }
   function renderGoal(d) {
     const dl = $('goal-body');
     dl.replaceChildren();
-    for (const [k, v] of Object.entries(d)) {
-      dl.appendChild(el('dt', '', k));
-      const dd = el('dd');
-      dd.appendChild(el('pre', '', typeof v === 'string' ? v : JSON.stringify(v, null, 1)));
-      dl.appendChild(dd);
+    const g = d && typeof d.goal === 'object' ? d.goal : null;
+    if (!g) {
+      $('goal').hidden = true;
+      return;
     }
+    const row = (label, value) => {
+      dl.appendChild(el('dt', '', label));
+      dl.appendChild(el('dd', '', value));
+    };
+    row('Objective', String(g.objective || ''));
+    let status = String(g.status || '');
+    if (g.reason) status += ': ' + g.reason;
+    if (d.kickoff_pending === true) status += ' (not started yet)';
+    row('Status', status);
+    const used = Number(g.tokens_used) || 0, budget = Number(g.budget) || 0;
+    row('Budget', budget > 0
+      ? group(used) + ' of ' + group(budget) + ' tokens (' + Math.floor(used * 100 / budget) + '%)'
+      : group(used) + ' tokens (no budget)');
+    const turns = Number(g.turns) || 0;
+    row('Turns', turns + (turns === 1 ? ' turn' : ' turns') + ', ' + duration(g.time_used));
+    if (g.plan_ref) row('Plan', 'implements the accepted plan');
     $('goal').hidden = false;
   }
 
