@@ -1145,6 +1145,17 @@ implemented or is paused."
         (format "%d/%d steps%s" (planbridge--steps-done steps) (length steps)
                 (if (equal (plist-get plan :status) "paused") " (paused)" ""))))))
 
+(defun planbridge--queued-indicator ()
+  "Return the queue part of the header line, or nil.
+The queue is durable: what was queued before a restart is still
+there, and waits while no turn runs until `planbridge-recover'."
+  (let ((n (plist-get planbridge--info :queued)))
+    (when (and (integerp n) (> n 0))
+      (if (or (planbridge--true-p (plist-get planbridge--info :busy))
+              (planbridge--view-pending-p)) ; they wait for the acceptance
+          (format "%d queued" n)
+        (format "%d queued (M-x planbridge-recover runs %s)" n (if (= n 1) "it" "them"))))))
+
 (defun planbridge--header-line ()
   "Return the header line of a session buffer, as plain text to show.
 The posture comes first; the other parts are separated by \" · \"."
@@ -1153,6 +1164,7 @@ The posture comes first; the other parts are separated by \" · \"."
                            (planbridge--approval-counter)
                            (and (planbridge--true-p (plist-get planbridge--info :busy))
                                 "busy…")
+                           (planbridge--queued-indicator)
                            (planbridge--goal-indicator)
                            (planbridge--steps-indicator)
                            (and (not (planbridge--live-p)) "disconnected")

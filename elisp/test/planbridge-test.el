@@ -2201,6 +2201,44 @@ A live event that repeats a seq also makes the buffer render the log."
       (should (eq (gethash planbridge--session-id planbridge--buffers) buf))
       (should (= 1 (planbridge-test--count "^▶ rename the greeting$" (planbridge-test--buffer-text)))))))
 
+(ert-deftest planbridge-test-queued-prompt-survives-quit ()
+  "Quitting Emacs mid-turn keeps a queued prompt: reopened, it shows as queued and runs on recovery."
+  (planbridge-test-with-session
+      (planbridge-test--script
+       (list :text (concat "Slowly answering" (make-string 300 ?.) "\n") :delay_ms 30)
+       (list :text "The queued one ran.\n"))
+    (planbridge-test--type "first prompt")
+    (planbridge-test--wait (lambda () (string-match-p "Slowly answering" (planbridge-test--buffer-text)))
+                           "the first turn to stream")
+    (planbridge-test--type "second prompt")
+    (planbridge-test--wait (lambda () (string-match-p "^… queued: second prompt$" (planbridge-test--buffer-text)))
+                           "the prompt to be queued")
+    (let ((id planbridge--session-id))
+      ;; Quit Emacs: the backend dies with it, mid-turn, and the buffers go.
+      (signal-process (process-id (planbridge--conn-process planbridge--connection)) 'KILL)
+      (planbridge-test--wait (lambda () (null planbridge--connection)) "the death to be noticed")
+      (let ((kill-buffer-query-functions nil))
+        (kill-buffer (current-buffer)))
+      (clrhash planbridge--buffers)
+      (setq planbridge-test--wire nil)
+      ;; A new Emacs opens the project again.
+      (let ((buf (let ((default-directory planbridge-test--repo)) (planbridge))))
+        (with-current-buffer buf
+          (should (equal planbridge--session-id id))
+          (planbridge-test--wait (lambda () (not planbridge--opening)) "the reopen")
+          (let ((text (planbridge-test--buffer-text)))
+            (should (= 1 (planbridge-test--count "^… queued: second prompt$" text)))
+            (should-not (string-match-p "The queued one ran" text)))
+          (should (string-match-p "1 queued" (planbridge-test--header)))
+          (should-not (string-match-p "busy" (planbridge-test--header)))
+          (call-interactively #'planbridge-recover)
+          (planbridge-test--wait
+           (lambda () (string-match-p "The queued one ran\\." (planbridge-test--buffer-text)))
+           "the queued prompt to run")
+          (planbridge-test--wait (lambda () (not (string-match-p "queued" (planbridge-test--header))))
+                                 "the header to drop the queued count")
+          (should (= 1 (planbridge-test--count "^▶ second prompt$" (planbridge-test--buffer-text)))))))))
+
 (ert-deftest planbridge-test-buffer-names-and-new-session ()
   "Buffers are named by project and title; C-u M-x planbridge starts anew.
 Each new session replays the script from its first response."
