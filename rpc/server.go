@@ -64,6 +64,7 @@ var methods = map[string]handlerFunc{
 	"session/create":            sessionCreate,
 	"session/open":              sessionOpen,
 	"session/list":              sessionList,
+	"session/delete":            sessionDelete,
 	"session/submit":            sessionSubmit,
 	"session/interrupt":         sessionInterrupt,
 	"session/setPermissionMode": sessionSetMode,

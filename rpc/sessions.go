@@ -59,6 +59,18 @@ func sessionList(ctx context.Context, s *Server, raw json.RawMessage) (any, erro
 	return s.opt.Manager.List(ctx)
 }
 
+// sessionDelete removes a stored session (see [session.Manager.Delete]).
+func sessionDelete(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
+	p, err := decode[sessionRef](raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.opt.Manager.Delete(ctx, p.Session); err != nil {
+		return nil, err
+	}
+	return map[string]bool{"deleted": true}, nil
+}
+
 func sessionSubmit(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
 	type params struct {
 		Text string `json:"text"`

@@ -28,6 +28,7 @@ type Session struct {
 	mu       sync.Mutex // guards the fields below
 	row      store.Session
 	busy     bool
+	deleted  bool // Manager.Delete holds or removed it: nothing more may queue
 	queue    []turnReq
 	cancel   context.CancelFunc
 	prop     *store.Proposal  // the session's proposal, nil if none
@@ -639,6 +640,9 @@ func checkPrompt(text string) error {
 func (s *Session) queueRoom() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.deleted {
+		return errorf(CodeBusy, "the session is being deleted")
+	}
 	if n := len(s.queue); n >= MaxQueued {
 		return errorf(CodeQueueFull, "%d prompts are already waiting in this session's queue (the limit is %d); wait for them to run", n, MaxQueued)
 	}

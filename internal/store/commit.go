@@ -24,6 +24,7 @@ const (
 	OpGoal       = "goal"     // a Goal row (and, at a plan handoff, the record cleared)
 	OpTracking   = "tracking"
 	OpProposal   = "proposal"
+	OpDelete     = "delete" // a session's rows, all at once
 	OpOther      = "other"
 )
 

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"planbridge/rpc"
+)
+
+// refusalCode is data.code of an application error, or "".
+func refusalCode(err error) string {
+	var je *jsonrpc2.Error
+	if !errors.As(err, &je) || je.Data == nil {
+		return ""
+	}
+	var data struct{ Code string }
+	json.Unmarshal(*je.Data, &data)
+	return data.Code
+}
+
+// TestSessionDelete: session/delete removes a finished session's rows and
+// work:// files, never the workspace; it refuses a session whose turn runs
+// or whose Goal is unfinished, changing nothing; the state directory is
+// healthy afterwards (a restart starts, doctor is happy).
+func TestSessionDelete(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"a.txt": "a\n"})
+	state := t.TempDir()
+	script := writeScript(t, `[{"text": "done"},
+	  {"text": "slow `+strings.Repeat(".", 200)+`", "delay_ms": 40},
+	  {"text": "goal turn"}]`)
+	p := startServe(t, state, "--engine", "script", "--script", script)
+	del := func(id string) error {
+		return p.c.Call(ctx, "session/delete", map[string]string{"session": id}, nil)
+	}
+	listed := func() map[string]bool {
+		var list []sessionInfo
+		if err := p.c.Call(ctx, "session/list", map[string]any{}, &list); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, s := range list {
+			out[s.ID] = true
+		}
+		return out
+	}
+
+	a := createSession(t, ctx, p.c, ws)
+	if err := p.c.Call(ctx, "session/submit", map[string]string{"session": a.ID, "text": "hello"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitTurnEnd(t, ctx, p.c, 1)
+	workFile := filepath.Join(state, "sessions", a.ID, "work", "note.txt")
+	os.MkdirAll(filepath.Dir(workFile), 0o700)
+	if err := os.WriteFile(workFile, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// A running turn: refused, nothing changes.
+	b := createSession(t, ctx, p.c, ws)
+	if err := p.c.Call(ctx, "session/submit", map[string]string{"session": b.ID, "text": "take your time"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool { return e.Kind == "text" && e.Session == b.ID }); err != nil {
+		t.Fatal(err)
+	}
+	if err := del(b.ID); refusalCode(err) != "busy" {
+		t.Fatalf("delete during a turn: %v", err)
+	}
+	waitTurnEnd(t, ctx, p.c, 2)
+
+	// An unfinished Goal: refused.
+	c := createSession(t, ctx, p.c, ws)
+	if err := p.c.Call(ctx, "session/submit", map[string]string{"session": c.ID, "text": "/goal keep going"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The script runs out: the Goal pauses, unfinished, and nothing runs.
+	if _, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool {
+		return e.Kind == "status" && e.Session == c.ID && strings.Contains(string(e.Data), "Goal paused") && strings.Contains(string(e.Data), `"busy":false`)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := del(c.ID); refusalCode(err) != "session_in_use" || !strings.Contains(err.Error(), "Goal") {
+		t.Fatalf("delete with an unfinished Goal: %v", err)
+	}
+	for _, id := range []string{b.ID, c.ID} {
+		if !listed()[id] {
+			t.Fatalf("refused delete removed %s", id)
+		}
+		if _, err := os.Stat(filepath.Join(state, "sessions", id)); err != nil {
+			t.Fatalf("refused delete removed the directory of %s: %v", id, err)
+		}
+	}
+
+	// A finished session goes: rows, files; the workspace stays.
+	if err := del(a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if listed()[a.ID] {
+		t.Fatal("deleted session still listed")
+	}
+	if _, err := os.Stat(filepath.Join(state, "sessions", a.ID)); !os.IsNotExist(err) {
+		t.Fatalf("session directory left: %v", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(state, "sessions")); len(ents) != 2 {
+		t.Fatalf("sessions dir has %d entries, want the 2 kept", len(ents))
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "a.txt")); err != nil || string(b) != "a\n" {
+		t.Fatalf("workspace touched: %q %v", b, err)
+	}
+	if err := p.c.Call(ctx, "session/open", map[string]string{"session": a.ID}, nil); refusalCode(err) != "not_found" {
+		t.Fatalf("open a deleted session: %v", err)
+	}
+	if err := del(a.ID); refusalCode(err) != "not_found" {
+		t.Fatalf("delete twice: %v", err)
+	}
+	p.stop()
+
+	// The state directory is healthy: a new server starts and lists the rest.
+	p = startServe(t, state, "--engine", "script", "--script", script)
+	var list []sessionInfo
+	if err := p.c.Call(ctx, "session/list", map[string]any{}, &list); err != nil {
+		t.Fatalf("restart after delete: %v\n%s", err, p.stderr)
+	}
+	if len(list) != 2 {
+		t.Fatalf("after restart %d sessions listed, want 2", len(list))
+	}
+	p.stop()
+	var db int
+	st := p.opened(t)
+	st.DB().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM events WHERE session_id = ?`, a.ID).Scan(&db)
+	if db != 0 {
+		t.Fatalf("%d event rows of the deleted session remain", db)
+	}
+}
