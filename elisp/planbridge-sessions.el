@@ -116,6 +116,8 @@ fork's buffer instead."
   (let ((map (make-sparse-keymap)))
     (set-keymap-parent map tabulated-list-mode-map)
     (define-key map (kbd "RET") #'planbridge-sessions-open)
+    (define-key map (kbd "d") #'planbridge-sessions-delete)
+    (define-key map (kbd "x") #'planbridge-sessions-delete)
     map)
   "Keymap of `planbridge-sessions-mode'.")
 
@@ -137,9 +139,34 @@ fork's buffer instead."
       (user-error "planbridge: No session on this line"))
     (planbridge-open-session id)))
 
+(defun planbridge-sessions-delete ()
+  "Delete the session on the current line, after asking.
+Its transcript, events and work:// files go; the workspace and any
+worktree stay.  The backend refuses, and says why, while a turn runs
+or the session still owns an unfinished implementation, Goal, fork,
+queued prompt or share link."
+  (interactive)
+  (let* ((id (or (tabulated-list-get-id)
+                 (user-error "planbridge: No session on this line")))
+         (entry (tabulated-list-get-entry))
+         (title (planbridge--nonempty (and entry (aref entry 1))))
+         (workspace (and entry (aref entry 0))))
+    (when (yes-or-no-p
+           (format "Delete session %s%s (its transcript and work:// files; the workspace stays)? "
+                   (if title (format "\"%s\"" title) id)
+                   (if (planbridge--nonempty workspace) (format " in %s" workspace) "")))
+      (planbridge--request :session/delete (list :session id))
+      (when-let ((buf (gethash id planbridge--buffers)))
+        (remhash id planbridge--buffers)
+        (when (buffer-live-p buf)
+          (let ((kill-buffer-query-functions nil))
+            (kill-buffer buf))))
+      (message "planbridge: Deleted session %s" (or title id))
+      (revert-buffer))))
+
 ;;;###autoload
 (defun planbridge-sessions ()
-  "List the stored planbridge sessions; RET opens one."
+  "List the stored planbridge sessions; RET opens one, d deletes one."
   (interactive)
   (planbridge--connection)
   (let ((buf (get-buffer-create "*planbridge sessions*")))

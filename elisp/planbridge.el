@@ -58,7 +58,8 @@
 ;; it is feedback or should be queued; C-c TAB in the composer queues a
 ;; follow-up that runs after the implementation starts.
 ;;
-;;   M-x planbridge-sessions     every stored session, RET opens one
+;;   M-x planbridge-sessions     every stored session, RET opens one,
+;;                               d deletes one (after asking)
 ;;   M-x planbridge-dispatch     a transient menu of the session commands
 ;;   M-x planbridge-recover      after a crash, a failed step or a restart:
 ;;                               resume the handoff, the implementation,

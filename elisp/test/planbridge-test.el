@@ -1288,6 +1288,66 @@ Replayed approval events draw no card: `approval/get' does that."
         (should (eq (key-binding (kbd "RET")) #'planbridge-sessions-open))
         (should (eq (call-interactively (key-binding (kbd "RET"))) session))))))
 
+(ert-deftest planbridge-test-sessions-delete ()
+  "`d' in `planbridge-sessions' asks, deletes the session and its buffer; `n' keeps it."
+  (planbridge-test-with-session "[{\"text\": \"done\"}]"
+    (planbridge-test--type "hello")
+    (planbridge-test--wait-turn-end 1)
+    (let* ((session (current-buffer))
+           (id planbridge--session-id)
+           (dir (expand-file-name (concat "sessions/" id) planbridge-state-dir))
+           (list (planbridge-sessions))
+           (asked nil))
+      (should (file-directory-p dir))
+      (with-current-buffer list
+        (should (eq (key-binding (kbd "d")) #'planbridge-sessions-delete))
+        (should (eq (key-binding (kbd "x")) #'planbridge-sessions-delete))
+        (goto-char (point-min))
+        (should (equal (tabulated-list-get-id) id))
+        ;; Declined: nothing is sent, nothing changes.
+        (let ((sent (planbridge-test--sent-recorder)))
+          (unwind-protect
+              (cl-letf (((symbol-function 'yes-or-no-p)
+                         (lambda (prompt) (setq asked prompt) nil)))
+                (call-interactively (key-binding (kbd "d"))))
+            (funcall sent 'stop))
+          (should (string-match-p "\\`Delete session .* (its transcript and work:// files; the workspace stays)\\? \\'" asked))
+          (should-not (funcall sent "session/delete")))
+        (should (buffer-live-p session))
+        (should (file-directory-p dir))
+        ;; Confirmed: gone from the backend, the list and the buffers.
+        (goto-char (point-min))
+        (cl-letf (((symbol-function 'yes-or-no-p) (lambda (_) t)))
+          (call-interactively (key-binding (kbd "x"))))
+        (should-not (buffer-live-p session))
+        (should-not (gethash id planbridge--buffers))
+        (should-not (file-exists-p dir))
+        (should (file-exists-p (expand-file-name "hello.txt" planbridge-test--repo)))
+        (goto-char (point-min))
+        (should-not (equal (tabulated-list-get-id) id))
+        (should-not (cl-find id (planbridge--request :session/list nil)
+                             :key (lambda (s) (plist-get s :id)) :test #'equal))))))
+
+(ert-deftest planbridge-test-sessions-delete-refused ()
+  "A refused delete is the backend's reason as an error; the session stays."
+  (planbridge-test-with-session
+      (planbridge-test--script
+       (list :text (concat "Slowly answering" (make-string 300 ?.) "\n") :delay_ms 30))
+    (planbridge-test--type "first prompt")
+    (planbridge-test--wait (lambda () (string-match-p "Slowly answering" (planbridge-test--buffer-text)))
+                           "the turn to stream")
+    (let ((session (current-buffer))
+          (id planbridge--session-id))
+      (with-current-buffer (planbridge-sessions)
+        (goto-char (point-min))
+        (let ((err (cl-letf (((symbol-function 'yes-or-no-p) (lambda (_) t)))
+                     (should-error (call-interactively #'planbridge-sessions-delete)
+                                   :type 'user-error))))
+          (should (string-match-p "\\`planbridge: A turn is running\\|\\`planbridge: a turn is running" (cadr err))))
+        (should (buffer-live-p session))
+        (should (cl-find id (planbridge--request :session/list nil)
+                         :key (lambda (s) (plist-get s :id)) :test #'equal))))))
+
 ;;; Goal, tracking, share and the Worktree fork
 ;;;
 
