@@ -24,7 +24,14 @@
 //     transaction that stores them as a prompt.
 //   - What a restart loads comes back paused (an implementation or Goal in
 //     flight), except what this process itself created (a Worktree fork
-//     taking over its implementation).
+//     taking over its implementation). Turn numbers continue from the
+//     log's last turn_start.
+//
+// [Manager.Delete] removes a session's rows and its work:// directory
+// (never the workspace or a worktree), refusing, with nothing changed,
+// while a turn runs ([CodeBusy]) or while prompts wait or the session owns
+// an unfinished implementation, Goal, fork or open share link
+// ([CodeSessionInUse]).
 //
 // A person's input is bounded the same way on every surface: a prompt is
 // at most [MaxPromptBytes] ([CodePromptTooLarge]) and at most [MaxQueued]
