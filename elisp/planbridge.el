@@ -653,7 +653,9 @@ when the state directory is damaged (its message says what to do)."
            (format "planbridge: Another planbridge serve%s is using the state directory%s; stop it (M-x planbridge-shutdown in the Emacs that started it) or set `planbridge-state-dir'"
                    (if pid (format " (pid %s)" pid) "")
                    (if dir (concat " " dir) ""))))
-        ("state_unavailable"
+        ;; A damaged directory; any other failure to open the state
+        ;; (not a directory, say) is reported as a failed start.
+        ((and "state_unavailable" (guard (string-match-p " is damaged" text)))
          (format "planbridge: %s" (planbridge--capitalize text)))))))
 
 (defun planbridge--capitalize (text)
