@@ -66,6 +66,12 @@ type spec struct {
 	CgroupFD int      `json:"cgroup_fd,omitempty"` // write "0" here to join the pids cgroup
 	InBwrap  bool     `json:"bwrap,omitempty"`     // started by bwrap: HOME is an empty tmpfs
 	Argv     []string `json:"argv"`
+
+	// The agent profile (Profile "agent", see [AgentConfig]).
+	Profile string      `json:"profile,omitempty"`
+	Write   []string    `json:"write,omitempty"`
+	Ports   []uint16    `json:"ports,omitempty"`
+	Agent   AgentLimits `json:"agent_limits,omitempty"`
 }
 
 func (s spec) encode() (string, error) {
@@ -89,6 +95,9 @@ func launch(arg string) error {
 		if err != nil {
 			return fmt.Errorf("join the pids cgroup: %w", err)
 		}
+	}
+	if sp.Profile == profileAgent {
+		return confineAgentAndExec(sp)
 	}
 	return confineAndExec(sp)
 }

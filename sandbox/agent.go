@@ -1,0 +1,322 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"unsafe"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// AgentConfig describes the agent profile: the confinement of a long-lived
+// coding agent (a node program) that must not change anything but its own
+// state. It is looser than the read-only shell profile of [Config] in
+// what a node agent needs (reads of the whole file system, writes to its
+// own directories, TCP to the model) and as strict in what matters for
+// Plan: no write anywhere else.
+type AgentConfig struct {
+	// Writable are the directories the agent may write (its state or home
+	// directory, its private tmp); each must exist. /dev/null is always
+	// writable.
+	Writable []string
+	// ConnectPorts are the TCP ports the agent may connect to (the model
+	// endpoint's). TCP bind is always denied. Enforced at Landlock ABI ≥ 4.
+	ConnectPorts []uint16
+	// Limits are the agent-sized limits; zero fields take
+	// [DefaultAgentLimits].
+	Limits AgentLimits
+	// Launcher is the executable that calls [Main] first thing; empty
+	// means the running executable.
+	Launcher string
+}
+
+// AgentLimits are the resource limits of a confined agent: no CPU or
+// address-space cap (node reserves far more virtual memory than it uses,
+// and the agent lives for the turns it serves), but its data segment,
+// written file sizes, descriptors and processes are bounded.
+type AgentLimits struct {
+	// Data bounds each process's data segment (RLIMIT_DATA: the private
+	// writable memory it actually maps), in bytes.
+	Data uint64
+	// FileSize bounds each file written, in bytes.
+	FileSize uint64
+	// OpenFiles bounds each process's descriptors.
+	OpenFiles uint64
+	// Processes bounds the processes and threads (RLIMIT_NPROC; not
+	// applied to uid 0, see [Agent.Layers]).
+	Processes uint64
+}
+
+// DefaultAgentLimits are the limits a zero [AgentLimits] field takes.
+var DefaultAgentLimits = AgentLimits{Data: 8 << 30, FileSize: 1 << 30, OpenFiles: 8192, Processes: 1024}
+
+func (l AgentLimits) withDefaults() AgentLimits {
+	d := DefaultAgentLimits
+	if l.Data == 0 {
+		l.Data = d.Data
+	}
+	if l.FileSize == 0 {
+		l.FileSize = d.FileSize
+	}
+	if l.OpenFiles == 0 {
+		l.OpenFiles = d.OpenFiles
+	}
+	if l.Processes == 0 {
+		l.Processes = d.Processes
+	}
+	return l
+}
+
+// ErrNoAgentConfinement is returned by [NewAgent] when this machine has no
+// Landlock: nothing would keep the agent from writing, so the agent must
+// not be started as if it were confined.
+var ErrNoAgentConfinement = errors.New("sandbox: no Landlock on this kernel: the agent cannot be confined to its own directories")
+
+// Agent confines agent processes under one [AgentConfig].
+type Agent struct {
+	cfg    AgentConfig
+	layers Layers
+	launch string
+}
+
+// NewAgent returns the agent profile for cfg. It fails closed: without
+// Landlock (the layer that holds the writes) it returns
+// [ErrNoAgentConfinement].
+func NewAgent(cfg AgentConfig) (*Agent, error) {
+	var w []string
+	for _, d := range cfg.Writable {
+		if !filepath.IsAbs(d) {
+			return nil, fmt.Errorf("sandbox: writable directory %q is not absolute", d)
+		}
+		r, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: writable directory: %w", err)
+		}
+		if fi, err := os.Stat(r); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("sandbox: writable %q is not a directory", d)
+		}
+		if r == "/" {
+			return nil, fmt.Errorf("sandbox: the root directory cannot be writable")
+		}
+		w = append(w, r)
+	}
+	cfg.Writable = w
+	cfg.Limits = cfg.Limits.withDefaults()
+	launch := cfg.Launcher
+	if launch == "" {
+		if !mainCalled.Load() {
+			return nil, ErrNoLauncher
+		}
+		var err error
+		if launch, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("sandbox: find the launcher: %w", err)
+		}
+	}
+	l := Probe()
+	if l.LandlockABI == 0 {
+		return nil, ErrNoAgentConfinement
+	}
+	return &Agent{cfg: cfg, layers: l, launch: launch}, nil
+}
+
+// Summary says which layers confine the agent on this machine, e.g.
+// "landlock ABI 7 (writes: 2 dirs, tcp connect: 443), seccomp (socket:
+// inet only), capabilities dropped, rlimits (processes: rlimit)".
+func (a *Agent) Summary() string {
+	l := a.layers
+	s := fmt.Sprintf("landlock ABI %d (reads: all, writes: %d own dir(s) and /dev/null", l.LandlockABI, len(a.cfg.Writable))
+	if l.LandlockABI >= 4 {
+		s += fmt.Sprintf(", tcp connect only to port(s) %v, no tcp bind", a.cfg.ConnectPorts)
+	} else {
+		s += ", TCP NOT RESTRICTED (ABI < 4)"
+	}
+	if l.LandlockABI >= 6 {
+		s += ", signals and abstract unix sockets scoped"
+	}
+	s += ")"
+	if l.Seccomp {
+		fam := "inet, inet6"
+		if agentUnixAllowed(l.LandlockABI) {
+			fam += ", unix (pathname connects limited by landlock)"
+		}
+		s += ", seccomp (socket: " + fam + " only; io_uring, keyctl, bpf, perf denied)"
+	}
+	procs := "rlimit"
+	if l.Root {
+		procs = "not bounded as root"
+	}
+	return s + ", capabilities dropped, no_new_privs, rlimits (data, file size, files; processes: " + procs + ")"
+}
+
+// agentUnixAllowed: socket(AF_UNIX) is allowed only where Landlock
+// restricts connecting to pathname unix sockets (ABI ≥ 9, resolve_unix);
+// below, a connect to any socket on the file system (a container
+// runtime's, a session bus) would be open, so seccomp denies the family.
+func agentUnixAllowed(abi int) bool { return abi >= 9 }
+
+// Wrap rewrites cmd (Path, Args, Env, Dir and SysProcAttr already set, not
+// yet started) to run its program under the agent profile: the launcher
+// confines itself and execs cmd's program with cmd's arguments. A
+// launcher that cannot set a layer up exits [ExitSetup].
+func (a *Agent) Wrap(cmd *exec.Cmd) error {
+	if cmd.Process != nil {
+		return fmt.Errorf("sandbox: the agent is already started")
+	}
+	if cmd.Err != nil {
+		return cmd.Err
+	}
+	path := cmd.Path
+	if !filepath.IsAbs(path) {
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return err
+		}
+		if path, err = filepath.Abs(p); err != nil {
+			return err
+		}
+	}
+	dir := cmd.Dir
+	if dir == "" {
+		var err error
+		if dir, err = os.Getwd(); err != nil {
+			return err
+		}
+	}
+	argv := append([]string{path}, cmd.Args[1:]...)
+	ports := append([]uint16(nil), a.cfg.ConnectPorts...)
+	sort.Slice(ports, func(i, j int) bool { return ports[i] < ports[j] })
+	sp := spec{Profile: profileAgent, Write: a.cfg.Writable, Ports: ports, Agent: a.cfg.Limits, Dir: dir,
+		Landlock: true, Argv: argv}
+	enc, err := sp.encode()
+	if err != nil {
+		return err
+	}
+	cmd.Path = a.launch
+	cmd.Args = []string{"planbridge-agent-sandbox", launcherArg, enc}
+	return nil
+}
+
+const profileAgent = "agent"
+
+// confineAgentAndExec is the launcher's inner stage for the agent profile.
+func confineAgentAndExec(sp spec) error {
+	lim := sp.Agent.withDefaults()
+	nproc := lim.Processes
+	if os.Geteuid() != 0 && !freshUserNS() {
+		nproc += uint64(countProcesses(os.Getuid()))
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
+	abi, err := ll.LandlockGetABIVersion()
+	if err != nil || abi < 1 {
+		return fmt.Errorf("landlock: not available: %v", err)
+	}
+	if err := restrictAgentLandlock(sp); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	if err := installAgentSeccomp(agentUnixAllowed(abi)); err != nil && !errors.Is(err, errNoSeccomp) {
+		return fmt.Errorf("seccomp: %w", err)
+	}
+	if err := os.Chdir(sp.Dir); err != nil {
+		return err
+	}
+	for _, l := range []struct {
+		res int
+		v   uint64
+	}{
+		{unix.RLIMIT_DATA, lim.Data},
+		{unix.RLIMIT_FSIZE, lim.FileSize},
+		{unix.RLIMIT_CORE, 0},
+		{unix.RLIMIT_NOFILE, lim.OpenFiles},
+		{unix.RLIMIT_NPROC, nproc},
+	} {
+		rl := unix.Rlimit{Cur: l.v, Max: l.v}
+		var old unix.Rlimit
+		if err := unix.Getrlimit(l.res, &old); err == nil && old.Max < l.v {
+			rl = unix.Rlimit{Cur: old.Max, Max: old.Max}
+		}
+		if err := unix.Setrlimit(l.res, &rl); err != nil {
+			return fmt.Errorf("setrlimit %d: %w", l.res, err)
+		}
+	}
+	return fmt.Errorf("exec %s: %w", sp.Argv[0], unix.Exec(sp.Argv[0], sp.Argv, os.Environ()))
+}
+
+// restrictAgentLandlock: everything readable and executable, writes only
+// to the writable directories and /dev/null, TCP connect only to the
+// ports, no TCP bind, signals and abstract unix sockets scoped (and
+// pathname unix sockets not reachable, ABI ≥ 9).
+func restrictAgentLandlock(sp spec) error {
+	rules := []landlock.Rule{landlock.RODirs("/"), landlock.RWFiles(os.DevNull)}
+	if len(sp.Write) > 0 {
+		rules = append(rules, landlock.RWDirs(sp.Write...))
+	}
+	for _, p := range sp.Ports {
+		rules = append(rules, landlock.ConnectTCP(p))
+	}
+	// V9: its resolve_unix right is handled and granted nowhere. Only
+	// this thread, which execs (see restrictLandlock).
+	fd, flags, err := landlock.V9.BestEffort().NewRulesetFD(rules...)
+	if err != nil || fd < 0 {
+		return err
+	}
+	defer unix.Close(fd)
+	return ll.LandlockRestrictSelf(fd, flags)
+}
+
+// installAgentSeccomp: socket(2) only for AF_INET and AF_INET6 (and
+// AF_UNIX when unix is set), io_uring, keyrings, bpf, perf events and
+// userfaultfd denied, as in the shell profile.
+func installAgentSeccomp(unixOK bool) error {
+	arch := seccompArch()
+	if arch == 0 {
+		return errNoSeccomp
+	}
+	const (
+		ldAbs  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge    = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		ret    = unix.BPF_RET | unix.BPF_K
+		denied = unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)
+		allow  = unix.SECCOMP_RET_ALLOW
+	)
+	prog := []unix.SockFilter{
+		{Code: ldAbs, K: 4}, // seccomp_data.arch
+		{Code: jeq, K: arch, Jt: 1},
+		{Code: ret, K: unix.SECCOMP_RET_KILL_PROCESS},
+		{Code: ldAbs, K: 0},               // seccomp_data.nr
+		{Code: jge, K: 0x40000000, Jf: 1}, // the x32 ABI
+		{Code: ret, K: denied},
+	}
+	for _, nr := range deniedSyscalls {
+		if nr == unix.SYS_SOCKET {
+			continue
+		}
+		prog = append(prog, unix.SockFilter{Code: jeq, K: nr, Jf: 1}, unix.SockFilter{Code: ret, K: denied})
+	}
+	families := []uint32{unix.AF_INET, unix.AF_INET6}
+	if unixOK {
+		families = append(families, unix.AF_UNIX)
+	}
+	// nr != socket: allow. Else load the low word of args[0] (the
+	// family; seccomp_data.args at offset 16, little-endian on the
+	// supported architectures) and allow only the families.
+	prog = append(prog, unix.SockFilter{Code: jeq, K: unix.SYS_SOCKET, Jt: 1}, unix.SockFilter{Code: ret, K: allow},
+		unix.SockFilter{Code: ldAbs, K: 16})
+	for _, f := range families {
+		prog = append(prog, unix.SockFilter{Code: jeq, K: f, Jf: 1}, unix.SockFilter{Code: ret, K: allow})
+	}
+	prog = append(prog, unix.SockFilter{Code: ret, K: denied})
+	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fp)), 0, 0)
+}

@@ -1,0 +1,184 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// agentProbe is the node program the agent-profile test runs confined: it
+// tries each escape and prints one line per attempt.
+const agentProbe = `
+const fs = require('fs'), net = require('net'), os = require('os'), cp = require('child_process');
+const [ws, state, okPort, badPort] = process.argv.slice(1);
+const out = [];
+const tryw = (name, p) => { try { fs.writeFileSync(p, 'x\n'); out.push(name + ':written'); } catch (e) { out.push(name + ':' + e.code); } };
+tryw('ws', ws + '/pwned.txt');
+tryw('state', state + '/ok.txt');
+tryw('tmp', os.tmpdir() + '/ok-tmp.txt');
+try { fs.mkdirSync(ws + '/d'); out.push('mkdir:made'); } catch (e) { out.push('mkdir:' + e.code); }
+try { fs.unlinkSync(ws + '/notes.txt'); out.push('unlink:removed'); } catch (e) { out.push('unlink:' + e.code); }
+try { fs.renameSync(ws + '/notes.txt', state + '/stolen'); out.push('rename:moved'); } catch (e) { out.push('rename:' + e.code); }
+try { out.push('read:' + JSON.stringify(fs.readFileSync(ws + '/notes.txt', 'utf8'))); } catch (e) { out.push('read:' + e.code); }
+const sh = cp.spawnSync('/bin/sh', ['-c', 'echo hi > ' + ws + '/sh.txt; echo $?'], { encoding: 'utf8' });
+out.push('sh:' + sh.stdout.trim());
+const conn = (name, port, host) => new Promise(r => {
+  const s = net.connect({ port: +port, host: host || '127.0.0.1' });
+  s.on('connect', () => { out.push(name + ':connected'); s.end(); r(); });
+  s.on('error', e => { out.push(name + ':' + e.code); r(); });
+});
+const bind = () => new Promise(r => {
+  const srv = net.createServer();
+  srv.on('error', e => { out.push('bind:' + e.code); r(); });
+  srv.listen(0, '127.0.0.1', () => { out.push('bind:listening'); srv.close(); r(); });
+});
+const unix = () => new Promise(r => {
+  const s = net.connect({ path: state + '/no.sock' });
+  s.on('connect', () => { out.push('unix:connected'); s.end(); r(); });
+  s.on('error', e => { out.push('unix:' + e.code); r(); });
+});
+(async () => {
+  await conn('okport', okPort);
+  await conn('badport', badPort);
+  await bind();
+  await unix();
+  console.log(out.join(' '));
+})();
+`
+
+// TestAgentProfile: node under the agent profile, as root and as nobody,
+// can write only its own directories, connect only to the allowed port,
+// bind nothing and open no unix socket; the workspace stays byte-identical.
+func TestAgentProfile(t *testing.T) {
+	for _, uid := range []int{0, 65534} {
+		t.Run(fmt.Sprint(uid), func(t *testing.T) { testAgentProfile(t, uid) })
+	}
+}
+
+func testAgentProfile(t *testing.T, uid int) {
+	if Probe().LandlockABI < 4 {
+		t.Fatalf("this test needs Landlock ABI ≥ 4 (the kernel has %d)", Probe().LandlockABI)
+	}
+	f := newFixture(t, uid)
+	state := worldDir(t, uid)
+	tmp := filepath.Join(state, "tmp")
+	os.Mkdir(tmp, 0o700)
+	os.Chown(state, uid, uid)
+	os.Chown(tmp, uid, uid)
+	// Two listeners: the model's port and another.
+	okL, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer okL.Close()
+	badL, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer badL.Close()
+	for _, l := range []net.Listener{okL, badL} {
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	}
+	okPort := okL.Addr().(*net.TCPAddr).Port
+	badPort := badL.Addr().(*net.TCPAddr).Port
+	// A unix socket in the agent's own state directory: even there
+	// connecting is refused below ABI 9 (seccomp denies the family).
+	ul, err := net.Listen("unix", filepath.Join(state, "no.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ul.Close()
+	os.Chmod(filepath.Join(state, "no.sock"), 0o777)
+
+	ag, err := NewAgent(AgentConfig{Writable: []string{state}, ConnectPorts: []uint16{uint16(okPort)},
+		Launcher: filepath.Join(f.bin, "helper")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := treeOf(t, f.ws)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "-e", agentProbe, "--", f.ws, state, strconv.Itoa(okPort), strconv.Itoa(badPort))
+	cmd.Dir = f.ws
+	cmd.Env = []string{"PATH=" + fixedPath, "HOME=" + state, "TMPDIR=" + tmp}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if uid != 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}
+	}
+	if err := ag.Wrap(cmd); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("confined node: %v\n%s", err, out.String())
+	}
+	got := strings.TrimSpace(out.String())
+	want := `ws:EACCES state:written tmp:written mkdir:EACCES unlink:EACCES rename:EACCES read:"alpha\nbeta\n" sh:2 ` +
+		`okport:connected badport:EACCES bind:EACCES unix:EACCES`
+	if got != want {
+		t.Errorf("confined node as uid %d:\n got %s\nwant %s", uid, got, want)
+	}
+	if after := treeOf(t, f.ws); after != before {
+		t.Errorf("the workspace changed:\nbefore %s\nafter  %s", before, after)
+	}
+	if b, err := os.ReadFile(filepath.Join(state, "ok.txt")); string(b) != "x\n" {
+		t.Errorf("state write: %q %v", b, err)
+	}
+	if !strings.Contains(ag.Summary(), fmt.Sprintf("tcp connect only to port(s) [%d]", okPort)) {
+		t.Errorf("summary %q", ag.Summary())
+	}
+}
+
+// treeOf lists every path under root with its mode and content.
+func treeOf(t *testing.T, root string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "%s %v %d", strings.TrimPrefix(p, root), fi.Mode(), fi.Size())
+		if fi.Mode().IsRegular() {
+			c, _ := os.ReadFile(p)
+			fmt.Fprintf(&b, " %q", c)
+		}
+		b.WriteString("\n")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestAgentProfileRefusesBadConfig: a relative or missing writable
+// directory, or the root, is refused before anything starts.
+func TestAgentProfileRefusesBadConfig(t *testing.T) {
+	for _, w := range []string{"rel/dir", "/nonexistent/planbridge-agent", "/", "/etc/passwd"} {
+		if _, err := NewAgent(AgentConfig{Writable: []string{w}, Launcher: "/bin/true"}); err == nil {
+			t.Errorf("NewAgent accepted writable %q", w)
+		}
+	}
+}
