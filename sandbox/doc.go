@@ -68,6 +68,26 @@
 // never under /proc, /sys or /dev (except /dev/null). [ReadPolicy.Open]
 // re-checks the resolution race-free with openat2(RESOLVE_BENEATH).
 //
+// # Agent profile
+//
+// [NewAgent] and [Agent.Wrap] confine a long-lived agent process (a node
+// coding agent) instead of a read-only command: through the same launcher
+// (Profile "agent" in its spec), without bwrap, it sets no_new_privs,
+// drops capabilities, applies Landlock (V9 best effort: the whole file
+// system readable and executable; writes only beneath the given writable
+// directories and to /dev/null; TCP connect only to the given ports and
+// no TCP bind at ABI ≥ 4; signals and abstract unix sockets scoped at
+// ABI ≥ 6; pathname unix sockets unreachable at ABI ≥ 9), a seccomp filter
+// that allows socket(2) only for AF_INET and AF_INET6 (AF_UNIX too at
+// ABI ≥ 9, where Landlock covers unix connects) and denies io_uring,
+// keyrings, bpf, perf events and userfaultfd, and agent-sized limits
+// (RLIMIT_DATA 8 GiB, file size 1 GiB, 8192 files, processes by
+// RLIMIT_NPROC, which does not bound uid 0; no CPU or address-space cap).
+// Without Landlock [NewAgent] fails ([ErrNoAgentConfinement]) rather than
+// start an agent that looks confined. /proc stays visible (no pid
+// namespace); other processes' entries that need ptrace access (environ,
+// mem) are refused by Landlock's ptrace scoping. UDP is not restricted.
+//
 // # Not covered
 //
 // Without bwrap and Landlock (old kernels, containers without user
