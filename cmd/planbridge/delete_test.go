@@ -33,8 +33,10 @@ func TestSessionDelete(t *testing.T) {
 	ctx := ctxT(t)
 	ws := gitRepo(t, map[string]string{"a.txt": "a\n"})
 	state := t.TempDir()
-	script := writeScript(t, `[{"text": "done"},
-	  {"text": "slow `+strings.Repeat(".", 200)+`", "delay_ms": 40},
+	// Each session replays the script from its start, so the first
+	// response is the slow one every session's first turn gets.
+	script := writeScript(t, `[{"text": "slow `+strings.Repeat(".", 200)+`", "delay_ms": 40},
+	  {"text": "done"},
 	  {"text": "goal turn"}]`)
 	p := startServe(t, state, "--engine", "script", "--script", script)
 	del := func(id string) error {

@@ -45,6 +45,12 @@ func goalCrash(t *testing.T, fp, cx string) {
 	if !waitExit(p, 20*time.Second) {
 		t.Fatalf("did not stop at %s", fp)
 	}
+	// The killed process's events end at killedSeq: a turn it left open
+	// never ends, and turn numbers carry on across the restart.
+	killedSeq, err := p.opened(t).LastSeq(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p2 := startServe(t, state, "--engine", "script", "--script", script)
 	switch fp {
 	case "handoff.archived":
@@ -90,7 +96,7 @@ func goalCrash(t *testing.T, fp, cx string) {
 	if err := p2.c.Call(ctx, "session/open", map[string]any{"session": s.ID}, &opened); err != nil {
 		t.Fatal(err)
 	}
-	kickoffs, open, lastTurn := 0, 0, 0.0
+	kickoffs, open, lastTurn, restarted := 0, 0, 0.0, false
 	for _, e := range opened.Events {
 		var d map[string]any
 		json.Unmarshal(e.Data, &d)
@@ -101,8 +107,11 @@ func goalCrash(t *testing.T, fp, cx string) {
 			}
 		case "turn_start":
 			turn, _ := d["turn"].(float64)
+			if e.Seq > killedSeq && !restarted {
+				restarted, open = true, 0 // a new process: a killed turn never ended
+			}
 			if turn <= lastTurn {
-				open = 0 // a new process: a killed turn never ended
+				t.Errorf("turn %v numbered after turn %v", turn, lastTurn)
 			}
 			lastTurn = turn
 			if open > 0 {
