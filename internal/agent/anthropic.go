@@ -81,14 +81,7 @@ type AnthropicConfig struct {
 //	model:      PLANBRIDGE_ANTHROPIC_MODEL, then ANTHROPIC_MODEL
 //	max tokens: PLANBRIDGE_ANTHROPIC_MAX_TOKENS (ignored unless a positive integer)
 func AnthropicConfigFromEnv(getenv func(string) string) AnthropicConfig {
-	first := func(names ...string) string {
-		for _, n := range names {
-			if v := strings.TrimSpace(getenv(n)); v != "" {
-				return v
-			}
-		}
-		return ""
-	}
+	first := func(names ...string) string { return firstEnv(getenv, names...) }
 	maxTokens, _ := strconv.Atoi(first("PLANBRIDGE_ANTHROPIC_MAX_TOKENS"))
 	return AnthropicConfig{
 		BaseURL:   first("PLANBRIDGE_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL"),

@@ -61,3 +61,15 @@ func NewEngine(cfg EngineConfig, getenv func(string) string) (Engine, error) {
 	}
 	return nil, fmt.Errorf("unknown engine %q (want script, openai, anthropic or acp)", cfg.Kind)
 }
+
+// firstEnv returns the first of names that getenv gives a nonblank value,
+// trimmed, or "". The engines' *ConfigFromEnv list planbridge's own
+// variable before the conventional one.
+func firstEnv(getenv func(string) string, names ...string) string {
+	for _, n := range names {
+		if v := strings.TrimSpace(getenv(n)); v != "" {
+			return v
+		}
+	}
+	return ""
+}

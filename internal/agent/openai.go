@@ -54,14 +54,7 @@ type OpenAIConfig struct {
 // Unset variables leave the field empty; [NewOpenAI] applies defaults and
 // validates.
 func OpenAIConfigFromEnv(getenv func(string) string) OpenAIConfig {
-	first := func(names ...string) string {
-		for _, n := range names {
-			if v := strings.TrimSpace(getenv(n)); v != "" {
-				return v
-			}
-		}
-		return ""
-	}
+	first := func(names ...string) string { return firstEnv(getenv, names...) }
 	return OpenAIConfig{
 		BaseURL: first("PLANBRIDGE_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
 		APIKey:  first("PLANBRIDGE_OPENAI_API_KEY", "OPENAI_API_KEY"),
