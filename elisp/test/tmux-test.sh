@@ -220,7 +220,7 @@ old_pid=$(cat "$tmp/backend.pid")
 kill -KILL "$old_pid"
 wait_for 'The backend exited'
 tm send-keys -t "$name" M-x
-tm send-keys -t "$name" -l planbridge-resume-implementation
+tm send-keys -t "$name" -l planbridge-recover
 tm send-keys -t "$name" Enter
 wait_for 'Recovered: implementing again' 30
 [[ $(cat "$tmp/backend.pid") != "$old_pid" ]] || fail "the backend was not restarted"
