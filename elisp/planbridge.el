@@ -812,15 +812,20 @@ defaults to reporting it as a message."
 
 (defun planbridge--dispatch-notification (conn method params)
   "Hand notification METHOD with PARAMS from CONN to its handler."
-  (apply #'planbridge-handle-notification conn method params))
+  (planbridge-handle-notification conn method params))
 
 (defun planbridge--dispatch-request (conn method params)
   "Hand request METHOD with PARAMS from CONN to its handler."
   (apply #'planbridge-handle-request conn method params))
 
-(cl-defgeneric planbridge-handle-notification (conn method &rest params)
-  "Handle notification METHOD, a symbol, with PARAMS from CONN."
-  (:method (conn method &rest params)
+(cl-defgeneric planbridge-handle-notification (conn method params)
+  "Handle notification METHOD, a symbol, with PARAMS from CONN.
+PARAMS is the notification's params plist as jsonrpc.el parsed it.
+It is passed as one argument, as jsonrpc.el's dispatcher gets it, not
+spread into a `&rest' list: a session streams a notification per text
+delta, and spreading would copy each one twice for the garbage
+collector to reclaim."
+  (:method (conn method params)
            (planbridge--log conn "unhandled notification %s %S" method params)))
 
 (cl-defgeneric planbridge-handle-request (conn method &rest params)
@@ -831,7 +836,7 @@ defaults to reporting it as a message."
                           :message (format "emacs does not handle %s" method))))
 
 (cl-defmethod planbridge-handle-notification
-  (_conn (_method (eql session/event)) &rest event)
+  (_conn (_method (eql session/event)) event)
   "Render EVENT in the buffer of its session, if there is one.
 EVENT is the notification's plist: :session, :seq, :kind and :data."
   (let* ((session (plist-get event :session))

@@ -66,8 +66,8 @@ loop, so the garbage collector sees the heap a live session has."
                     (dotimes (i n)
                       (planbridge-handle-notification
                        nil 'session/event
-                       :session "s-bench" :seq (+ 2 i) :kind "text"
-                       :data (list :delta (substring text (* i 8) (* (1+ i) 8))))
+                       (list :session "s-bench" :seq (+ 2 i) :kind "text"
+                             :data (list :delta (substring text (* i 8) (* (1+ i) 8)))))
                       ;; Timers run between notifications, as in a live session.
                       (when (zerop (% i 1000))
                         (accept-process-output nil 0)))
@@ -75,6 +75,71 @@ loop, so the garbage collector sees the heap a live session has."
         (cl-assert (>= (- (marker-position planbridge--transcript-end) (point-min)) (* n 8)))
         (planbridge-bench--report "render 1 MiB streamed in 8-byte deltas (Emacs side)"
                                   (/ (/ (* n 8) 1e6) secs) "MB/s" ">= 1 MB/s")))))
+
+(defun planbridge-bench--frames (size delta)
+  "Return SIZE characters of text as framed `session/event' messages.
+Each message carries DELTA characters, as the backend would send them
+on its stdout: a Content-Length header and the JSON body."
+  (let ((text (planbridge-bench--text size)))
+    ;; Made in a buffer, not as a list of strings: the heap stays the
+    ;; size of a live session's for the figures measured after it.
+    (with-temp-buffer
+      (dotimes (i (/ size delta))
+        (let ((body (json-serialize
+                     (list :jsonrpc "2.0" :method "session/event"
+                           :params (list :session "s-bench" :seq (+ 2 i) :kind "text"
+                                         :time "2025-01-01T00:00:00.000000000Z"
+                                         :data (list :delta (substring text (* i delta) (* (1+ i) delta))))))))
+          (insert "Content-Length: " (number-to-string (string-bytes body)) "\r\n\r\n" body)))
+      (buffer-string))))
+
+(defun planbridge-bench-render-wire (delta)
+  "Measure 1 MiB of text deltas of DELTA characters through jsonrpc.el.
+The framed bytes are handed to the connection's process filter in
+pieces of `read-process-output-max', as Emacs reads them from the
+backend's pipe: jsonrpc.el parses each message and dispatches it to
+`planbridge-handle-notification', which renders it.  Return MB/s."
+  (let* ((wire (planbridge-bench--frames planbridge-bench--mib delta))
+         (n (/ planbridge-bench--mib delta))
+         (chunk (or (bound-and-true-p read-process-output-max) 4096))
+         (planbridge--buffers (make-hash-table :test #'equal))
+         (planbridge--connection nil)
+         (proc (make-pipe-process :name "planbridge-bench" :noquery t))
+         (conn (make-instance 'planbridge-connection
+                              :name "planbridge-bench"
+                              :events-buffer-scrollback-size 0
+                              :log-size 0
+                              :notification-dispatcher #'planbridge--dispatch-notification
+                              :request-dispatcher #'planbridge--dispatch-request
+                              :process proc))
+         (filter (process-filter proc)))
+    (unwind-protect
+        (with-temp-buffer
+          (planbridge-session-mode)
+          (setq planbridge--session-id "s-bench")
+          (puthash "s-bench" (current-buffer) planbridge--buffers)
+          (planbridge--handle-event '(:seq 1 :kind "turn_start" :data (:turn 1)))
+          (garbage-collect)
+          (let* ((gcs gc-elapsed)
+                 (secs (planbridge-bench--time
+                         (let ((pos 0) (len (length wire)) (reads 0))
+                           (while (< pos len)
+                             (funcall filter proc (substring wire pos (min len (+ pos chunk))))
+                             (setq pos (+ pos chunk) reads (1+ reads))
+                             ;; Timers run between reads, as in a live session.
+                             (when (zerop (% reads 64))
+                               (accept-process-output nil 0))))
+                         (planbridge--handle-event (list :seq (+ 2 n) :kind "turn_end" :data '(:turn 1)))))
+                 (gc (- gc-elapsed gcs)))
+            (cl-assert (= planbridge--last-seq (+ 2 n)))
+            (cl-assert (>= (- (marker-position planbridge--transcript-end) (point-min))
+                           planbridge-bench--mib))
+            (planbridge-bench--report
+             (format "render 1 MiB through jsonrpc.el, %d-byte deltas" delta)
+             (/ (/ planbridge-bench--mib 1e6) secs) "MB/s"
+             (format ">= 1 MB/s; %.1f µs a message, %d%% GC" (/ (* 1e6 secs) n) (round (* 100 (/ gc secs)))))))
+      (delete-process proc)
+      (ignore conn))))
 
 (defun planbridge-bench--wait (pred what timeout)
   "Wait until PRED holds, for at most TIMEOUT seconds, or signal WHAT."
@@ -155,6 +220,8 @@ of each counts: the machine's load falls on both alike."
 (defun planbridge-bench-batch ()
   "Run the benchmarks and print their figures."
   (planbridge-bench-render)
+  (planbridge-bench-render-wire 8)
+  (planbridge-bench-render-wire 4096)
   (planbridge-bench-backend (string-to-number (or (getenv "PLANBRIDGE_BENCH_SIZE") "1048576"))))
 
 (when noninteractive

@@ -1845,8 +1845,8 @@ of each request of that method sent so far, oldest first; called with
       (setq planbridge--opening t)
       (dolist (seq '(1 2))
         (planbridge-handle-notification
-         nil 'session/event :session "s-held" :seq seq :kind "notice"
-         :data (list :message (format "n%d" seq))))
+         nil 'session/event (list :session "s-held" :seq seq :kind "notice"
+                                  :data (list :message (format "n%d" seq)))))
       (should (equal (mapcar (lambda (e) (plist-get e :seq)) planbridge--opening) '(2 1)))
       (should (= 0 planbridge--last-seq)))))
 
@@ -2220,8 +2220,8 @@ A live event that repeats a seq also makes the buffer render the log."
     ;; A live event with a seq already seen.
     (planbridge--with-transcript (insert "stale the third\n"))
     (planbridge-handle-notification planbridge--connection 'session/event
-                                    :session planbridge--session-id
-                                    :seq 1 :kind "notice" :data '(:message "replayed?"))
+                                    (list :session planbridge--session-id
+                                          :seq 1 :kind "notice" :data '(:message "replayed?")))
     (planbridge-test--wait (lambda () (not planbridge--opening)) "the third reopen")
     (planbridge-test--wait (lambda () (not (string-match-p "stale the third" (planbridge-test--buffer-text))))
                            "the third re-render")
