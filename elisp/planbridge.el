@@ -1378,7 +1378,11 @@ queued since the last flush, joined."
     (cancel-timer planbridge--flush-timer))
   (setq planbridge--flush-timer nil)
   (when planbridge--pending-text
-    (let ((delta (apply #'concat (nreverse planbridge--pending-text))))
+    ;; A replay of a coalesced log queues one delta per run: it is
+    ;; rendered as it is, not copied.
+    (let ((delta (if (cdr planbridge--pending-text)
+                     (apply #'concat (nreverse planbridge--pending-text))
+                   (car planbridge--pending-text))))
       (setq planbridge--pending-text nil)
       (planbridge--render 'text (list :delta delta)))))
 
@@ -1396,7 +1400,8 @@ renders the queued text first."
       (if (equal kind "text")
           (planbridge--queue-text (or (plist-get (plist-get event :data) :delta) ""))
         (planbridge--flush-text)
-        (planbridge--render (intern (format "%s" kind)) (plist-get event :data)))
+        (planbridge--render (if (stringp kind) (intern kind) (intern (format "%s" kind)))
+                            (plist-get event :data)))
       (setq planbridge--last-kind kind))))
 
 (defun planbridge--render (kind data)

@@ -12,4 +12,8 @@
 // line, so later requests get their own answers. Request ids are echoed
 // exactly as sent (any JSON number or string), which jsonrpc2 alone cannot
 // do: each id travels through it as an opaque string holding the raw JSON.
+//
+// Answers are written by the adapter itself, not by jsonrpc2, which would
+// marshal each result three times over: a result is encoded once, so a
+// long session/open (a megabyte of transcript) costs one encoding.
 package rpc

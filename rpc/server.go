@@ -115,7 +115,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opt Options) error {
 	stream := newFrameStream(r, w, nil, opt.MaxFrame)
 	// At end of input, answer the requests already read before closing.
 	stream.beforeEOF = s.handlers.Wait
-	s.conn = jsonrpc2.NewConn(ctx, stream, asyncHandler{&s.handlers, jsonrpc2.HandlerWithError(s.handle)},
+	s.conn = jsonrpc2.NewConn(ctx, stream, asyncHandler{&s.handlers, replier{s, stream}},
 		jsonrpc2.SetLogger(slogAdapter{s.log}))
 	unsub := opt.Manager.Subscribe(func(ev session.Event) {
 		if err := s.conn.Notify(context.Background(), "session/event", ev); err != nil && !errors.Is(err, jsonrpc2.ErrClosed) {
@@ -132,7 +132,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opt Options) error {
 	return nil
 }
 
-func (s *Server) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
+func (s *Server) handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) (any, *jsonrpc2.Error) {
 	if req.Method == "$/cancelRequest" {
 		var p struct {
 			ID json.RawMessage `json:"id"`
@@ -252,6 +252,27 @@ func (a asyncHandler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *json
 		defer a.wg.Done()
 		a.h.Handle(ctx, conn, req)
 	}()
+}
+
+// replier handles a request with [Server.handle] and writes its answer
+// itself ([frameStream.WriteResponse]): jsonrpc2's reply would marshal a
+// long session/open answer three times over.
+type replier struct {
+	s      *Server
+	stream *frameStream
+}
+
+func (r replier) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	result, err := r.s.handle(ctx, conn, req)
+	if req.Notif {
+		if err != nil {
+			r.s.log.Warn("notification failed", "method", req.Method, "err", err)
+		}
+		return
+	}
+	if err := r.stream.WriteResponse(req.ID, result, err); err != nil {
+		r.s.log.Warn("answer", "method", req.Method, "err", err)
+	}
 }
 
 // newInstanceID returns a random id for one backend process.

@@ -79,6 +79,12 @@ func wireID(raw json.RawMessage) jsonrpc2.ID {
 
 // restoreID puts a request's raw id back into an outgoing response.
 func restoreID(msg []byte) []byte {
+	if bytes.HasPrefix(msg, []byte(`{"jsonrpc":"2.0","method":`)) {
+		return msg // a notification (jsonrpc2 sorts its keys): no id
+	}
+	if out, ok := restoreLeadingID(msg); ok {
+		return out
+	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(msg, &m) != nil {
 		return msg
@@ -98,12 +104,87 @@ func restoreID(msg []byte) []byte {
 	return out
 }
 
+// restoreLeadingID is [restoreID] for a response as jsonrpc2 writes it
+// (Refuse's answers), its id first ({"id":"\u0000id:…",…): only that
+// string is decoded and replaced, the rest copied as it is. ok is false
+// for any other message.
+func restoreLeadingID(msg []byte) (out []byte, ok bool) {
+	const lead = `{"id":`
+	if !bytes.HasPrefix(msg, []byte(lead+`"`)) {
+		return nil, false
+	}
+	end := -1 // the id string's closing quote
+	for i := len(lead) + 1; i < len(msg) && end < 0; i++ {
+		switch msg[i] {
+		case '\\':
+			i++
+		case '"':
+			end = i
+		}
+	}
+	if end < 0 {
+		return nil, false
+	}
+	var id string
+	if json.Unmarshal(msg[len(lead):end+1], &id) != nil || !strings.HasPrefix(id, idPrefix) {
+		return nil, false
+	}
+	raw := id[len(idPrefix):]
+	out = make([]byte, 0, len(lead)+len(raw)+len(msg)-end-1)
+	out = append(out, lead...)
+	out = append(out, raw...)
+	return append(out, msg[end+1:]...), true
+}
+
 func (s *frameStream) WriteObject(obj any) error {
 	b, err := json.Marshal(obj)
 	if err != nil {
 		return err
 	}
-	b = restoreID(b)
+	return s.writeFrame(restoreID(b))
+}
+
+// WriteResponse answers the request id with result, or with rerr when it
+// is not nil, in one frame, the id restored as the client sent it. The
+// result is marshalled once: jsonrpc2's own reply marshals it three times
+// over (SetResult, Response, its message wrapper), each a full copy of a
+// long session/open. A result that cannot be marshalled is answered with
+// an internal error.
+func (s *frameStream) WriteResponse(id jsonrpc2.ID, result any, rerr *jsonrpc2.Error) error {
+	var buf bytes.Buffer
+	buf.WriteString(`{"jsonrpc":"2.0","id":`)
+	if raw := strings.TrimPrefix(id.Str, idPrefix); id.IsString && len(raw) < len(id.Str) && json.Valid([]byte(raw)) {
+		buf.WriteString(raw)
+	} else {
+		raw, err := json.Marshal(id)
+		if err != nil {
+			return err
+		}
+		buf.Write(raw)
+	}
+	if rerr == nil {
+		raw, err := json.Marshal(result)
+		if err == nil {
+			buf.WriteString(`,"result":`)
+			buf.Write(raw)
+		} else {
+			rerr = &jsonrpc2.Error{Code: jsonrpc2.CodeInternalError, Message: "the result cannot be encoded: " + err.Error()}
+		}
+	}
+	if rerr != nil {
+		raw, err := json.Marshal(rerr)
+		if err != nil {
+			return err
+		}
+		buf.WriteString(`,"error":`)
+		buf.Write(raw)
+	}
+	buf.WriteByte('}')
+	return s.writeFrame(buf.Bytes())
+}
+
+// writeFrame writes one message body with its Content-Length header.
+func (s *frameStream) writeFrame(b []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := fmt.Fprintf(s.w, "Content-Length: %d\r\n\r\n", len(b)); err != nil {

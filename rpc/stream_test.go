@@ -3,9 +3,12 @@ package rpc
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/sourcegraph/jsonrpc2"
 )
 
 // FuzzFrameStream: any input is read to its end without a panic, every
@@ -63,6 +66,60 @@ func TestIDScanner(t *testing.T) {
 		sc.Write([]byte(body))
 		if got := string(sc.id()); got != want {
 			t.Errorf("%s: id %q, want %q", body, got, want)
+		}
+	}
+}
+
+// TestWriteResponse: the answers the server writes itself are one valid
+// JSON-RPC response each, with the id as the client sent it, the result
+// marshalled as encoding/json would, and an internal error (never a broken
+// frame) for a result that cannot be encoded.
+func TestWriteResponse(t *testing.T) {
+	long := strings.Repeat("<line & \"quote\" é\n", 5000)
+	for _, tc := range []struct {
+		name   string
+		id     jsonrpc2.ID
+		result any
+		rerr   *jsonrpc2.Error
+		want   string
+	}{
+		{"raw id restored", wireID(json.RawMessage(` 18446744073709551616 `)), map[string]int{"n": 1},
+			nil, `{"jsonrpc":"2.0","id":18446744073709551616,"result":{"n":1}}`},
+		{"string id with escapes", wireID(json.RawMessage(`"a\"b\u00e9"`)), []string{},
+			nil, `{"jsonrpc":"2.0","id":"a\"b\u00e9","result":[]}`},
+		{"nil result is null", wireID(json.RawMessage(`7`)), nil,
+			nil, `{"jsonrpc":"2.0","id":7,"result":null}`},
+		{"an id jsonrpc2 made", jsonrpc2.ID{Num: 3}, true,
+			nil, `{"jsonrpc":"2.0","id":3,"result":true}`},
+		{"error", wireID(json.RawMessage(`"x"`)), nil, &jsonrpc2.Error{Code: -32000, Message: "no <session>"},
+			`{"jsonrpc":"2.0","id":"x","error":{"code":-32000,"message":"no \u003csession\u003e"}}`},
+		{"unencodable result", wireID(json.RawMessage(`1`)), map[string]any{"c": make(chan int)},
+			nil, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"the result cannot be encoded: json: unsupported type: chan int"}}`},
+		{"long result", wireID(json.RawMessage(`2`)), map[string]string{"text": long}, nil, ""},
+	} {
+		var out bytes.Buffer
+		s := newFrameStream(strings.NewReader(""), &out, nil, 0)
+		if err := s.WriteResponse(tc.id, tc.result, tc.rerr); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		header, body, ok := strings.Cut(out.String(), "\r\n\r\n")
+		if !ok || header != fmt.Sprintf("Content-Length: %d", len(body)) {
+			t.Fatalf("%s: bad frame %q", tc.name, out.String())
+		}
+		if !json.Valid([]byte(body)) {
+			t.Fatalf("%s: invalid JSON %q", tc.name, body)
+		}
+		if tc.want != "" && body != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, body, tc.want)
+		}
+		if tc.want == "" {
+			var resp struct {
+				ID     int               `json:"id"`
+				Result map[string]string `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(body), &resp); err != nil || resp.ID != 2 || resp.Result["text"] != long {
+				t.Errorf("%s: the long result did not survive (%v)", tc.name, err)
+			}
 		}
 	}
 }

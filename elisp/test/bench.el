@@ -164,27 +164,62 @@ backend's pipe: jsonrpc.el parses each message and dispatches it to
                        "the turn" 600))))
          (planbridge-bench--report (format "render %d KiB end to end (backend, JSON-RPC, Emacs)" (/ size 1024))
                                    (/ (/ size 1e6) secs) "MB/s" "reported")
-         (let* ((id planbridge--session-id)
-                (reopen (progn
-                          (kill-buffer (current-buffer))
-                          (planbridge-bench--time
-                            (with-current-buffer (planbridge-open-session id)
-                              (planbridge-bench--wait (lambda () (not planbridge--opening)) "the reopen" 600))))))
-           (planbridge-bench--report (format "reopen a %d KiB transcript" (/ size 1024))
-                                     reopen "s" "< 0.5 s")
-           ;; The two halves of it: the backend's answer, then the replay.
-           (let* ((result nil)
-                  (wire (planbridge-bench--time
-                          (setq result (jsonrpc-request planbridge--connection :session/open
-                                                        (list :session id :coalesce_text t) :timeout 600))))
-                  (replay (with-temp-buffer
-                            (planbridge-session-mode)
-                            (setq planbridge--session-id "s-bench-replay")
-                            (planbridge-bench--time (planbridge--render-opened result)))))
-             (planbridge-bench--report "  of which session/open's answer (backend, JSON parse)" wire "s" "reported")
-             (planbridge-bench--report "  of which the replay into a buffer (Emacs)" replay "s" "reported"))
-           (with-current-buffer (gethash id planbridge--buffers)
+         (let ((id planbridge--session-id))
+           (kill-buffer (current-buffer))
+           (with-current-buffer (planbridge-bench--reopen-parts id "one streamed reply")
              (planbridge-bench--keystrokes (current-buffer)))))))))
+
+(defun planbridge-bench--reopen-parts (id what)
+  "Reopen session ID in a new buffer; report the figures, named after WHAT.
+Return the new buffer."
+  (let* ((reopen (planbridge-bench--time
+                   (with-current-buffer (planbridge-open-session id)
+                     (planbridge-bench--wait (lambda () (not planbridge--opening)) "the reopen" 600))))
+         (buf (gethash id planbridge--buffers))
+         (size (with-current-buffer buf
+                 (- (marker-position planbridge--transcript-end) (point-min)))))
+    (planbridge-bench--report (format "reopen %s (%d KiB shown)" what (/ size 1024))
+                              reopen "s" "< 0.5 s")
+    ;; The two halves of it: the backend's answer, then the replay.
+    (let* ((result nil)
+           (wire (planbridge-bench--time
+                   (setq result (jsonrpc-request planbridge--connection :session/open
+                                                 (list :session id :coalesce_text t) :timeout 600))))
+           (replay (with-temp-buffer
+                     (planbridge-session-mode)
+                     (setq planbridge--session-id "s-bench-replay")
+                     (planbridge-bench--time (planbridge--render-opened result)))))
+      (planbridge-bench--report (format "  of which session/open's answer, %d events (backend, JSON parse)"
+                                        (length (plist-get result :events)))
+                                wire "s" "reported")
+      (planbridge-bench--report "  of which the replay into a buffer (Emacs)" replay "s" "reported"))
+    buf))
+
+(defun planbridge-bench-reopen-mixed (turns steps chars)
+  "Measure reopening a session of TURNS turns of STEPS model steps each.
+Each step streams CHARS characters of text and calls read_file, so the
+transcript holds every kind of event a working session has: prompts,
+text runs, tool calls and results, turn boundaries."
+  (let* ((step (list :text (planbridge-bench--text chars)
+                     :tool_calls (vector (list :name "read_file" :arguments '(:path "hello.txt")))))
+         (last (list :text "Done.\n"))
+         (script (json-serialize
+                  (apply #'vconcat
+                         (make-list turns (vconcat (make-list (1- steps) step) (list last)))))))
+    (planbridge-test--call-with-session
+     script
+     (lambda ()
+       (dotimes (i turns)
+         (planbridge-test--type (format "turn %d" (1+ i)))
+         (planbridge-bench--wait
+          (lambda () (string-match-p (format "^─ turn %d done" (1+ i))
+                                     (buffer-substring-no-properties
+                                      (max (point-min) (- (point-max) 200)) (point-max))))
+          (format "turn %d" (1+ i)) 600))
+       (let ((id planbridge--session-id))
+         (kill-buffer (current-buffer))
+         (planbridge-bench--reopen-parts
+          id (format "%d turns of %d tool steps" turns steps)))))))
 
 (defun planbridge-bench--type-chars (buffer n)
   "Type N characters into the composer of BUFFER; return the seconds."
@@ -222,7 +257,8 @@ of each counts: the machine's load falls on both alike."
   (planbridge-bench-render)
   (planbridge-bench-render-wire 8)
   (planbridge-bench-render-wire 4096)
-  (planbridge-bench-backend (string-to-number (or (getenv "PLANBRIDGE_BENCH_SIZE") "1048576"))))
+  (planbridge-bench-backend (string-to-number (or (getenv "PLANBRIDGE_BENCH_SIZE") "1048576")))
+  (planbridge-bench-reopen-mixed 16 32 2048))
 
 (when noninteractive
   (planbridge-bench-batch))

@@ -24,6 +24,14 @@ func TestCoalesceText(t *testing.T) {
 			[]Event{ev(1, "text", `{"delta":"a"}`), ev(2, "text", `not json`), ev(3, "text", `{"delta":"b"}`), ev(4, "text", `{"other":1}`)}},
 		{"unicode and quotes survive", []Event{ev(7, "text", `{"delta":"é\""}`), ev(8, "text", `{"delta":"✓"}`)},
 			[]Event{ev(8, "text", `{"delta":"é\"✓"}`)}},
+		{"escapes at the ends of deltas", []Event{ev(1, "text", `{"delta":"a\\"}`), ev(2, "text", `{"delta":"\"b\u003c\n"}`), ev(3, "text", `{"delta":"\\"}`)},
+			[]Event{ev(3, "text", `{"delta":"a\\\"b<\n\\"}`)}},
+		{"other spellings are decoded", []Event{ev(1, "text", `{ "delta" : "a" }`), ev(2, "text", `{"delta":"b","x":1}`), ev(3, "text", `{"x":"\"}","delta":"c"}`)},
+			[]Event{ev(3, "text", `{"delta":"abc"}`)}},
+		{"a second delta member is not smuggled", []Event{ev(1, "text", `{"delta":"a","delta":"b"}`), ev(2, "text", `{"delta":"c"}`)},
+			[]Event{ev(2, "text", `{"delta":"bc"}`)}},
+		{"a delta that is not a string ends the run", []Event{ev(1, "text", `{"delta":"a"}`), ev(2, "text", `{"delta":null}`), ev(3, "text", `{"delta":7}`)},
+			[]Event{ev(1, "text", `{"delta":"a"}`), ev(2, "text", `{"delta":null}`), ev(3, "text", `{"delta":7}`)}},
 	} {
 		got := CoalesceText(tc.in)
 		for i := range got {
@@ -41,4 +49,64 @@ func TestCoalesceText(t *testing.T) {
 			t.Errorf("%s:\n got %v\nwant %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// naiveCoalesce is the definition CoalesceText must agree with: decode each
+// delta, join the runs, encode the joined text.
+func naiveCoalesce(evs []Event) []string {
+	var out []string
+	var run *string
+	for _, e := range evs {
+		var v struct {
+			Delta *string `json:"delta"`
+		}
+		if e.Kind != "text" || json.Unmarshal(e.Data, &v) != nil || v.Delta == nil {
+			if run != nil {
+				out = append(out, "text:"+*run)
+				run = nil
+			}
+			out = append(out, e.Kind+"="+string(e.Data))
+			continue
+		}
+		if run == nil {
+			run = new(string)
+		}
+		*run += *v.Delta
+	}
+	if run != nil {
+		out = append(out, "text:"+*run)
+	}
+	return out
+}
+
+// FuzzCoalesceText: joining the escaped forms decodes to the joined deltas,
+// whatever the stored data is, and every merged event is valid JSON.
+func FuzzCoalesceText(f *testing.F) {
+	f.Add(`{"delta":"a\\"}`, `{"delta":"\\"b"}`, `{"delta":"c","delta":"d"}`)
+	f.Add(`{"delta":"\ud83d"}`, `{"delta":"\ude00"}`, `{ "delta":"x"}`)
+	f.Add(`{"delta":"<&>"}`, `not json`, `{"delta":"é\u2028"}`)
+	f.Add("{\"delta\":\"\xe2\x9c\"}", "{\"delta\":\"\x93\"}", `{"delta":"\\ud83d"}`)
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		var in []Event
+		for i, d := range []string{a, b, c, a} {
+			in = append(in, Event{Seq: int64(i + 1), Kind: "text", Data: json.RawMessage(d)})
+		}
+		got := CoalesceText(in)
+		var dec []string
+		for _, e := range got {
+			if !json.Valid(e.Data) && e.Kind == "text" {
+				if naive := naiveCoalesce([]Event{e}); len(naive) == 1 && naive[0] == "text="+string(e.Data) {
+					dec = append(dec, "text="+string(e.Data)) // kept as it was
+					continue
+				}
+				t.Fatalf("merged event is not JSON: %q", e.Data)
+			}
+			n := naiveCoalesce([]Event{e})
+			dec = append(dec, n...)
+		}
+		want := naiveCoalesce(in)
+		if !reflect.DeepEqual(dec, want) {
+			t.Fatalf("CoalesceText(%q, %q, %q):\n got %q\nwant %q", a, b, c, dec, want)
+		}
+	})
 }
