@@ -1062,6 +1062,12 @@ waits asks whether it is feedback on the plan or should be queued.
   (setq-local header-line-format '((:eval (planbridge--header-line-format))))
   (setq-local truncate-lines nil)
   (setq-local word-wrap t)
+  ;; Paragraphs are left to right, as in `prog-mode': otherwise
+  ;; redisplay looks for where each displayed paragraph starts, and a
+  ;; transcript has few blank lines.  Right-to-left text within a line
+  ;; is still reordered.  This makes a keystroke's redisplay about three
+  ;; times cheaper (elisp/test/bench.el).
+  (setq-local bidi-paragraph-direction 'left-to-right)
   (add-hook 'kill-buffer-hook #'planbridge--forget-buffer nil t)
   (add-hook 'completion-at-point-functions #'planbridge-completion-at-point nil t)
   (let ((inhibit-read-only t))

@@ -19,9 +19,12 @@
 ;;  - reopen: a stored session whose transcript holds 1 MiB of text,
 ;;    opened in a new buffer (`session/open' and the replay).
 ;;    Target: under 0.5 s.
-;;  - keystroke: a character typed in the composer, with the header
-;;    line computed as redisplay does, next to a 1 MiB transcript and
-;;    next to an empty one.  Target: a ratio close to 1.
+
+;;  - keystroke: a character typed in the composer (through the command
+;;    loop, with the header line formatted as redisplay does), with a
+;;    1 MiB transcript and with a 16 KiB one holding the same last
+;;    lines; then the same in emacs -nw under tmux, each keystroke
+;;    redisplayed, in Emacs's CPU time.  Target: a ratio close to 1.
 
 ;;; Code:
 
@@ -31,6 +34,9 @@
 
 (defconst planbridge-bench--mib (* 1024 1024)
   "One MiB.")
+
+(defconst planbridge-bench--file (or load-file-name buffer-file-name)
+  "This file.")
 
 (defun planbridge-bench--text (size)
   "Return SIZE characters of text in lines of 80."
@@ -222,35 +228,153 @@ text runs, tool calls and results, turn boundaries."
           id (format "%d turns of %d tool steps" turns steps)))))))
 
 (defun planbridge-bench--type-chars (buffer n)
-  "Type N characters into the composer of BUFFER; return the seconds."
+  "Type N characters into the composer of BUFFER; return the seconds.
+Each one goes through the command loop (`execute-kbd-macro': the
+keymap, `self-insert-command', the command hooks), and then the
+header line is formatted as redisplay formats it."
   (with-current-buffer buffer
     (goto-char (point-max))
     (planbridge-bench--time
       (dotimes (_ n)
-        (let ((last-command-event ?a))
-          (self-insert-command 1))
-        (planbridge--header-line-format)))))
+        (execute-kbd-macro "a")
+        (format-mode-line header-line-format)))))
 
-(defun planbridge-bench--keystrokes (big)
-  "Compare typing in BIG, with its long transcript, and in an empty session.
-The two are measured in alternation, in rounds, and the fastest round
-of each counts: the machine's load falls on both alike."
-  (let* ((n 200)
-         (rounds 10)
-         (empty (with-current-buffer (generate-new-buffer "*planbridge bench empty*")
-                  (planbridge-session-mode)
-                  (current-buffer)))
+(defconst planbridge-bench--short (* 16 1024)
+  "Size of the short transcript keystrokes are compared with.")
+
+(defun planbridge-bench--twin (big)
+  "Return a session buffer like BIG with a short transcript.
+Its state is BIG's, so the header line is the same, and its transcript
+is the last `planbridge-bench--short' characters of BIG's, so a window
+shows the same text: only the length of the transcript differs."
+  (let ((vars '(planbridge--info planbridge--goal planbridge--todos
+                planbridge--tracked-plan planbridge--approval planbridge--instance))
+        (tail (with-current-buffer big
+                (let ((end (marker-position planbridge--transcript-end)))
+                  (buffer-substring (max (point-min) (- end planbridge-bench--short)) end)))))
+    (with-current-buffer (generate-new-buffer "*planbridge bench short*")
+      (planbridge-session-mode)
+      (dolist (var vars)
+        (set var (buffer-local-value var big)))
+      (planbridge--with-transcript (insert tail))
+      (current-buffer))))
+
+(defun planbridge-bench--compare-typing (big type-fn where)
+  "Compare typing in BIG and in its short twin with TYPE-FN, named WHERE.
+TYPE-FN is called with a buffer and a count and returns seconds.  The
+two are measured in alternation, in rounds, and the fastest round of
+each counts: the machine's load falls on both alike."
+  (let* ((n 50)
+         (rounds 40)
+         (empty (planbridge-bench--twin big))
          (small most-positive-fixnum)
          (large most-positive-fixnum)
          (size (with-current-buffer big (buffer-size))))
-    (dotimes (_ rounds)
-      (setq small (min small (planbridge-bench--type-chars empty n)))
-      (setq large (min large (planbridge-bench--type-chars big n))))
-    (kill-buffer empty)
-    (planbridge-bench--report "keystroke in the composer, empty transcript" (* 1e6 (/ small n)) "µs" "reported")
-    (planbridge-bench--report (format "keystroke in the composer, %d KiB transcript" (/ size 1024))
-                              (* 1e6 (/ large n)) "µs" "reported")
-    (planbridge-bench--report "keystroke ratio, long transcript vs empty" (/ large small) "x" "about 1")))
+    (unwind-protect
+        (dotimes (_ rounds)
+          (setq small (min small (funcall type-fn empty n)))
+          (setq large (min large (funcall type-fn big n))))
+      (kill-buffer empty))
+    (list (format "keystroke %s, %d KiB transcript" where (/ planbridge-bench--short 1024))
+          (* 1e6 (/ small n)) "µs" "reported"
+          (format "keystroke %s, %d KiB transcript" where (/ size 1024)) (* 1e6 (/ large n)) "µs" "reported"
+          (format "keystroke ratio %s, long vs short" where) (/ large small) "x" "about 1")))
+
+(defun planbridge-bench--report-all (figures)
+  "Report FIGURES, a flat list of WHAT VALUE UNIT TARGET."
+  (while figures
+    (apply #'planbridge-bench--report (seq-take figures 4))
+    (setq figures (nthcdr 4 figures))))
+
+(defun planbridge-bench--keystrokes (big)
+  "Compare typing in BIG, with its long transcript, and in a short one."
+  (planbridge-bench--report-all
+   (planbridge-bench--compare-typing big #'planbridge-bench--type-chars "in batch")))
+
+;;;; Keystrokes in a terminal, with redisplay
+
+(defun planbridge-bench--events (turns steps chars)
+  "Return a stored log of TURNS turns of STEPS tool steps of CHARS each.
+It has the shape `session/open' answers with, for rendering offline."
+  (let ((seq 0) (events nil)
+        (text (planbridge-bench--text chars)))
+    (cl-flet ((add (kind data) (push (list :seq (cl-incf seq) :kind kind :data data) events)))
+      (dotimes (turn turns)
+        (add "user" (list :text (format "turn %d" (1+ turn))))
+        (add "turn_start" (list :turn (1+ turn)))
+        (dotimes (_ steps)
+          (add "text" (list :delta text))
+          (add "tool_call" (list :name "read_file" :arguments '(:path "hello.txt")))
+          (add "tool_result" (list :name "read_file" :ok t :output "hello\n")))
+        (add "turn_end" (list :turn (1+ turn)))))
+    (list :session (list :id "s-bench" :title "bench" :busy :json-false :last_seq seq)
+          :events (vconcat (nreverse events)))))
+
+(defun planbridge-bench--type-displayed (buffer n)
+  "Type N characters into BUFFER, shown in the selected window.
+Each character is run by the command loop and redisplayed (`redisplay'
+with FORCE) before the next.  Return the CPU seconds Emacs spent: the
+terminal's own time (tmux reading the output) is not Emacs's latency,
+and on a loaded machine it is mostly waiting."
+  (switch-to-buffer buffer)
+  (goto-char (point-max))
+  (redisplay t)
+  (let ((start (float-time (get-internal-run-time))))
+    (dotimes (_ n)
+      (execute-kbd-macro "a")
+      (redisplay t))
+    (- (float-time (get-internal-run-time)) start)))
+
+(defun planbridge-bench-terminal-keystrokes (file)
+  "In an interactive Emacs, compare typing with and without a 1 MiB transcript.
+The figures are written to FILE, then Emacs exits."
+  (let* ((planbridge--buffers (make-hash-table :test #'equal))
+         (planbridge--after-open-hook nil)
+         (big (generate-new-buffer "*planbridge bench big*"))
+         (figures nil))
+    (when (getenv "PB_EXP") (eval (read (getenv "PB_EXP")) t))
+    (with-current-buffer big
+      (planbridge-session-mode)
+      (setq planbridge--session-id "s-bench")
+      (planbridge--render-opened (planbridge-bench--events 16 32 2048)))
+    (setq figures (planbridge-bench--compare-typing
+                   big #'planbridge-bench--type-displayed "in a terminal, redisplayed"))
+    (with-temp-file file
+      (prin1 figures (current-buffer)))
+    (kill-emacs 0)))
+
+(defun planbridge-bench-terminal ()
+  "Run `planbridge-bench-terminal-keystrokes' in emacs -nw under tmux.
+A private tmux server (its own socket) runs the terminal; the figures
+come back in a file."
+  (let* ((dir (make-temp-file "planbridge-bench-" t))
+         (sock (expand-file-name "tmux.sock" dir))
+         (out (expand-file-name "figures.eld" dir))
+         (lib (file-name-directory (locate-library "planbridge")))
+         (bench planbridge-bench--file)
+         (command (mapconcat
+                   #'shell-quote-argument
+                   (list (expand-file-name invocation-name invocation-directory)
+                         "-nw" "-Q" "-L" lib "-l" bench
+                         "--eval" (format "(planbridge-bench-terminal-keystrokes %S)" out))
+                   " ")))
+    (unwind-protect
+        (progn
+          (unless (zerop (call-process "tmux" nil nil nil "-S" sock "-f" "/dev/null"
+                                       "new-session" "-d" "-x" "110" "-y" "32" command))
+            (error "tmux did not start"))
+          (condition-case err
+              (planbridge-bench--wait (lambda () (file-exists-p out)) "the terminal's figures" 300)
+            (error
+             (error "%s; the terminal shows:\n%s" (error-message-string err)
+                    (with-temp-buffer
+                      (call-process "tmux" nil t nil "-S" sock "capture-pane" "-p")
+                      (buffer-string)))))
+          (sleep-for 0.2)
+          (planbridge-bench--report-all
+           (with-temp-buffer (insert-file-contents out) (read (current-buffer)))))
+      (call-process "tmux" nil nil nil "-S" sock "kill-server")
+      (delete-directory dir t))))
 
 (defun planbridge-bench-batch ()
   "Run the benchmarks and print their figures."
@@ -258,7 +382,8 @@ of each counts: the machine's load falls on both alike."
   (planbridge-bench-render-wire 8)
   (planbridge-bench-render-wire 4096)
   (planbridge-bench-backend (string-to-number (or (getenv "PLANBRIDGE_BENCH_SIZE") "1048576")))
-  (planbridge-bench-reopen-mixed 16 32 2048))
+  (planbridge-bench-reopen-mixed 16 32 2048)
+  (planbridge-bench-terminal))
 
 (when noninteractive
   (planbridge-bench-batch))
