@@ -42,6 +42,11 @@
 (require 'planbridge)
 (load (expand-file-name "planbridge-test.el" (file-name-directory load-file-name)) nil t)
 
+(defvar planbridge-test--wire)
+(declare-function planbridge-test--call-with-session "planbridge-test" (script fn))
+(declare-function planbridge-test--type "planbridge-test" (text))
+(declare-function planbridge-test--events "planbridge-test" (kind))
+
 (defconst planbridge-bench--mib (* 1024 1024)
   "One MiB.")
 
