@@ -372,7 +372,6 @@ The figures are written to FILE, then Emacs exits."
          (planbridge--after-open-hook nil)
          (big (generate-new-buffer "*planbridge bench big*"))
          (figures nil))
-    (when (getenv "PB_EXP") (eval (read (getenv "PB_EXP")) t))
     (with-current-buffer big
       (planbridge-session-mode)
       (setq planbridge--session-id "s-bench")
