@@ -2188,6 +2188,16 @@ C-h m lists them with the main commands."
       (should-error (insert "x") :type 'text-read-only)
       (should (string-prefix-p "◎ Goal active" (buffer-string))))))
 
+(ert-deftest planbridge-test-paragraphs-left-to-right ()
+  "Session buffers lay paragraphs out left to right, for redisplay's sake.
+With the direction left to redisplay, each keystroke's redisplay looks
+for where the displayed paragraphs start (elisp/test/bench.el measures
+it); right-to-left text within a line is still reordered."
+  (with-temp-buffer
+    (planbridge-session-mode)
+    (should (eq bidi-paragraph-direction 'left-to-right))
+    (should bidi-display-reordering)))
+
 (ert-deftest planbridge-test-restart-renders-from-log ()
   "A new backend instance, or a log shorter than the buffer, re-renders.
 A live event that repeats a seq also makes the buffer render the log."
