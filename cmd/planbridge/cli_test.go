@@ -154,6 +154,23 @@ func TestDoctorCreatesNothing(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(state, "state.db")); !os.IsNotExist(err) {
 		t.Fatalf("doctor created the database (%v)", err)
 	}
+	// A 0-byte database with no sessions is reported, and stays 0 bytes:
+	// doctor writes no schema and leaves no -wal or -shm behind.
+	db := filepath.Join(state, "state.db")
+	if err := os.WriteFile(db, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runBinary(t, "", "doctor", "--state-dir", state)
+	if code != 0 || !strings.Contains(out, "0 bytes") {
+		t.Fatalf("doctor on an empty database: %d %q %q", code, out, errOut)
+	}
+	if fi, err := os.Stat(db); err != nil || fi.Size() != 0 {
+		t.Fatalf("doctor wrote into the empty database: %v %v", fi, err)
+	}
+	ents, _ := os.ReadDir(state)
+	if len(ents) != 1 {
+		t.Fatalf("doctor left files behind: %v", ents)
+	}
 }
 
 // TestDemoPrintsPromptOnceAndCleansUp: the demo (what make demo runs)

@@ -267,7 +267,7 @@ func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// doctor only looks: it never creates the state directory or database.
 	db := filepath.Join(dir, "state.db")
 	_, dirErr := os.Stat(dir)
-	_, dbErr := os.Stat(db)
+	dbInfo, dbErr := os.Stat(db)
 	switch {
 	case errors.Is(dirErr, fs.ErrNotExist):
 		line("state dir", dir+" (not created yet; the first planbridge serve creates it)", true)
@@ -280,6 +280,10 @@ func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		line("database", err.Error(), false)
 	} else if errors.Is(dbErr, fs.ErrNotExist) {
 		line("database", db+" (not created yet)", true)
+	} else if dbErr == nil && dbInfo.Size() == 0 {
+		// Preflight accepted it: no session exists. Opening it would write
+		// the schema; the first planbridge serve does that.
+		line("database", db+" is empty (0 bytes, no sessions; the first planbridge serve writes its schema)", true)
 	} else if st, err := store.Open(ctx, dir); err != nil {
 		line("database", err.Error(), false)
 	} else {
