@@ -56,7 +56,9 @@ type Git interface {
 }
 
 // WorktreeGit is [Git] over package worktree (no git helper runs).
-type WorktreeGit struct{}
+// Failpoint, when set, receives the failpoints inside the worktree's
+// creation ("worktree.staged", "worktree.admin", "worktree.checkout").
+type WorktreeGit struct{ Failpoint func(name string) }
 
 func (WorktreeGit) Head(root string) (string, error) {
 	r, err := worktree.Open(root)
@@ -79,8 +81,8 @@ func (WorktreeGit) Discard(root, dir, branch, base, owner string) error {
 // Add also keeps `git status` in the main checkout from listing the forks
 // directory (see [worktree.ExcludeForks]); that is cosmetic, so its
 // failure does not fail the fork.
-func (WorktreeGit) Add(ctx context.Context, root, dir, branch, base, owner string) error {
-	_, err := worktree.AddWorktreeWith(ctx, root, dir, branch, worktree.AddOptions{Commit: base, Owner: owner})
+func (g WorktreeGit) Add(ctx context.Context, root, dir, branch, base, owner string) error {
+	_, err := worktree.AddWorktreeWith(ctx, root, dir, branch, worktree.AddOptions{Commit: base, Owner: owner, Failpoint: g.Failpoint})
 	if err == nil && filepath.Dir(filepath.Clean(dir)) == filepath.Join(root, ".worktrees") {
 		worktree.ExcludeForks(root) //nolint:errcheck // cosmetic, see above
 	}

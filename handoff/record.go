@@ -135,6 +135,10 @@ var ForkFailpoints = []string{
 	"fork.point",    // fork point recorded
 	"fork.reserved", // branch and directory reserved, no git mutation yet
 	"fork.session",  // fork session exists and is recorded
-	"fork.worktree", // linked worktree created
-	"fork.handed",   // the fork holds its own record; the source's is gone
+	// inside the worktree's creation (package worktree)
+	"worktree.staged",   // administrative directory staged, owner mark not written
+	"worktree.admin",    // marked administrative directory in place, no checkout yet
+	"worktree.checkout", // files written, no index or completion mark yet
+	"fork.worktree",     // linked worktree created
+	"fork.handed",       // the fork holds its own record; the source's is gone
 }

@@ -127,8 +127,38 @@ type AddOptions struct {
 	// Owner, when set, is written into the administrative directory
 	// before anything else is created there or at the path, so that
 	// [Discard] can later tell a half-made worktree of this owner from
-	// anybody else's.
+	// anybody else's. The directory is then built under a staging name
+	// that carries the owner (CommonDir/planbridge-staging-OWNER) and
+	// moved into CommonDir/worktrees only once marked, so a crash never
+	// leaves an unmarked CommonDir/worktrees/NAME behind.
 	Owner string
+	// Failpoint, when set, is called between the steps a crash can
+	// separate: "worktree.staged" (the staging directory exists, not yet
+	// marked), "worktree.admin" (the marked directory is in place) and
+	// "worktree.checkout" (the files are written, the index not yet).
+	Failpoint func(name string)
+}
+
+func (o AddOptions) failpoint(name string) {
+	if o.Failpoint != nil {
+		o.Failpoint(name)
+	}
+}
+
+// validOwner accepts owner marks that are safe as part of a file name.
+func validOwner(owner string) error {
+	for _, c := range []byte(owner) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("worktree: owner %q: only letters, digits, - and _ are allowed", owner)
+		}
+	}
+	return nil
+}
+
+// stagingDir is where an owner's administrative directory is built before
+// it is moved into place. Its name proves whose it is.
+func stagingDir(common, owner string) string {
+	return filepath.Join(common, "planbridge-staging-"+owner)
 }
 
 // AddWorktreeWith is [AddWorktree] with options. Once the checkout and its
@@ -201,15 +231,19 @@ func AddWorktreeWith(ctx context.Context, repoDir, path, branch string, opt AddO
 	// `git worktree prune` cannot remove it meanwhile, and a crash during
 	// the long checkout leaves a worktree that the cleanup command (git
 	// worktree remove --force, which refuses locked worktrees) removes.
-	if a.Name, a.GitDir, err = r.makeAdminDir(path); err != nil {
+	if opt.Owner != "" {
+		if err := validOwner(opt.Owner); err != nil {
+			return nil, err
+		}
+		a.Name, a.GitDir, err = r.makeOwnedAdminDir(path, opt)
+	} else {
+		a.Name, a.GitDir, err = r.makeAdminDir(path)
+	}
+	if err != nil {
 		return nil, err
 	}
 	undo = append(undo, func() { os.RemoveAll(a.GitDir) })
-	if opt.Owner != "" {
-		if err := writeSynced(filepath.Join(a.GitDir, ownerFile), opt.Owner+"\n"); err != nil {
-			return nil, fmt.Errorf("worktree: add %s: %w", path, err)
-		}
-	}
+	opt.failpoint("worktree.admin")
 	if createdDir != "" {
 		undo = append(undo, func() { os.RemoveAll(createdDir) })
 	} else {
@@ -243,6 +277,7 @@ func AddWorktreeWith(ctx context.Context, repoDir, path, branch string, opt AddO
 		return nil, fmt.Errorf("worktree: add %s: %w", path, err)
 	}
 	a.Files, a.Copied = len(co.files), int(co.copied.Load())
+	opt.failpoint("worktree.checkout")
 
 	if err := writeIndex(filepath.Join(a.GitDir, "index"), co.files, co.root); err != nil {
 		return nil, fmt.Errorf("worktree: add %s: %w", path, err)
@@ -332,6 +367,52 @@ func (r *Repo) makeAdminDir(path string) (name, dir string, err error) {
 			return "", "", fmt.Errorf("worktree: %w", err)
 		}
 	}
+	return "", "", fmt.Errorf("worktree: no free administrative name for %s", base)
+}
+
+// makeOwnedAdminDir is [Repo.makeAdminDir] for an owner: the directory is
+// made under its staging name, marked with the owner (synced), and only
+// then renamed, never over an existing name, into CommonDir/worktrees. A
+// staging directory left by an earlier crash of the same owner is
+// removed first (its name proves it is this owner's).
+func (r *Repo) makeOwnedAdminDir(path string, opt AddOptions) (name, dir string, err error) {
+	staging := stagingDir(r.CommonDir, opt.Owner)
+	if err := os.RemoveAll(staging); err != nil {
+		return "", "", fmt.Errorf("worktree: %w", err)
+	}
+	if err := os.Mkdir(staging, 0o777); err != nil {
+		return "", "", fmt.Errorf("worktree: %w", err)
+	}
+	opt.failpoint("worktree.staged")
+	if err := writeSynced(filepath.Join(staging, ownerFile), opt.Owner+"\n"); err != nil {
+		os.RemoveAll(staging)
+		return "", "", fmt.Errorf("worktree: add %s: %w", path, err)
+	}
+	base := sanitizeWorktreeName(filepath.Base(path))
+	parent := filepath.Join(r.CommonDir, "worktrees")
+	if err := os.MkdirAll(parent, 0o777); err != nil {
+		os.RemoveAll(staging)
+		return "", "", fmt.Errorf("worktree: %w", err)
+	}
+	for n := 0; n < 10000; n++ {
+		name = base
+		if n > 0 {
+			name += strconv.Itoa(n)
+		}
+		dir = filepath.Join(parent, name)
+		err := unix.Renameat2(unix.AT_FDCWD, staging, unix.AT_FDCWD, dir, unix.RENAME_NOREPLACE)
+		if err == nil {
+			if err := syncDir(parent); err != nil {
+				return "", "", fmt.Errorf("worktree: %w", err)
+			}
+			return name, dir, nil
+		}
+		if !errors.Is(err, unix.EEXIST) {
+			os.RemoveAll(staging)
+			return "", "", fmt.Errorf("worktree: move %s into place: %w", staging, err)
+		}
+	}
+	os.RemoveAll(staging)
 	return "", "", fmt.Errorf("worktree: no free administrative name for %s", base)
 }
 

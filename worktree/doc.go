@@ -11,6 +11,12 @@
 // CLI recognises, on a new branch from HEAD, with its own parallel checkout
 // and index; [CleanupCommand] is what a person runs to undo one, and
 // [CleanupFor] the command that clears whatever stands where a fork goes.
+// [AddWorktreeWith] with an owner makes a fork that survives crashes: the
+// administrative directory is built under a staging name carrying the
+// owner and moved into .git/worktrees only once marked, the checkout gets
+// a completion mark last; [VerifyFork] takes only a complete one, and
+// [Discard] removes what that owner began (its staging directory, its
+// marked directory, its ref lock) and nothing else.
 // [ExcludeForks] adds /.worktrees/ to the repository's info/exclude, once
 // and only when it is not ignored already, so `git status` in the main
 // checkout does not list the forks.

@@ -114,8 +114,9 @@ func VerifyFork(repoDir, path, branch string) error {
 }
 
 // Discard removes what [AddWorktreeWith] with this owner began at path on
-// branch from commit base and did not finish, and only that: the
-// administrative directory marked with owner (never an unmarked or
+// branch from commit base and did not finish, and only that: the owner's
+// staging directory, the administrative directory marked with owner
+// (never an unmarked or
 // differently marked one), the directory at path when it is that
 // worktree's or empty, a lock of the branch ref whose content is base (or
 // empty: the write never happened), and the branch if it points at base
@@ -125,12 +126,20 @@ func Discard(repoDir, path, branch, base, owner string) error {
 	if owner == "" {
 		return errors.New("worktree: discard needs the owner")
 	}
+	if err := validOwner(owner); err != nil {
+		return err
+	}
 	r, err := Open(repoDir)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	path = filepath.Clean(path)
+	// A staging directory a crash left before it was moved into place:
+	// its name carries the owner, so it is ours.
+	if err := os.RemoveAll(stagingDir(r.CommonDir, owner)); err != nil {
+		return err
+	}
 	ours := false
 	if name := r.registeredWorktree(path); name != "" {
 		admin := filepath.Join(r.CommonDir, "worktrees", name)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -130,5 +131,72 @@ func TestDiscardLeavesOthersAlone(t *testing.T) {
 	}
 	if _, err := os.Stat(ref + ".lock"); err != nil {
 		t.Fatal("the other writer's lock is gone")
+	}
+}
+
+// TestAddCrashLeavesNoOrphan: a SIGKILL at each point AddWorktreeWith can
+// be cut (before the owner mark, after it, after the checkout) leaves
+// nothing that blocks or confuses the retry: Discard removes what the
+// owner began, the redone fork gets the same administrative name, and no
+// unmarked .git/worktrees entry or staging directory remains.
+func TestAddCrashLeavesNoOrphan(t *testing.T) {
+	if fp := os.Getenv("PB_WORKTREE_CRASH_AT"); fp != "" {
+		repo, head := os.Getenv("PB_WORKTREE_REPO"), os.Getenv("PB_WORKTREE_HEAD")
+		_, err := AddWorktreeWith(context.Background(), repo, filepath.Join(repo, ".worktrees", "x"), "feature/x",
+			AddOptions{Owner: "o1", Commit: head, Failpoint: func(name string) {
+				if name == fp {
+					syscall.Kill(os.Getpid(), syscall.SIGKILL)
+					select {}
+				}
+			}})
+		t.Fatalf("the failpoint %s was never reached (err %v)", fp, err)
+	}
+	for _, fp := range []string{"worktree.staged", "worktree.admin", "worktree.checkout"} {
+		t.Run(fp, func(t *testing.T) {
+			repo, head := forkRepo(t)
+			cmd := exec.Command(os.Args[0], "-test.run=^TestAddCrashLeavesNoOrphan$")
+			cmd.Env = append(os.Environ(), "PB_WORKTREE_CRASH_AT="+fp, "PB_WORKTREE_REPO="+repo, "PB_WORKTREE_HEAD="+head)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+				t.Fatalf("the child was not killed at %s: %v\n%s", fp, err, out)
+			}
+			path := filepath.Join(repo, ".worktrees", "x")
+			if err := VerifyFork(repo, path, "feature/x"); !errors.Is(err, ErrIncomplete) {
+				t.Fatalf("a fork cut at %s verified: %v", fp, err)
+			}
+			if err := Discard(repo, path, "feature/x", head, "o1"); err != nil {
+				t.Fatalf("discard after a crash at %s: %v", fp, err)
+			}
+			a, err := AddWorktreeWith(context.Background(), repo, path, "feature/x", AddOptions{Owner: "o1", Commit: head})
+			if err != nil {
+				t.Fatalf("redo after a crash at %s: %v", fp, err)
+			}
+			if a.Name != "x" {
+				t.Errorf("the redone fork's administrative directory is %q, not x: an orphan holds the name", a.Name)
+			}
+			var names []string
+			ents, _ := os.ReadDir(filepath.Join(repo, ".git", "worktrees"))
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			if len(names) != 1 || names[0] != "x" {
+				t.Errorf(".git/worktrees holds %v after the retry, want [x]", names)
+			}
+			if m, _ := filepath.Glob(filepath.Join(repo, ".git", "planbridge-staging-*")); len(m) != 0 {
+				t.Errorf("staging left behind: %v", m)
+			}
+			if err := VerifyFork(repo, path, "feature/x"); err != nil {
+				t.Fatal(err)
+			}
+			list, err := exec.Command("git", "-C", repo, "worktree", "list", "--porcelain").CombinedOutput()
+			if err != nil || strings.Count(string(list), "worktree ") != 2 || strings.Contains(string(list), "prunable") {
+				t.Errorf("git worktree list: %v\n%s", err, list)
+			}
+			st, err := exec.Command("git", "-C", path, "status", "--porcelain").CombinedOutput()
+			if err != nil || len(strings.TrimSpace(string(st))) != 0 {
+				t.Errorf("git status in the redone fork: %v %q", err, st)
+			}
+		})
 	}
 }

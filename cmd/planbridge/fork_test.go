@@ -79,6 +79,14 @@ func checkFork(t *testing.T, ctx context.Context, c *rpc.Client, state, ws strin
 	if out := git(t, ws, "worktree", "list"); !strings.Contains(out, dir) || !strings.Contains(out, "[feature/rename]") {
 		t.Errorf("git worktree list:\n%s", out)
 	}
+	// One administrative directory, the fork's: no orphan of a crashed
+	// attempt, no staging directory.
+	if ents, _ := os.ReadDir(filepath.Join(ws, ".git", "worktrees")); len(ents) != 1 || ents[0].Name() != "rename" {
+		t.Errorf(".git/worktrees holds %v, want only rename", ents)
+	}
+	if m, _ := filepath.Glob(filepath.Join(ws, ".git", "planbridge-staging-*")); len(m) != 0 {
+		t.Errorf("staging left behind: %v", m)
+	}
 	if out := git(t, dir, "status", "--porcelain", "--untracked-files=no"); strings.TrimSpace(out) != "M greet.txt" && strings.TrimSpace(out) != "M greet.txt\n M notes.txt" {
 		// notes.txt is untracked (restored), greet.txt modified by the implementation.
 		t.Logf("fork status: %q", out)

@@ -122,7 +122,7 @@ func (s *Session) worktreeNotice(ctx context.Context) (notice string, noGit bool
 // Fork is the Worktree step of the handoff: [handoff.ForkStep] over this
 // session (the [handoff.ForkPort] below) and the real repository.
 func (e *handoffEnv) Fork(ctx context.Context, rec *handoff.Record) error {
-	return handoff.ForkStep(ctx, e, handoff.WorktreeGit{}, rec)
+	return handoff.ForkStep(ctx, e, handoff.WorktreeGit{Failpoint: handoff.Failpoint}, rec)
 }
 
 // ForkPoint is the transcript index after the proposing reply.
