@@ -18,8 +18,13 @@
 // Exactly once: the kickoff's record moves to [StepDispatched] in the
 // transaction that stores the prompt, before the request leaves; from
 // there [Run] continues with [InterruptedPrompt], never the kickoff again.
-// A summary is cached in the record once complete and never requested
-// again; one cut off before its commit is. A fork's worktree is taken only
+// A summary is committed into the record as the first thing after its
+// stream completes (even if the handoff was interrupted meanwhile; the
+// person hears of it only after that commit) and is never requested
+// again. The window that remains is from the model's last byte to that
+// one transaction's commit (the engine reading the end of the stream,
+// then the commit): a crash there, or a stream cut off earlier, requests
+// the summary again. A fork's worktree is taken only
 // once verified complete; an unfinished one is discarded (only what its
 // owner mark made) and redone. [Failpoint] names the crash points
 // ([Failpoints], [ForkFailpoints]); the ports receive them, so in-process

@@ -16,8 +16,13 @@ type Env interface {
 	// History renders the current context for a summary, with the
 	// accepted plan replaced by [OmittedPlan].
 	History(ctx context.Context) (string, error)
-	// Summarize sends one summarization-workload model request.
+	// Summarize sends one summarization-workload model request and
+	// returns the completed summary. It commits nothing: the summary's
+	// commit is the next thing that happens ([Env.Save]).
 	Summarize(ctx context.Context, system, input string) (string, error)
+	// Summarized tells the person the summary of rec arrived; it is
+	// called once the summary is committed.
+	Summarized(ctx context.Context, rec *Record)
 	// InstallSegment starts context segment rec.Segment holding material,
 	// unless the session is already on it, and commits rec in the same
 	// transaction (so a crash never installs it twice).
@@ -125,10 +130,14 @@ func prepareContext(ctx context.Context, env Env, rec *Record) error {
 				return fmt.Errorf("summary request failed: %w", err)
 			}
 			rec.Summary = sum
-			if err := env.Save(ctx, rec); err != nil {
+			// Committed before anything else happens, and even when the
+			// handoff was interrupted as the stream ended: a completed
+			// summary is never requested again.
+			if err := env.Save(context.WithoutCancel(ctx), rec); err != nil {
 				return err
 			}
 			env.Failpoint("handoff.summarized")
+			env.Summarized(ctx, rec)
 		}
 		rec.Step = StepContextReady
 		return env.InstallSegment(ctx, rec, SummarySetup(rec.Summary))

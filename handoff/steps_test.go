@@ -38,6 +38,10 @@ type fakeEnv struct {
 	crashAt string
 	failOp  string
 	skills  bool
+	// cancel, when set, is called as the summary stream completes (an
+	// interrupt arriving with the last chunk); calls logs the port calls.
+	cancel context.CancelFunc
+	calls  []string
 }
 
 func (f *fakeEnv) commit(op string, rec *Record) error {
@@ -55,14 +59,27 @@ func (f *fakeEnv) Failpoint(name string) {
 		panic(crash{name})
 	}
 }
-func (f *fakeEnv) Save(ctx context.Context, rec *Record) error { return f.commit("record", rec) }
+func (f *fakeEnv) Save(ctx context.Context, rec *Record) error {
+	f.calls = append(f.calls, "save")
+	if err := ctx.Err(); err != nil {
+		return err // like the store: a cancelled context commits nothing
+	}
+	return f.commit("record", rec)
+}
 func (f *fakeEnv) PlanBody(ctx context.Context, rec *Record) (string, error) {
 	return "# Plan\n- step\n", nil
 }
 func (f *fakeEnv) History(ctx context.Context) (string, error) { return "[user]\nhi\n", nil }
 func (f *fakeEnv) Summarize(ctx context.Context, system, input string) (string, error) {
 	f.w.summary++
+	f.calls = append(f.calls, "summarize")
+	if f.cancel != nil {
+		f.cancel()
+	}
 	return "## Scope\nx\n", nil
+}
+func (f *fakeEnv) Summarized(ctx context.Context, rec *Record) {
+	f.calls = append(f.calls, "summarized")
 }
 func (f *fakeEnv) InstallSegment(ctx context.Context, rec *Record, material string) error {
 	if rec.Segment == 0 {
@@ -301,4 +318,34 @@ func TestForkDirIsUnderWorktrees(t *testing.T) {
 		t.Fatal(got)
 	}
 	_ = os.Getenv
+}
+
+// TestSummaryCommittedFirst: a completed summary is committed before
+// anything else happens, even when the handoff is interrupted as its
+// stream ends, and the person hears of it only after that commit; so a
+// restart never requests it again.
+func TestSummaryCommittedFirst(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := &world{}
+	rec := newRecord(Here, Summary, Direct)
+	w.record = rec.Marshal()
+	env := &fakeEnv{w: w, cancel: cancel}
+	_ = Run(ctx, env, rec) // the interrupt may stop what follows
+	back, err := UnmarshalRecord(w.record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Summary == "" {
+		t.Fatalf("the completed summary was not committed (calls %v)", env.calls)
+	}
+	if len(env.calls) < 3 || env.calls[0] != "summarize" || env.calls[1] != "save" || env.calls[2] != "summarized" {
+		t.Fatalf("calls %v: want summarize, save, summarized first", env.calls)
+	}
+	if _, err := runUntil(t, &fakeEnv{w: w}, back); err != nil {
+		t.Fatal(err)
+	}
+	if w.summary != 1 {
+		t.Fatalf("the summary was requested %d times", w.summary)
+	}
 }

@@ -72,8 +72,11 @@ func (e *handoffEnv) Summarize(ctx context.Context, system, input string) (strin
 	if strings.TrimSpace(resp.Text) == "" {
 		return "", fmt.Errorf("the summary came back empty")
 	}
-	e.s.emit(SummaryEvent{Chars: len(resp.Text)})
 	return resp.Text, nil
+}
+
+func (e *handoffEnv) Summarized(ctx context.Context, rec *handoff.Record) {
+	e.s.emit(SummaryEvent{Chars: len(rec.Summary)})
 }
 
 // InstallSegment rotates to rec.Segment with material as its first message
