@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -420,5 +424,103 @@ func TestSessionOpenPaging(t *testing.T) {
 	}
 	if err := p.c.Call(ctx, "session/open", map[string]any{"session": s.ID, "limit": -1}, nil); err == nil {
 		t.Error("negative limit accepted")
+	}
+}
+
+// TestGuestPromptSurvivesRestart: a prompt sent through a share link while
+// a turn runs is durable like a person's: after a SIGKILL it is still
+// queued, the one recovery command runs it exactly once, and its turn is
+// still a guest's (unattended): a write to .git/config is refused, never
+// asked, even in full-auto.
+func TestGuestPromptSurvivesRestart(t *testing.T) {
+	ctx := ctxT(t)
+	state := t.TempDir()
+	ws := gitRepo(t, map[string]string{"a.txt": "a\n"})
+	cfgPath := filepath.Join(ws, ".git", "config")
+	original, _ := os.ReadFile(cfgPath)
+	script := writeScript(t, fmt.Sprintf(`[
+	 {"text": "%s", "delay_ms": 40},
+	 {"expect_contains": ["guest asks for the otter"], "tool_calls": [{"name": "write_file", "arguments": {"path": ".git/config", "content": %q}}]},
+	 {"text": "otter\n"}]`, strings.Repeat("thinking ", 300), fsmonitorConfig))
+	p := startServe(t, state, "--engine", "script", "--script", script, "--share-listen", "127.0.0.1:0")
+	s := createSession(t, ctx, p.c, ws)
+	if err := p.c.Call(ctx, "session/setPermissionMode", map[string]string{"session": s.ID, "mode": "full-auto"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var shared struct{ Links []shareLink }
+	if err := p.c.Call(ctx, "share/start", map[string]any{"session": s.ID, "tiers": []string{"full"}}, &shared); err != nil || len(shared.Links) != 1 {
+		t.Fatalf("share/start: %v %+v", err, shared)
+	}
+	p.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "think"}, nil)
+	if _, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool { return e.Kind == "text" }); err != nil {
+		t.Fatal(err)
+	}
+	base, key, _ := strings.Cut(shared.Links[0].URL, "#k=")
+	req, _ := http.NewRequest("POST", base+"/prompt", strings.NewReader(`{"text": "the guest asks for the otter"}`))
+	req.Header.Set("X-Planbridge-Key", key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(body), `"queued":true`) {
+		t.Fatalf("guest prompt: %d %s", res.StatusCode, body)
+	}
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+
+	p2 := startServe(t, state, "--engine", "script", "--script", script)
+	asked := 0
+	var mu sync.Mutex
+	p2.c.OnAsk(func(json.RawMessage) any {
+		mu.Lock()
+		asked++
+		mu.Unlock()
+		return map[string]bool{"allow": true}
+	})
+	var opened struct {
+		Session struct{ Queued int } `json:"session"`
+	}
+	if err := p2.c.Call(ctx, "session/open", map[string]any{"session": s.ID}, &opened); err != nil || opened.Session.Queued != 1 {
+		t.Fatalf("after restart: %v queued=%d (the guest's prompt was lost)", err, opened.Session.Queued)
+	}
+	var rec struct{ Action string }
+	if err := p2.c.Call(ctx, "handoff/recover", map[string]string{"session": s.ID}, &rec); err != nil || rec.Action != "queue" {
+		t.Fatalf("recover: %v %+v", err, rec)
+	}
+	waitTurnEnd(t, ctx, p2.c, 1)
+	if b, _ := os.ReadFile(cfgPath); !bytes.Equal(b, original) {
+		t.Fatalf(".git/config changed by the guest's prompt after a restart: %q", b)
+	}
+	mu.Lock()
+	if asked != 0 {
+		t.Errorf("asked %d times during the guest's turn", asked)
+	}
+	mu.Unlock()
+	refused, users := false, 0
+	for _, e := range p2.c.Events() {
+		if e.Kind == "blocked" && strings.Contains(string(e.Data), `"code":"protected_path"`) {
+			refused = true
+		}
+	}
+	if !refused {
+		t.Error("no protected_path refusal: the guest's turn ran attended")
+	}
+	var all struct {
+		Events []rpc.Event `json:"events"`
+	}
+	p2.c.Call(ctx, "session/open", map[string]any{"session": s.ID}, &all)
+	for _, e := range all.Events {
+		if e.Kind == "user" && strings.Contains(string(e.Data), "guest asks for the otter") {
+			users++
+		}
+	}
+	if users != 1 {
+		t.Errorf("the guest's prompt ran %d times", users)
+	}
+	p2.stop()
+	if qs, _ := p2.opened(t).QueuedInputs(ctx, s.ID); len(qs) != 0 {
+		t.Errorf("%d queue rows left", len(qs))
 	}
 }

@@ -20,8 +20,9 @@
 //   - A kickoff's retry record moves to dispatched with its prompt; the
 //     implementation then continues (told it was interrupted), never
 //     restarts. [Session.Recover] is the one recovery path.
-//   - Queued follow-ups are stored when queued and leave the queue in the
-//     transaction that stores them as a prompt.
+//   - Queued follow-ups (a share link's too, with its guest mark, so its
+//     turn stays unattended after a restart) are stored when queued and
+//     leave the queue in the transaction that stores them as a prompt.
 //   - What a restart loads comes back paused (an implementation or Goal in
 //     flight), except what this process itself created (a Worktree fork
 //     taking over its implementation). Turn numbers continue from the

@@ -101,7 +101,7 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 		return nil, err
 	}
 	for _, q := range queued {
-		s.queue = append(s.queue, turnReq{text: q.Text, display: q.Display, queueID: q.ID})
+		s.queue = append(s.queue, turnReq{text: q.Text, display: q.Display, queueID: q.ID, guest: q.Guest})
 	}
 	if err := s.loadProposal(ctx); err != nil {
 		return nil, err
@@ -520,15 +520,15 @@ func (s *Session) Queue(text string) (SubmitResult, error) {
 
 // QueueGuest is [Session.Queue] for a prompt sent from a share link: its
 // turn is unattended, so a write to a protected path is refused rather
-// than asked ([agent.Gate.Unattended]). It is not stored in the durable
-// queue (which keeps no guest mark): a restart must never turn a guest's
-// prompt into an attended one.
+// than asked ([agent.Gate.Unattended]). It is stored in the durable queue
+// with its guest mark, so it survives a restart and its turn stays
+// unattended after one.
 func (s *Session) QueueGuest(text string) (SubmitResult, error) {
 	if err := checkPrompt(text); err != nil {
 		return SubmitResult{}, err
 	}
 	text = s.m.redact.String(text)
-	queued, err := s.enqueueInput(turnReq{text: text, display: text, guest: true})
+	queued, err := s.promptAs(context.Background(), text, true)
 	return SubmitResult{Queued: queued}, err
 }
 
@@ -602,14 +602,20 @@ type turnReq struct {
 // waiting in the queue survives a restart, and leaves the queue in the
 // transaction that stores it as the turn's prompt.
 func (s *Session) prompt(ctx context.Context, text string) (queued bool, err error) {
+	return s.promptAs(ctx, text, false)
+}
+
+// promptAs is [Session.prompt] for a person (guest false) or a share
+// link's guest; the guest mark is stored with the queue entry.
+func (s *Session) promptAs(ctx context.Context, text string, guest bool) (queued bool, err error) {
 	if err := s.queueRoom(); err != nil {
 		return false, err // nothing stored
 	}
-	id, err := s.m.st.EnqueueInput(ctx, s.id, text, text)
+	id, err := s.m.st.EnqueueInput(ctx, s.id, store.QueuedInput{Text: text, Display: text, Guest: guest})
 	if err != nil {
 		return false, fmt.Errorf("could not queue the prompt: %w", err)
 	}
-	queued, err = s.enqueueInput(turnReq{text: text, display: text, queueID: id})
+	queued, err = s.enqueueInput(turnReq{text: text, display: text, queueID: id, guest: guest})
 	if err != nil {
 		s.dropQueued(id)
 	}

@@ -160,6 +160,9 @@ var migrations = []string{
 		at TEXT NOT NULL,
 		PRIMARY KEY (session_id, attempt)
 	);`,
+	// 13: the guest mark of a queued prompt sent from a share link, so a
+	// restart never gives a guest's prompt a person's powers.
+	`ALTER TABLE queued_input ADD COLUMN guest INTEGER NOT NULL DEFAULT 0;`,
 }
 
 func (s *Store) migrate(ctx context.Context, steps []string) error {

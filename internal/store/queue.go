@@ -11,17 +11,20 @@ const OpQueue = "queue"
 
 // QueuedInput is one follow-up waiting in a session's queue.
 type QueuedInput struct {
-	ID      int64
+	ID      int64 // given by EnqueueInput
 	Text    string
 	Display string
+	// Guest marks a prompt sent from a share link: nobody answers for
+	// its turn, before or after a restart.
+	Guest bool
 }
 
 // EnqueueInput appends a follow-up to a session's queue and returns its id.
-func (s *Store) EnqueueInput(ctx context.Context, sessionID, text, display string) (int64, error) {
+func (s *Store) EnqueueInput(ctx context.Context, sessionID string, q QueuedInput) (int64, error) {
 	var id int64
 	err := s.commit(ctx, OpQueue, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO queued_input (session_id, text, display, created_at) VALUES (?,?,?,?)`,
-			sessionID, text, display, now())
+		res, err := tx.ExecContext(ctx, `INSERT INTO queued_input (session_id, text, display, guest, created_at) VALUES (?,?,?,?,?)`,
+			sessionID, q.Text, q.Display, q.Guest, now())
 		if err != nil {
 			return fmt.Errorf("queue input of %s: %w", sessionID, err)
 		}
@@ -33,7 +36,7 @@ func (s *Store) EnqueueInput(ctx context.Context, sessionID, text, display strin
 
 // QueuedInputs lists a session's queue, oldest first.
 func (s *Store) QueuedInputs(ctx context.Context, sessionID string) ([]QueuedInput, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, text, display FROM queued_input WHERE session_id = ? ORDER BY id`, sessionID)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, text, display, guest FROM queued_input WHERE session_id = ? ORDER BY id`, sessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +44,7 @@ func (s *Store) QueuedInputs(ctx context.Context, sessionID string) ([]QueuedInp
 	var out []QueuedInput
 	for rows.Next() {
 		var q QueuedInput
-		if err := rows.Scan(&q.ID, &q.Text, &q.Display); err != nil {
+		if err := rows.Scan(&q.ID, &q.Text, &q.Display, &q.Guest); err != nil {
 			return nil, err
 		}
 		out = append(out, q)
