@@ -95,8 +95,7 @@ func (s *Session) presentApproval(ctx context.Context) {
 		s.m.log.Error("persist selection", "session", s.id, "err", err)
 	}
 	s.refreshWorktreeNotice(ctx)
-	s.emitApproval() // runs the pre-approval checks before the card is shown
-	s.emitStatus()   // the session now has a shown card
+	s.changed() // the card (with its pre-approval checks) and the status
 }
 
 // refreshWorktreeNotice reruns the status walk for the card when Worktree
@@ -112,13 +111,6 @@ func (s *Session) refreshWorktreeNotice(ctx context.Context) {
 	s.mu.Lock()
 	s.wtNotice, s.wtNoGit = notice, noGit
 	s.mu.Unlock()
-}
-
-// emitApproval publishes the current card and returns it.
-func (s *Session) emitApproval() ApprovalView {
-	v := s.Approval()
-	s.emit(v)
-	return v
 }
 
 // Approval returns the current card (Pending false when there is none).
@@ -186,7 +178,8 @@ func (s *Session) UpdateSelection(ctx context.Context, attempt string, c handoff
 		return ApprovalView{}, err
 	}
 	s.refreshWorktreeNotice(ctx)
-	return s.emitApproval(), nil
+	s.changed()
+	return s.Approval(), nil
 }
 
 // SetHidden hides or re-shows the card; it stays pending either way.
@@ -198,9 +191,8 @@ func (s *Session) SetHidden(attempt string, hidden bool) (ApprovalView, error) {
 	}
 	s.approval.Hidden = hidden
 	s.mu.Unlock()
-	v := s.emitApproval()
-	s.emitStatus() // approval: shown or hidden
-	return v, nil
+	s.changed() // shown or hidden
+	return s.Approval(), nil
 }
 
 // closeApproval ends the presentation (under s.mu).
@@ -229,7 +221,7 @@ func (s *Session) CancelApproval(ctx context.Context, attempt string) error {
 		return err
 	}
 	s.closedWith(ctx, a, OutcomeCancelled, &p)
-	s.emitStatus()
+	s.changed()
 	s.kick()
 	return nil
 }
@@ -447,7 +439,7 @@ func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff
 	s.emit(ApprovalClosedEvent{Attempt: attempt, Reason: OutcomeAccepted, Selection: &sel})
 	s.emitSteps()
 	s.emit(NoticeEvent{Message: "Preparing implementation..."})
-	s.emitStatus()
+	s.changed()
 	return nil
 }
 

@@ -10,7 +10,10 @@
 //     is committed under its sequence number before any listener sees it;
 //     numbers are never reused, across restarts too. Streamed text is
 //     group-committed (a few milliseconds per batch, one event per batch).
-//     Status events come from one path and only when the status changed.
+//     Status and approval (card) events come from one path,
+//     [Session.changed], which every mutation of what they describe ends
+//     with: it derives both views and publishes each only when it differs
+//     from the last one published; emit refuses both kinds.
 //   - A turn is stored as it happens: the prompt before it is sent, each
 //     assistant message (with its reasoning blocks) once complete and
 //     before its tool calls run, each tool result before the next model

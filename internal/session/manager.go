@@ -235,7 +235,7 @@ func (m *Manager) Create(ctx context.Context, workspace string) (*Session, error
 	if err != nil {
 		return nil, err
 	}
-	s.emitStatus()
+	s.changed()
 	return s, nil
 }
 

@@ -131,7 +131,7 @@ func (s *Session) timeOut(attempt string) {
 	}
 	s.closedWith(ctx, attempt, OutcomeTimedOut, &p)
 	s.emit(NoticeEvent{Message: "The approval card timed out; nothing runs. The plan is kept as a draft."})
-	s.emitStatus()
+	s.changed()
 	s.kick()
 }
 
@@ -156,7 +156,7 @@ func (s *Session) interruptApproval(ctx context.Context, demote bool) {
 	}
 	s.closedWith(ctx, a, OutcomeInterrupted, &p)
 	if demote {
-		s.emitStatus()
+		s.changed()
 	}
 }
 
@@ -281,7 +281,7 @@ func (s *Session) ParkExpecting(ctx context.Context, attempt string, expect *han
 	v := parkedView(saved)
 	s.emit(v)
 	s.emit(NoticeEvent{Message: fmt.Sprintf("Plan %q approved and parked; nothing runs until it is started (/plan parked lists it).", p.Title)})
-	s.emitStatus()
+	s.changed()
 	s.kick()
 	return v, nil
 }
@@ -438,7 +438,7 @@ func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, locatio
 	}
 	s.emit(ParkedStartedEvent{ID: row.ID, Location: sel.Location, StaleBase: res.StaleBase, Notice: res.Notice})
 	s.emit(NoticeEvent{Message: "Preparing implementation..."})
-	s.emitStatus()
+	s.changed()
 	handoff.Failpoint("handoff.recorded")
 	if err := s.startHandoff(rec); err != nil {
 		return StartResult{}, err

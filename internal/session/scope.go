@@ -55,7 +55,8 @@ func (s *Session) UpdateScope(ctx context.Context, attempt string, paths []strin
 	if err := store.WriteFileAtomic(s.workPath(scopeOverrideRel(hash)), data, 0o644); err != nil {
 		return ApprovalView{}, err
 	}
-	return s.emitApproval(), nil
+	s.changed()
+	return s.Approval(), nil
 }
 
 func (s *Session) scopePath() string { return filepath.Join(s.m.reviewDir(s.id), "scope.json") }

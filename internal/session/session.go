@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,9 +48,15 @@ type Session struct {
 
 	evMu    sync.Mutex // serialises event emission: seq order = delivery order
 	lastSeq int64      // the highest committed sequence number
-	// lastStatus is the last status published (statusSent: one was).
+	// lastStatus is the last status published (statusSent: one was);
+	// lastCard the JSON of the last card published while one is pending
+	// (nil: none since the last presentation ended).
 	lastStatus StatusEvent
 	statusSent bool
+	lastCard   []byte
+	// pubMu serialises [Session.changed], so a view derived earlier is
+	// never published after one derived later. Taken before mu and evMu.
+	pubMu sync.Mutex
 
 	// textMu guards the text gathered for the next group commit. It is
 	// never held across a commit, so a stream never waits on the disk.
@@ -228,6 +235,12 @@ const textCoalesce = 5 * time.Millisecond
 // A commit that fails is logged and published without a number (seq 0,
 // "durable": false) so the person still learns of it.
 func (s *Session) emit(ev EventData) {
+	switch ev.(type) {
+	case StatusEvent, ApprovalView:
+		// Derived views: only [Session.changed] publishes them.
+		s.m.log.Error("status and approval events come from changed only; dropped", "session", s.id, "kind", ev.Kind())
+		return
+	}
 	kind := ev.Kind()
 	raw, err := json.Marshal(ev)
 	if err != nil {
@@ -245,11 +258,21 @@ func (s *Session) emit(ev EventData) {
 	s.commitLocked(kind, raw)
 }
 
-// emitStatus is the one path status events come from: it publishes the
-// session's status only when it differs from the last one published, so
-// every status event is a change. Callers call it after any mutation that
-// may change the status.
-func (s *Session) emitStatus() {
+// changed is the one path status and approval (card) events come from;
+// [Session.emit] refuses both kinds. Every mutation of what they describe
+// (posture, mode, busy, queue, proposal, the pending presentation, Goal,
+// fork link, counters) is followed by changed, which derives both views
+// and publishes each only when it differs from the last one published:
+// the card first (while a presentation is pending), then the status. So
+// every such event is a change, and an unchanged set publishes nothing.
+func (s *Session) changed() {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	s.publishCard()
+	s.publishStatus()
+}
+
+func (s *Session) publishStatus() {
 	st := s.statusData()
 	s.evMu.Lock()
 	defer s.evMu.Unlock()
@@ -260,6 +283,38 @@ func (s *Session) emitStatus() {
 	s.flushLocked()
 	if s.commitLocked(st.Kind(), raw) {
 		s.lastStatus, s.statusSent = st, true
+	}
+}
+
+// publishCard publishes the pending card when it differs from the last
+// one published. The card is derived outside both locks (it reads files).
+func (s *Session) publishCard() {
+	s.mu.Lock()
+	pending := s.approval.Pending()
+	s.mu.Unlock()
+	if !pending {
+		s.evMu.Lock()
+		s.lastCard = nil
+		s.evMu.Unlock()
+		return
+	}
+	v := s.Approval()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		s.m.log.Error("encode the approval card", "session", s.id, "err", err)
+		return
+	}
+	if red := s.m.redact.Bytes(raw); json.Valid(red) {
+		raw = red
+	}
+	s.evMu.Lock()
+	defer s.evMu.Unlock()
+	if bytes.Equal(raw, s.lastCard) {
+		return
+	}
+	s.flushLocked()
+	if s.commitLocked(v.Kind(), raw) {
+		s.lastCard = raw
 	}
 }
 
@@ -345,7 +400,7 @@ func (s *Session) SetMode(ctx context.Context, mode string) error {
 	if err := s.saveRow(ctx); err != nil {
 		return err
 	}
-	s.emitStatus()
+	s.changed()
 	return nil
 }
 
@@ -368,7 +423,7 @@ func (s *Session) EnterPlan(ctx context.Context) error {
 	if err := s.saveRow(ctx); err != nil {
 		return err
 	}
-	s.emitStatus()
+	s.changed()
 	return nil
 }
 
@@ -385,7 +440,7 @@ func (s *Session) ExitPlan(ctx context.Context) error {
 		return err
 	}
 	s.demoteProposal(ctx, OutcomeCancelled) // leaving Plan abandons the pending proposal
-	s.emitStatus()
+	s.changed()
 	return nil
 }
 
@@ -672,13 +727,10 @@ func (s *Session) enqueue(req turnReq) (queued bool) {
 	s.mu.Unlock()
 	if !started {
 		s.emit(QueuedEvent{Text: req.display, Queued: n})
-		if s.Info().Approval != "" {
-			s.emitApproval() // pending input now blocks a Worktree fork
-			s.emitStatus()
-		}
+		s.changed() // pending input now blocks a Worktree fork
 		return true
 	}
-	s.emitStatus()
+	s.changed()
 	return false
 }
 
@@ -738,7 +790,7 @@ func (s *Session) kick() {
 	started := s.kickLocked()
 	s.mu.Unlock()
 	if started {
-		s.emitStatus()
+		s.changed()
 	}
 }
 
@@ -754,12 +806,8 @@ func (s *Session) runQueue(ctx context.Context, cancel context.CancelFunc, req t
 			go s.afterGoalPause()
 		}
 		if !ok {
-			pending := s.approval.Pending()
 			s.mu.Unlock()
-			s.emitStatus()
-			if pending {
-				s.emitApproval() // blockers changed: the proposing turn ended
-			}
+			s.changed() // not busy: the card's blockers too
 			return
 		}
 		req = next
@@ -790,7 +838,7 @@ func (s *Session) own(fn func(ctx context.Context) (after func())) error {
 	s.cancel = cancel
 	s.mu.Unlock()
 	s.m.turns.Add(1)
-	s.emitStatus()
+	s.changed()
 	go func() {
 		defer s.m.turns.Done()
 		after := fn(ctx)
@@ -798,7 +846,7 @@ func (s *Session) own(fn func(ctx context.Context) (after func())) error {
 		s.mu.Lock()
 		s.busy, s.cancel = false, nil
 		s.mu.Unlock()
-		s.emitStatus()
+		s.changed()
 		if after != nil {
 			after()
 		}

@@ -1,0 +1,103 @@
+package session
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"planbridge/handoff"
+	"planbridge/internal/store"
+)
+
+// TestStatusAndCardEventsExactlyOnChange: status and approval (card)
+// events come from one path: each mutation of what they describe
+// publishes exactly one of each kind that changed, and an unchanged set
+// publishes none; no call site can emit them by hand.
+func TestStatusAndCardEventsExactlyOnChange(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := NewManager(Config{Store: st})
+	defer m.Close()
+	var mu sync.Mutex
+	count := map[string]int{}
+	m.Subscribe(func(ev Event) {
+		mu.Lock()
+		count[ev.Kind]++
+		mu.Unlock()
+	})
+	s, err := m.Create(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnterPlan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.publishProposal(ctx, "Rename the greeting", "# Rename the greeting\n\n## Steps\n1. Edit greet.txt\n", false); err != nil {
+		t.Fatal(err)
+	}
+	attempt := s.Approval().Attempt
+	if attempt == "" {
+		t.Fatal("no card")
+	}
+	update := func(axis, value string) func() error {
+		return func() error {
+			_, err := s.UpdateSelection(ctx, attempt, handoff.Change{Axis: axis, Value: value})
+			return err
+		}
+	}
+	hide := func(h bool) func() error {
+		return func() error { _, err := s.SetHidden(attempt, h); return err }
+	}
+	steps := []struct {
+		name          string
+		do            func() error
+		status, cards int
+	}{
+		{"hide", hide(true), 1, 1},
+		{"hide again", hide(true), 0, 0},
+		{"show", hide(false), 1, 1},
+		{"show again", hide(false), 0, 0},
+		{"same context", update("context", "current"), 0, 0},
+		{"fresh context", update("context", "fresh"), 0, 1},
+		{"fresh context again", update("context", "fresh"), 0, 0},
+		{"mode", func() error { return s.SetMode(ctx, "edits") }, 1, 0},
+		{"same mode", func() error { return s.SetMode(ctx, "edits") }, 0, 0},
+		{"enter Plan while in Plan", func() error { return s.EnterPlan(ctx) }, 0, 0},
+		{"queue a follow-up (blocks a fork)", func() error { _, err := s.Queue("and then this"); return err }, 1, 1},
+		{"hand-written status", func() error { s.emit(s.statusData()); return nil }, 0, 0},
+		{"hand-written card", func() error { s.emit(s.Approval()); return nil }, 0, 0},
+	}
+	// A second card, cancelled: the status changes once, no card follows
+	// (its end is an approval_closed event).
+	s2, err := m.Create(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.EnterPlan(ctx)
+	if err := s2.publishProposal(ctx, "Other", "# Other\n\n## Steps\n1. x\n", false); err != nil {
+		t.Fatal(err)
+	}
+	steps = append(steps, struct {
+		name          string
+		do            func() error
+		status, cards int
+	}{"cancel", func() error { return s2.CancelApproval(ctx, s2.Approval().Attempt) }, 1, 0})
+	for _, c := range steps {
+		mu.Lock()
+		before := [2]int{count["status"], count["approval"]}
+		mu.Unlock()
+		if err := c.do(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		mu.Lock()
+		got := [2]int{count["status"] - before[0], count["approval"] - before[1]}
+		mu.Unlock()
+		if got != [2]int{c.status, c.cards} {
+			t.Errorf("%s: %d status and %d card events, want %d and %d", c.name, got[0], got[1], c.status, c.cards)
+		}
+	}
+}
