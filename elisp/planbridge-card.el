@@ -99,8 +99,9 @@ dismissed.  SELECT non-nil selects the card's window."
 
 (defun planbridge--refresh-pending-approval ()
   "Fetch the approval again if one is pending and this is no replay.
-The view's Worktree blockers change when a turn ends or input is
-queued, and the backend sends no new approval event then."
+Fetching the card makes the backend check its Worktree branch again
+\(a branch may have been created meanwhile); a changed card also comes
+as an approval event."
   (when (and (not planbridge--replaying)
              (planbridge--view-true-p planbridge--approval :pending)
              (planbridge--live-p))
@@ -361,8 +362,17 @@ The list has the same length for every selection."
      (delq nil
            (list (and (equal (plist-get sel :location) "worktree") blockers
                       (concat "Worktree blocked by: " (string-join blockers "; ")))
-                 (and notice (not (equal notice "")) notice)))
+                 (and notice (not (equal notice "")) notice)
+                 (planbridge--card-branch-notice view)))
      " · ")))
+
+(defun planbridge--card-branch-notice (view)
+  "Return the Worktree branch text of VIEW, or nil when not Worktree."
+  (when-let ((branch (and (equal (plist-get (plist-get view :selection) :location) "worktree")
+                          (planbridge--nonempty (plist-get view :branch)))))
+    (if-let ((blocker (planbridge--nonempty (plist-get view :branch_blocker))))
+        (format "Branch %s blocked: %s" branch blocker)
+      (format "Branch %s" branch))))
 
 (defun planbridge--card-footer (comments)
   "Return the action footer, mentioning the COMMENTS to send."
@@ -657,20 +667,41 @@ the minibuffer."
        (user-error "planbridge: Worktree is blocked by: %s (press l for Here)"
                    (string-join (append (plist-get view :blockers) nil) "; ")))
      (list (and (equal (plist-get (plist-get view :selection) :location) "worktree")
-                (let* ((default (planbridge--branch-from-title (plist-get view :title)))
+                (let* ((default (or (planbridge--nonempty (plist-get view :branch))
+                                    (planbridge--branch-from-title (plist-get view :title))))
                        (name (string-trim
                               (read-string (format-prompt "Branch for the worktree" default)
                                            nil nil default))))
                   (when (string-empty-p name)
                     (user-error "planbridge: A Worktree implementation needs a branch name"))
+                  (when-let ((blocker (and (equal name (plist-get view :branch))
+                                           (planbridge--nonempty (plist-get view :branch_blocker)))))
+                    ;; The card names it already; refused before a round trip.
+                    (user-error "planbridge: Worktree branch blocked: %s" blocker))
                   name)))))
   (pcase-let ((`(,session . ,view) (planbridge--card-or-error)))
-    (planbridge--approval-action
-     session (plist-get view :attempt) :approval/accept
-     (and branch (list :branch branch))
-     :success (lambda (result)
-                (message "planbridge: %s"
-                         (or (plist-get result :message) "Plan accepted"))))))
+    (if (or (null branch) (equal branch (plist-get view :branch)))
+        (planbridge--send-accept session (plist-get view :attempt) branch)
+      ;; Another name: the card takes it first, so the backend checks it
+      ;; (and the card shows it, blocked or not) before anything is accepted.
+      (planbridge--approval-action
+       session (plist-get view :attempt) :approval/update
+       (list :change (list :axis "branch" :value branch))
+       :success (lambda (v)
+                  (when-let ((buf (planbridge--session-buffer-of session)))
+                    (with-current-buffer buf (planbridge--apply-approval v)))
+                  (if-let ((blocker (planbridge--nonempty (plist-get v :branch_blocker))))
+                      (message "planbridge: Worktree branch blocked: %s" blocker)
+                    (planbridge--send-accept session (plist-get v :attempt) branch)))))))
+
+(defun planbridge--send-accept (session attempt branch)
+  "Accept ATTEMPT of SESSION, naming BRANCH for a Worktree if non-nil."
+  (planbridge--approval-action
+   session attempt :approval/accept
+   (and branch (list :branch branch))
+   :success (lambda (result)
+              (message "planbridge: %s"
+                       (or (plist-get result :message) "Plan accepted")))))
 
 (defun planbridge-approval-hide ()
   "Hide the card; the plan stays pending.

@@ -107,3 +107,36 @@ func TestRecordCorruptAndBounded(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// TestDefaultBranch: the title's lower-case ASCII words under plan/, cut
+// at 40 characters (as the Emacs card always derived it); the branch axis
+// takes a valid name, refuses an invalid one and "" goes back.
+func TestDefaultBranch(t *testing.T) {
+	for title, want := range map[string]string{
+		"Add a --name flag to the greeter!": "plan/add-a-name-flag-to-the-greeter",
+		"Rename the greeting":               "plan/rename-the-greeting",
+		"!!!":                               "",
+		"Ünïcode only":                      "plan/n-code-only",
+		"A very long title that goes on and on past forty characters": "plan/a-very-long-title-that-goes-on-and-on-pa",
+	} {
+		if got := DefaultBranch(title); got != want {
+			t.Errorf("DefaultBranch(%q) = %q, want %q", title, got, want)
+		}
+	}
+	sel := Selection{Location: Worktree, Context: Current, Execution: Direct, Mode: "ask"}
+	if got := sel.BranchFor("Rename the greeting"); got != "plan/rename-the-greeting" {
+		t.Errorf("BranchFor default: %q", got)
+	}
+	sel, err := sel.Apply(Change{Axis: "branch", Value: " feature/x "}, nil)
+	if err != nil || sel.BranchFor("Rename") != "feature/x" {
+		t.Fatalf("branch axis: %v %+v", err, sel)
+	}
+	for _, bad := range []string{"bad..name", "-x", "a b", "x.lock", "HEAD"} {
+		if _, err := sel.Apply(Change{Axis: "branch", Value: bad}, nil); err == nil {
+			t.Errorf("branch %q accepted", bad)
+		}
+	}
+	if sel, _ = sel.Apply(Change{Axis: "branch", Value: ""}, nil); sel.Branch != "" {
+		t.Errorf("an empty branch keeps %q", sel.Branch)
+	}
+}

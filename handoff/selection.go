@@ -3,6 +3,8 @@ package handoff
 import (
 	"fmt"
 	"strings"
+
+	"planbridge/worktree"
 )
 
 // Location is where the implementation runs.
@@ -44,7 +46,37 @@ type Selection struct {
 	Effort       string    `json:"effort"`
 	Skills       []string  `json:"skills"` // canonical SKILL.md paths
 	Instructions string    `json:"instructions"`
-	Branch       string    `json:"branch,omitempty"` // Worktree only, given at acceptance
+	// Branch is the Worktree fork's new branch: the person's choice on
+	// the card (axis branch) or at acceptance; "" means the default
+	// derived from the plan's title ([Selection.BranchFor]).
+	Branch string `json:"branch,omitempty"`
+}
+
+// BranchFor is the branch a Worktree acceptance of the plan titled title
+// uses when it names none: the selection's, else [DefaultBranch].
+func (s Selection) BranchFor(title string) string {
+	if s.Branch != "" {
+		return s.Branch
+	}
+	return DefaultBranch(title)
+}
+
+// DefaultBranch derives a branch name from a plan title: its lower-case
+// ASCII words joined by dashes, under plan/, the words cut to 40
+// characters: "Add a --name flag" gives "plan/add-a-name-flag". A title
+// without such words gives "".
+func DefaultBranch(title string) string {
+	words := strings.FieldsFunc(strings.ToLower(title), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+	})
+	slug := strings.Join(words, "-")
+	if slug == "" {
+		return ""
+	}
+	if len(slug) > 40 {
+		slug = slug[:40]
+	}
+	return "plan/" + strings.TrimRight(slug, "-")
 }
 
 // Policy is the implementation-scoped model/effort/mode. It is never
@@ -78,7 +110,7 @@ func Defaults(sessionMode string, budget int64, impl Policy) Selection {
 }
 
 // Validate checks every axis. It does not check the branch (see
-// [ValidateBranch]) or blockers.
+// [worktree.ValidBranchName]) or blockers.
 func (s Selection) Validate() error {
 	if !contains(locations, s.Location) {
 		return fmt.Errorf("location %q: want here or worktree", s.Location)
@@ -121,7 +153,7 @@ func next[T comparable](xs []T, x T) T {
 
 // Change is one edit of the selection, as the card's keys make them.
 type Change struct {
-	Axis  string `json:"axis"`  // location, context, execution, budget, mode, model, effort, skills, instructions
+	Axis  string `json:"axis"`  // location, context, execution, budget, mode, model, effort, skills, instructions, branch
 	Value string `json:"value"` // "" with cycle=true for the cycling axes
 	Cycle bool   `json:"cycle"`
 	// Budget for axis budget (0 = unlimited).
@@ -170,6 +202,15 @@ func (s Selection) Apply(c Change, models []Model) (Selection, error) {
 		s.Skills = append([]string(nil), c.Skills...)
 	case "instructions":
 		s.Instructions = strings.TrimRight(c.Value, " \t\n")
+	case "branch":
+		// "" goes back to the title's default. An existing branch is not
+		// refused here: the card shows it as a blocker, acceptance refuses.
+		s.Branch = strings.TrimSpace(c.Value)
+		if s.Branch != "" {
+			if err := worktree.ValidBranchName(s.Branch); err != nil {
+				return s, fmt.Errorf("branch %q: %v", s.Branch, err)
+			}
+		}
 	default:
 		return s, fmt.Errorf("unknown axis %q", c.Axis)
 	}

@@ -30,7 +30,7 @@ func withSession[T any](ctx context.Context, s *Server, raw json.RawMessage, fn 
 
 func approvalGet(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {
 	return withSession(ctx, s, raw, func(sess *session.Session, _ sessionRef) (any, error) {
-		return sess.Approval(), nil
+		return sess.OpenApproval(ctx), nil
 	})
 }
 

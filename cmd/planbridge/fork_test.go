@@ -304,3 +304,66 @@ func TestWorktreeBlockersBeforeBranch(t *testing.T) {
 		t.Fatalf("accept: %v", err)
 	}
 }
+
+// TestWorktreeCardNamesExistingBranch: the card's Worktree branch (derived
+// from the plan's title, or typed by the person) is checked when the card
+// is fetched and when the setting changes: an existing branch is a
+// blocker named on the card before acceptance; acceptance checks again.
+func TestWorktreeCardNamesExistingBranch(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
+	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, forkScript()))
+	s, v := prepareFork(t, ctx, p, ws)
+	type card struct {
+		Attempt       string `json:"attempt"`
+		Title         string `json:"title"`
+		Branch        string `json:"branch"`
+		BranchBlocker string `json:"branch_blocker"`
+	}
+	get := func() card {
+		var c card
+		if err := p.c.Call(ctx, "approval/get", map[string]string{"session": s.ID}, &c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	setBranch := func(name string) (card, error) {
+		var c card
+		err := p.c.Call(ctx, "approval/update", map[string]any{"session": s.ID, "attempt": v.Attempt,
+			"change": handoff.Change{Axis: "branch", Value: name}}, &c)
+		return c, err
+	}
+	c := get()
+	def := handoff.DefaultBranch(c.Title)
+	if def == "" || c.Branch != def || c.BranchBlocker != "" {
+		t.Fatalf("a free default branch: %+v (default %q)", c, def)
+	}
+	// Created since the card was shown: named when the card is fetched.
+	git(t, ws, "branch", def)
+	if c = get(); c.BranchBlocker != "branch "+def+" already exists; choose another branch name" {
+		t.Fatalf("an existing default branch: %+v", c)
+	}
+	// The person's branch is checked when it is set.
+	if c, err := setBranch("feature/free"); err != nil || c.Branch != "feature/free" || c.BranchBlocker != "" {
+		t.Fatalf("a free branch: %v %+v", err, c)
+	}
+	git(t, ws, "branch", "feature/taken")
+	if c, err := setBranch("feature/taken"); err != nil || c.BranchBlocker != "branch feature/taken already exists; choose another branch name" {
+		t.Fatalf("a taken branch: %v %+v", err, c)
+	}
+	if _, err := setBranch("bad..name"); err == nil {
+		t.Fatal("an invalid branch name was taken")
+	}
+	// Acceptance naming no branch uses the card's, and checks it again.
+	err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil)
+	if err == nil || !strings.Contains(err.Error(), "branch feature/taken already exists") {
+		t.Fatalf("accept with the card's taken branch: %v", err)
+	}
+	if c = get(); c.Attempt != v.Attempt {
+		t.Fatal("a refused acceptance must leave the card pending")
+	}
+	// Back to the default (still taken) with an empty value.
+	if c, err := setBranch(""); err != nil || c.Branch != def || !strings.Contains(c.BranchBlocker, "already exists") {
+		t.Fatalf("back to the default: %v %+v", err, c)
+	}
+}

@@ -1225,7 +1225,8 @@ Replayed approval events draw no card: `approval/get' does that."
   (planbridge-test-with-session planbridge-test--propose-and-implement
     (let* ((card (planbridge-test--propose))
            (sent nil)
-           (record (lambda (_conn &rest args) (push args sent))))
+           (record (lambda (_conn &rest args) (push args sent)))
+           (attempt (plist-get (buffer-local-value 'planbridge--card-view card) :attempt)))
       (planbridge-test--press card "l")
       (planbridge-test--wait
        (lambda () (string-match-p "Location +Worktree" (planbridge-test--row card 'location)))
@@ -1234,16 +1235,61 @@ Replayed approval events draw no card: `approval/get' does that."
         (should-error (planbridge-test--press card "RET") :type 'user-error))
       (advice-add 'jsonrpc-connection-send :before record)
       (unwind-protect
-          (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "plan/rename")))
-            (planbridge-test--press card "RET"))
+          (progn
+            (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "plan/rename")))
+              (planbridge-test--press card "RET"))
+            (planbridge-test--wait
+             (lambda () (seq-find (lambda (m) (equal (planbridge--method-name (plist-get m :method))
+                                                     "approval/accept"))
+                                  sent))
+             "the acceptance"))
         (advice-remove 'jsonrpc-connection-send record))
       (let ((accept (seq-find (lambda (m) (equal (planbridge--method-name (plist-get m :method))
                                                  "approval/accept"))
+                              sent))
+            (update (seq-find (lambda (m) (equal (planbridge--method-name (plist-get m :method))
+                                                 "approval/update"))
                               sent)))
         (should accept)
+        ;; A name other than the card's goes to the card first (checked there).
+        (should (equal (plist-get (plist-get (plist-get update :params) :change) :value) "plan/rename"))
         (should (equal (plist-get (plist-get accept :params) :branch) "plan/rename"))
-        (should (equal (plist-get (plist-get accept :params) :attempt)
-                       (plist-get (buffer-local-value 'planbridge--card-view card) :attempt)))))))
+        (should (equal (plist-get (plist-get accept :params) :attempt) attempt))))))
+
+(ert-deftest planbridge-test-card-names-existing-branch ()
+  "With Worktree, the card names an existing default branch as a blocker.
+RET with that name refuses before anything is sent; another name goes
+to the card, which checks it, then is accepted."
+  (planbridge-test-with-session planbridge-test--propose-and-implement
+    (planbridge-test--git planbridge-test--repo "branch" "plan/rename-the-greeting")
+    (let* ((card (planbridge-test--propose))
+           (sent nil)
+           (record (lambda (_conn &rest args) (push args sent))))
+      (planbridge-test--press card "l")
+      (planbridge-test--wait
+       (lambda () (string-match-p "Branch plan/rename-the-greeting blocked: branch plan/rename-the-greeting already exists"
+                                  (planbridge--card-notice (buffer-local-value 'planbridge--card-view card))))
+       "the branch blocker on the card")
+      ;; The notice row (wrapped) shows it.
+      (should (string-match-p "Branch[^a-z]+plan/rename-the-greeting[^a-z]+blocked"
+                              (with-current-buffer card (buffer-substring-no-properties (point-min) (point-max)))))
+      (advice-add 'jsonrpc-connection-send :before record)
+      (unwind-protect
+          (progn
+            (cl-letf (((symbol-function 'read-string) (lambda (_p _i _h default) default)))
+              (let ((err (should-error (planbridge-test--press card "RET") :type 'user-error)))
+                (should (string-match-p "already exists" (cadr err)))))
+            (should-not (seq-find (lambda (m) (equal (planbridge--method-name (plist-get m :method))
+                                                     "approval/accept"))
+                                  sent))
+            (cl-letf (((symbol-function 'read-string) (lambda (&rest _) "plan/other")))
+              (planbridge-test--press card "RET"))
+            (planbridge-test--wait
+             (lambda () (seq-find (lambda (m) (equal (planbridge--method-name (plist-get m :method))
+                                                     "approval/accept"))
+                                  sent))
+             "the acceptance with another branch"))
+        (advice-remove 'jsonrpc-connection-send record)))))
 
 (ert-deftest planbridge-test-card-after-reopen ()
   "A session opened again shows its pending card from `approval/get'."

@@ -44,7 +44,14 @@ type ApprovalView struct {
 	Skills    []handoff.SkillInfo `json:"skills"`
 	// Blockers name what would refuse a Worktree fork (same words as the refusal).
 	Blockers []string `json:"blockers"`
-	Notice   string   `json:"notice,omitempty"`
+	// Branch is the branch a Worktree acceptance that names none uses
+	// (the card's choice, else the one derived from the title), and
+	// BranchBlocker why it cannot be used (an existing branch, say; ""
+	// if it can). Both are set for a Worktree selection only, and checked
+	// when the card is fetched or its settings change.
+	Branch        string `json:"branch,omitempty"`
+	BranchBlocker string `json:"branch_blocker,omitempty"`
+	Notice        string `json:"notice,omitempty"`
 	// Tampered is set when the plan file on disk no longer matches Hash:
 	// Body is then the stored, proposed text (and Notice says so).
 	Tampered bool `json:"tampered,omitempty"`
@@ -98,19 +105,41 @@ func (s *Session) presentApproval(ctx context.Context) {
 	s.changed() // the card (with its pre-approval checks) and the status
 }
 
-// refreshWorktreeNotice reruns the status walk for the card when Worktree
-// is selected (on first show and after each selection change only).
+// refreshWorktreeNotice reruns the status walk and the branch check for
+// the card when Worktree is selected (when the card is shown or fetched
+// and after each selection change).
 func (s *Session) refreshWorktreeNotice(ctx context.Context) {
 	s.mu.Lock()
 	wt := s.prop != nil && s.selectionLocked().Location == handoff.Worktree
+	branch := ""
+	if wt {
+		branch = s.selectionLocked().BranchFor(s.prop.Title)
+	}
 	s.mu.Unlock()
-	notice, noGit := "", false
+	notice, noGit, blocker := "", false, ""
 	if wt {
 		notice, noGit = s.worktreeNotice(ctx)
+		switch root, err := s.repoRoot(); {
+		case err != nil:
+		case branch == "":
+			blocker = "the plan's title gives no branch name; choose one"
+		default:
+			blocker = branchBlocker(root, branch)
+		}
 	}
 	s.mu.Lock()
 	s.wtNotice, s.wtNoGit = notice, noGit
+	s.wtBranch, s.wtBranchBlocker = branch, blocker
 	s.mu.Unlock()
+}
+
+// OpenApproval is [Session.Approval] for a client opening the card: the
+// Worktree checks (uncommitted changes, the branch) run again first, so
+// a branch created since the card was shown is named as a blocker.
+func (s *Session) OpenApproval(ctx context.Context) ApprovalView {
+	s.refreshWorktreeNotice(ctx)
+	s.changed()
+	return s.Approval()
 }
 
 // Approval returns the current card (Pending false when there is none).
@@ -126,6 +155,9 @@ func (s *Session) Approval() ApprovalView {
 	}
 	v.Selection = s.selectionLocked()
 	v.Notice = s.wtNotice
+	if v.Selection.Location == handoff.Worktree {
+		v.Branch, v.BranchBlocker = s.wtBranch, s.wtBranchBlocker
+	}
 	v.Title, v.Hash, v.Path, v.Edited = s.prop.Title, s.prop.Hash, agent.WorkScheme+s.prop.Path, s.prop.PersonEdited
 	p, workspace := *s.prop, s.row.Workspace
 	s.mu.Unlock()
@@ -372,6 +404,9 @@ func (a *acceptance) Validate(ctx context.Context) (handoff.Accepting, error) {
 		return handoff.Accepting{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
 	}
 	if sel.Location == handoff.Worktree {
+		if a.branch == "" {
+			a.branch = sel.BranchFor(a.p.Title) // the card's branch
+		}
 		if err := s.checkFork(a.branch); err != nil {
 			return handoff.Accepting{}, err
 		}

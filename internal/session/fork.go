@@ -73,17 +73,33 @@ func (s *Session) checkFork(branch string) error {
 	if err != nil {
 		return &Error{Code: CodeForkBlocked, Message: "cannot fork: " + notGitBlocker + ": " + err.Error()}
 	}
-	dir := handoff.ForkDir(root, branch)
-	// Refused before acceptance, so that whatever exists at the fork's
-	// branch or directory afterwards is the fork's own. Nothing here was
-	// made by planbridge: the message suggests no deletion.
-	if exists, err := worktree.BranchExists(root, branch); err != nil || exists {
-		return &Error{Code: CodeForkBlocked, Message: fmt.Sprintf("cannot fork: branch %s already exists; choose another branch name", branch)}
-	}
-	if _, err := os.Lstat(dir); err == nil {
-		return &Error{Code: CodeForkBlocked, Message: fmt.Sprintf("cannot fork: %s already exists; choose another branch name, or move that directory away yourself", dir)}
+	if why := branchBlocker(root, branch); why != "" {
+		return &Error{Code: CodeForkBlocked, Message: "cannot fork: " + why}
 	}
 	return nil
+}
+
+// branchBlocker says why a fork on branch cannot start in the checkout at
+// root ("" if it can), in the words the card shows and the refusal uses.
+// Refused before acceptance, so that whatever exists at the fork's branch
+// or directory afterwards is the fork's own. Nothing here was made by
+// planbridge: the message suggests no deletion.
+func branchBlocker(root, branch string) string {
+	if err := worktree.ValidBranchName(branch); err != nil {
+		return fmt.Sprintf("branch %q: %v", branch, err)
+	}
+	if exists, err := worktree.BranchExists(root, branch); err != nil || exists {
+		return fmt.Sprintf("branch %s already exists; choose another branch name", branch)
+	}
+	if dir := handoff.ForkDir(root, branch); fileExists(dir) {
+		return fmt.Sprintf("%s already exists; choose another branch name, or move that directory away yourself", dir)
+	}
+	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 // worktreeNotice is the card's "uncommitted changes stay behind" line, from

@@ -38,11 +38,14 @@ type Session struct {
 	gl       goalState        // the session's Goal
 	wtNotice string           // the card's Worktree notice, from the last status walk
 	wtNoGit  bool             // that walk found no git checkout: a fork blocker
-	timeout  *time.Timer      // the approval timeout of the current presentation, if armed
-	checks   planChecks       // pre-approval checks of the current proposal
-	msgs     []agent.Message  // transcript of the current context segment
-	nextIdx  int64
-	turnNo   int64 // the last turn started; loaded from the log, so numbering survives a restart
+	// wtBranch is the branch the card's Worktree acceptance would use and
+	// wtBranchBlocker why it cannot ("" if it can), from the same check.
+	wtBranch, wtBranchBlocker string
+	timeout                   *time.Timer     // the approval timeout of the current presentation, if armed
+	checks                    planChecks      // pre-approval checks of the current proposal
+	msgs                      []agent.Message // transcript of the current context segment
+	nextIdx                   int64
+	turnNo                    int64 // the last turn started; loaded from the log, so numbering survives a restart
 
 	trMu sync.Mutex // serialises transcript commits (message indices)
 
