@@ -144,7 +144,9 @@ func TestWorktreeForkEndToEnd(t *testing.T) {
 	if !strings.Contains(card.Notice, "1 uncommitted change(s) stay behind") {
 		t.Errorf("card notice %q", card.Notice)
 	}
-	for _, bad := range []string{"", "-x", "a..b", "has space", "x.lock"} {
+	// (No branch at all means the card's branch: see
+	// TestWorktreeCardNamesExistingBranch.)
+	for _, bad := range []string{"-x", "a..b", "has space", "x.lock"} {
 		err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt, "branch": bad}, nil)
 		if err == nil || !strings.Contains(err.Error(), "branch") {
 			t.Errorf("branch %q accepted: %v", bad, err)
