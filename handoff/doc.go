@@ -14,6 +14,10 @@
 // and [Git] (fork point, reservation with base commit and owner mark, fork
 // session, verified worktree, hand-over; [WorktreeGit] is package
 // worktree); and [GoalFor], the Goal step's decision (package goal).
+// The fork's checks before acceptance are here too: [BranchBlocker] (the
+// card's branch and the acceptance's, in the refusal's words),
+// [WorktreeNotice] (what stays behind) and [RestoreEdits] (the session's
+// own edited files, and nothing else, copied into the fork).
 //
 // Exactly once: the kickoff's record moves to [StepDispatched] in the
 // transaction that stores the prompt, before the request leaves; from

@@ -124,7 +124,7 @@ func (s *Session) refreshWorktreeNotice(ctx context.Context) {
 		case branch == "":
 			blocker = "the plan's title gives no branch name; choose one"
 		default:
-			blocker = branchBlocker(root, branch)
+			blocker = handoff.BranchBlocker(root, branch)
 		}
 	}
 	s.mu.Lock()

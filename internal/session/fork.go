@@ -3,9 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,9 +34,6 @@ func (s *Session) repoRoot() (string, error) {
 	return r.Root, nil
 }
 
-// notGitBlocker is the fork blocker of a workspace that is no git checkout.
-const notGitBlocker = "the workspace is not a git checkout"
-
 // forkBlockersLocked names what refuses a fork right now, in the words the
 // card shows and the refusal uses.
 func (s *Session) forkBlockersLocked() []string {
@@ -53,7 +48,7 @@ func (s *Session) forkBlockersLocked() []string {
 		out = append(out, "an unfinished Goal is active in this session")
 	}
 	if s.wtNoGit {
-		out = append(out, notGitBlocker)
+		out = append(out, handoff.NotGitBlocker)
 	}
 	return out
 }
@@ -71,68 +66,21 @@ func (s *Session) checkFork(branch string) error {
 	}
 	root, err := s.repoRoot()
 	if err != nil {
-		return &Error{Code: CodeForkBlocked, Message: "cannot fork: " + notGitBlocker + ": " + err.Error()}
+		return &Error{Code: CodeForkBlocked, Message: "cannot fork: " + handoff.NotGitBlocker + ": " + err.Error()}
 	}
-	if why := branchBlocker(root, branch); why != "" {
+	if why := handoff.BranchBlocker(root, branch); why != "" {
 		return &Error{Code: CodeForkBlocked, Message: "cannot fork: " + why}
 	}
 	return nil
 }
 
-// branchBlocker says why a fork on branch cannot start in the checkout at
-// root ("" if it can), in the words the card shows and the refusal uses.
-// Refused before acceptance, so that whatever exists at the fork's branch
-// or directory afterwards is the fork's own. Nothing here was made by
-// planbridge: the message suggests no deletion.
-func branchBlocker(root, branch string) string {
-	if err := worktree.ValidBranchName(branch); err != nil {
-		return fmt.Sprintf("branch %q: %v", branch, err)
-	}
-	if exists, err := worktree.BranchExists(root, branch); err != nil || exists {
-		return fmt.Sprintf("branch %s already exists; choose another branch name", branch)
-	}
-	if dir := handoff.ForkDir(root, branch); fileExists(dir) {
-		return fmt.Sprintf("%s already exists; choose another branch name, or move that directory away yourself", dir)
-	}
-	return ""
-}
-
-func fileExists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
-}
-
-// worktreeNotice is the card's "uncommitted changes stay behind" line, from
-// the status walk (never a git helper); noGit reports that the workspace is
-// no git checkout, which blocks a fork.
+// worktreeNotice is [handoff.WorktreeNotice] for the session's workspace.
 func (s *Session) worktreeNotice(ctx context.Context) (notice string, noGit bool) {
 	s.mu.Lock()
 	ws := s.row.Workspace
 	s.mu.Unlock()
-	r, err := worktree.Open(ws)
-	if err != nil {
-		return "not a git checkout: Worktree is unavailable", true
-	}
-	defer r.Close()
-	entries, err := r.Status(ctx)
-	if err != nil {
-		return "could not check for uncommitted changes: " + err.Error(), false
-	}
 	edited, _ := s.m.st.EditedFiles(ctx, s.id)
-	restored := map[string]bool{}
-	for _, p := range edited {
-		restored[p] = true
-	}
-	behind := 0
-	for _, e := range entries {
-		if !restored[e.Path] {
-			behind++
-		}
-	}
-	if behind == 0 {
-		return "the fork starts from HEAD; no uncommitted changes stay behind", false
-	}
-	return fmt.Sprintf("%d uncommitted change(s) stay behind (the fork starts from HEAD; files this session edited are restored)", behind), false
+	return handoff.WorktreeNotice(ctx, ws, edited)
 }
 
 // Fork is the Worktree step of the handoff: [handoff.ForkStep] over this
@@ -201,8 +149,7 @@ func (e *handoffEnv) CreateForkSession(ctx context.Context, rec *handoff.Record)
 	return os.MkdirAll(store.SessionDir(s.m.st.Dir(), forkID), 0o700)
 }
 
-// RestoreEdits copies the files this session itself edited from the source
-// checkout into the fork (other uncommitted changes stay behind).
+// RestoreEdits is [handoff.RestoreEdits] of the files this session edited.
 func (e *handoffEnv) RestoreEdits(ctx context.Context, root, dir string) error {
 	paths, err := e.s.m.st.EditedFiles(ctx, e.s.id)
 	if err != nil {
@@ -211,35 +158,7 @@ func (e *handoffEnv) RestoreEdits(ctx context.Context, root, dir string) error {
 	e.s.mu.Lock()
 	ws := e.s.row.Workspace
 	e.s.mu.Unlock()
-	for _, rel := range paths {
-		src := filepath.Join(ws, filepath.FromSlash(rel))
-		abs, err := filepath.Rel(root, src)
-		if err != nil || strings.HasPrefix(abs, "..") {
-			continue
-		}
-		dst := filepath.Join(dir, abs)
-		if err := copyFile(src, dst); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("restore %s into the fork: %w", rel, err)
-		}
-	}
-	return nil
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	st, err := in.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return err
-	}
-	b, err := io.ReadAll(in)
-	if err != nil {
-		return err
-	}
-	return store.WriteFileAtomic(dst, b, st.Mode().Perm())
+	return handoff.RestoreEdits(ws, root, dir, paths)
 }
 
 // HandOver gives the fork a byte-identical artifact and a Here-equivalent

@@ -1,0 +1,103 @@
+package handoff
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func gitRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	run := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run("init", "-q")
+	run("config", "user.email", "t@example.com")
+	run("config", "user.name", "t")
+	for name, content := range files {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)
+	}
+	run("add", ".")
+	run("commit", "-qm", "m")
+	run("branch", "taken")
+	return dir
+}
+
+func TestBranchBlocker(t *testing.T) {
+	root := gitRepo(t, map[string]string{"a.txt": "a\n"})
+	os.MkdirAll(filepath.Join(root, ".worktrees", "occupied"), 0o755)
+	for _, c := range []struct{ branch, want string }{
+		{"feature/free", ""},
+		{"taken", "branch taken already exists; choose another branch name"},
+		{"bad..name", `branch "bad..name": `},
+		{"", `branch "": `},
+		{"plan/occupied", filepath.Join(root, ".worktrees", "occupied") + " already exists; choose another branch name, or move that directory away yourself"},
+	} {
+		got := BranchBlocker(root, c.branch)
+		if c.want == "" && got != "" || c.want != "" && !strings.HasPrefix(got, c.want) {
+			t.Errorf("BranchBlocker(%q) = %q, want %q", c.branch, got, c.want)
+		}
+		if strings.Contains(got, "-D") || strings.Contains(got, "rm ") {
+			t.Errorf("BranchBlocker(%q) suggests a deletion: %q", c.branch, got)
+		}
+	}
+}
+
+func TestWorktreeNotice(t *testing.T) {
+	ctx := context.Background()
+	if n, noGit := WorktreeNotice(ctx, t.TempDir(), nil); !noGit || !strings.Contains(n, "not a git checkout") {
+		t.Errorf("outside git: %q %v", n, noGit)
+	}
+	root := gitRepo(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+	if n, noGit := WorktreeNotice(ctx, root, nil); noGit || n != "the fork starts from HEAD; no uncommitted changes stay behind" {
+		t.Errorf("clean: %q %v", n, noGit)
+	}
+	os.WriteFile(filepath.Join(root, "a.txt"), []byte("A\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "new.txt"), []byte("n\n"), 0o644)
+	if n, _ := WorktreeNotice(ctx, root, nil); !strings.HasPrefix(n, "2 uncommitted change(s) stay behind") {
+		t.Errorf("two changes: %q", n)
+	}
+	// What the session edited is restored in the fork: it does not stay behind.
+	if n, _ := WorktreeNotice(ctx, root, []string{"a.txt"}); !strings.HasPrefix(n, "1 uncommitted change(s) stay behind") {
+		t.Errorf("one edited by the session: %q", n)
+	}
+}
+
+func TestRestoreEdits(t *testing.T) {
+	root := gitRepo(t, map[string]string{"a.txt": "a\n", "d/b.sh": "b\n"})
+	ws := filepath.Join(root, "d") // the workspace may be below the root
+	os.WriteFile(filepath.Join(root, "d", "b.sh"), []byte("edited\n"), 0o755)
+	os.Chmod(filepath.Join(root, "d", "b.sh"), 0o755)
+	os.WriteFile(filepath.Join(root, "d", "secret"), []byte("not edited\n"), 0o644)
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	os.WriteFile(outside, []byte("outside\n"), 0o644)
+	os.Symlink("/etc/passwd", filepath.Join(root, "d", "link"))
+	fork := t.TempDir()
+	os.MkdirAll(filepath.Join(fork, "d"), 0o755)
+	paths := []string{"b.sh", "gone.txt", "../../" + filepath.Base(filepath.Dir(outside)) + "/outside.txt", "link"}
+	if err := RestoreEdits(ws, root, fork, paths); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(fork, "d", "b.sh"))
+	if b, _ := os.ReadFile(filepath.Join(fork, "d", "b.sh")); err != nil || string(b) != "edited\n" || fi.Mode().Perm() != 0o755 {
+		t.Errorf("the edited file: %q %v %v", b, fi, err)
+	}
+	for _, not := range []string{"d/secret", "d/link", "d/gone.txt", "outside.txt"} {
+		if _, err := os.Lstat(filepath.Join(fork, not)); err == nil {
+			t.Errorf("%s was copied into the fork", not)
+		}
+	}
+	ents, _ := os.ReadDir(fork)
+	if len(ents) != 1 {
+		t.Errorf("the fork holds %v", ents)
+	}
+}
