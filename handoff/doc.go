@@ -17,7 +17,10 @@
 // The fork's checks before acceptance are here too: [BranchBlocker] (the
 // card's branch and the acceptance's, in the refusal's words),
 // [WorktreeNotice] (what stays behind) and [RestoreEdits] (the session's
-// own edited files, and nothing else, copied into the fork).
+// own edited files, and nothing else, copied into the fork). Context
+// material is built here from what the session hands over:
+// [RenderHistory] (the summary's input, proposals omitted) and
+// [FreshMaterial].
 //
 // Exactly once: the kickoff's record moves to [StepDispatched] in the
 // transaction that stores the prompt, before the request leaves; from

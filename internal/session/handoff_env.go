@@ -8,8 +8,6 @@ import (
 	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/store"
-	"planbridge/proposal"
-	"planbridge/worktree"
 )
 
 // handoffEnv is the session side of the handoff pipeline ([handoff.Env]).
@@ -23,35 +21,19 @@ func (e *handoffEnv) PlanBody(ctx context.Context, rec *handoff.Record) (string,
 	return e.s.readArtifact(rec.Artifact.Path, rec.Artifact.Hash)
 }
 
-// History renders the current context for a summary request, with every
-// proposal block replaced by the omission marker.
+// History is [handoff.RenderHistory] of the current context.
 func (e *handoffEnv) History(ctx context.Context) (string, error) {
 	e.s.mu.Lock()
-	msgs := append([]agent.Message(nil), e.s.msgs...)
-	e.s.mu.Unlock()
-	var b strings.Builder
-	for _, m := range msgs {
-		content := m.Content
-		if m.Role == agent.RoleAssistant {
-			if res := proposal.Extract(content); res.Proposal != nil {
-				content = strings.TrimRight(res.Visible, "\n") + "\n" + handoff.OmittedPlan
-			}
-		}
-		if m.Role == agent.RoleTool && len(content) > 2000 {
-			content = content[:2000] + " …"
-		}
-		fmt.Fprintf(&b, "[%s", m.Role)
-		if m.Name != "" {
-			fmt.Fprintf(&b, " %s", m.Name)
-		}
-		b.WriteString("]\n")
-		b.WriteString(content)
+	msgs := make([]handoff.HistoryMessage, len(e.s.msgs))
+	for i, m := range e.s.msgs {
+		h := handoff.HistoryMessage{Role: m.Role, Name: m.Name, Content: m.Content}
 		for _, c := range m.ToolCalls {
-			fmt.Fprintf(&b, "\n(calls %s %s)", c.Name, c.Arguments)
+			h.Calls = append(h.Calls, handoff.HistoryCall{Name: c.Name, Arguments: string(c.Arguments)})
 		}
-		b.WriteString("\n\n")
+		msgs[i] = h
 	}
-	return b.String(), nil
+	e.s.mu.Unlock()
+	return handoff.RenderHistory(msgs), nil
 }
 
 func (e *handoffEnv) Summarize(ctx context.Context, system, input string) (string, error) {
@@ -119,13 +101,7 @@ func (e *handoffEnv) SetupMaterial(ctx context.Context) string {
 	e.s.mu.Lock()
 	ws := e.s.row.Workspace
 	e.s.mu.Unlock()
-	head := "not a git repository"
-	if r, err := worktree.Open(ws); err == nil {
-		if branch, hash, err := r.Head(); err == nil {
-			head = fmt.Sprintf("%s on branch %s", hash, branch)
-		}
-	}
-	return handoff.FreshSetup(ws, head)
+	return handoff.FreshMaterial(ws)
 }
 
 // Kickoff runs the implementation turn under the accepted policy. The

@@ -1,0 +1,71 @@
+package handoff
+
+import (
+	"fmt"
+	"strings"
+
+	"planbridge/proposal"
+	"planbridge/worktree"
+)
+
+// HistoryMessage is one message of the conversation a summary is made
+// from. Role is "system", "user", "assistant" or "tool".
+type HistoryMessage struct {
+	Role    string
+	Name    string // a tool result's tool
+	Content string
+	Calls   []HistoryCall // an assistant message's tool calls
+}
+
+// HistoryCall is a tool call as the summary input shows it.
+type HistoryCall struct {
+	Name      string
+	Arguments string
+}
+
+// maxToolResult bounds a tool result in the summary input.
+const maxToolResult = 2000
+
+// RenderHistory renders the conversation for a summary request: each
+// message under its role, every proposal block in assistant text replaced
+// by [OmittedPlan] (the accepted plan travels separately, verbatim), a
+// tool result cut to 2,000 bytes, tool calls listed by name and arguments.
+func RenderHistory(msgs []HistoryMessage) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		content := m.Content
+		if m.Role == "assistant" {
+			if res := proposal.Extract(content); res.Proposal != nil {
+				content = strings.TrimRight(res.Visible, "\n") + "\n" + OmittedPlan
+			}
+		}
+		if m.Role == "tool" && len(content) > maxToolResult {
+			content = content[:maxToolResult] + " …"
+		}
+		fmt.Fprintf(&b, "[%s", m.Role)
+		if m.Name != "" {
+			fmt.Fprintf(&b, " %s", m.Name)
+		}
+		b.WriteString("]\n")
+		b.WriteString(content)
+		for _, c := range m.Calls {
+			fmt.Fprintf(&b, "\n(calls %s %s)", c.Name, c.Arguments)
+		}
+		b.WriteString("\n\n")
+	}
+	return b.String()
+}
+
+// FreshMaterial is the first message of a Fresh context for workspace
+// ([FreshSetup]) with its HEAD commit and branch, or "not a git
+// repository".
+func FreshMaterial(workspace string) string {
+	head := "not a git repository"
+	if r, err := worktree.Open(workspace); err == nil {
+		if branch, hash, err := r.Head(); err == nil {
+			head = fmt.Sprintf("%s on branch %s", hash, branch)
+		}
+		r.Close()
+	}
+	return FreshSetup(workspace, head)
+}
