@@ -17,7 +17,11 @@
 // The fork's checks before acceptance are here too: [BranchBlocker] (the
 // card's branch and the acceptance's, in the refusal's words),
 // [WorktreeNotice] (what stays behind) and [RestoreEdits] (the session's
-// own edited files, and nothing else, copied into the fork). Context
+// own edited files, and nothing else, copied into the fork). [Park] over
+// [ParkPort] approves and parks (archive, one commit, nothing starts) and
+// [StartParked] over [StartPort] starts a parked plan through the same
+// record and [Run] (Location and branch applied, a Goal reserved, a
+// moved HEAD reported). Context
 // material is built here from what the session hands over:
 // [RenderHistory] (the summary's input, proposals omitted) and
 // [FreshMaterial].
@@ -34,7 +38,7 @@
 // the summary again. A fork's worktree is taken only
 // once verified complete; an unfinished one is discarded (only what its
 // owner mark made) and redone. [Failpoint] names the crash points
-// ([Failpoints], [ForkFailpoints]); the ports receive them, so in-process
+// ([Failpoints], [ParkFailpoints], [ForkFailpoints]); the ports receive them, so in-process
 // tests crash there with fakes (steps_test.go) and the binary tests with
 // PLANBRIDGE_FAILPOINT.
 package handoff

@@ -130,6 +130,12 @@ var Failpoints = []string{
 	"goal.dispatched",    // the Goal's kickoff prompt committed (kickoff cleared), request not sent
 }
 
+// ParkFailpoints lists the failpoints of [Park] (a parked plan's start
+// goes through "handoff.recorded").
+var ParkFailpoints = []string{
+	"park.archived", // approved plan archived for parking, nothing recorded yet
+}
+
 // ForkFailpoints lists the failpoints of the Worktree fork step, in order.
 var ForkFailpoints = []string{
 	"fork.point",    // fork point recorded

@@ -448,3 +448,40 @@ func TestParkedStartTwiceAtOnce(t *testing.T) {
 		t.Fatalf("%d kickoffs", n)
 	}
 }
+
+// TestParkCrashAfterArchive: a process killed after the park's archive and
+// before its commit leaves the card pending and nothing parked; after the
+// restart the card comes back, and parking it again reuses the identical
+// archive and parks it once.
+func TestParkCrashAfterArchive(t *testing.T) {
+	for _, fp := range handoff.ParkFailpoints {
+		t.Run(fp, func(t *testing.T) {
+			ctx := ctxT(t)
+			ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
+			state := t.TempDir()
+			script := writeScript(t, handoffScript(false))
+			p := startServeEnv(t, []string{handoff.FailpointEnv + "=" + fp}, state, "--engine", "script", "--script", script)
+			s, v := proposeAndWait(t, ctx, p, ws)
+			_ = p.c.Call(ctx, "approval/park", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil)
+			if !waitExit(p, 20*time.Second) {
+				t.Fatalf("the process did not stop at %s", fp)
+			}
+			p2 := startServe(t, state, "--engine", "script", "--script", script)
+			if n := len(listParked(t, ctx, p2.c, map[string]any{})); n != 0 {
+				t.Fatalf("%d parked plans after a crash before the commit", n)
+			}
+			v2 := getApproval(t, ctx, p2.c, s.ID)
+			if !v2.Pending || v2.Attempt == v.Attempt {
+				t.Fatalf("the card did not come back under a new attempt: %+v", v2)
+			}
+			var parked parkedInfo
+			if err := p2.c.Call(ctx, "approval/park", map[string]string{"session": s.ID, "attempt": v2.Attempt}, &parked); err != nil {
+				t.Fatal(err)
+			}
+			archives, _ := filepath.Glob(filepath.Join(state, "sessions", s.ID, "work", "plans", "accepted-*.md"))
+			if len(archives) != 1 || len(listParked(t, ctx, p2.c, map[string]any{})) != 1 {
+				t.Fatalf("%d archives, parked %+v", len(archives), parked)
+			}
+		})
+	}
+}

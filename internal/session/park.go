@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"planbridge/goal"
 	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/store"
@@ -221,69 +220,100 @@ func (s *Session) Park(ctx context.Context, attempt string) (ParkedView, error) 
 
 // ParkExpecting is [Session.Park] that also refuses, atomically with the
 // attempt check, unless the selection is *expect (nil: any): a browser page
-// thus parks exactly the settings it showed.
+// thus parks exactly the settings it showed. It is [handoff.Park] over
+// this session.
 func (s *Session) ParkExpecting(ctx context.Context, attempt string, expect *handoff.Selection) (ParkedView, error) {
-	s.mu.Lock()
-	if err := s.checkAttemptLocked(attempt); err != nil {
-		s.mu.Unlock()
+	pp := &parking{s: s, attempt: attempt, expect: expect}
+	if _, err := handoff.Park(ctx, pp); err != nil {
 		return ParkedView{}, err
 	}
-	sel := s.selectionLocked()
-	if expect != nil && !sameSelection(sel, *expect) {
-		s.mu.Unlock()
-		return ParkedView{}, errSettingsChanged
-	}
-	p := *s.prop
-	s.mu.Unlock()
-	if err := sel.Validate(); err != nil {
-		return ParkedView{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
-	}
-	body, _, err := s.proposalBody(p)
-	if err != nil {
-		return ParkedView{}, err
-	}
-	art := handoff.Artifact{Path: handoff.ArtifactPath(p.Hash), Hash: p.Hash}
-	if _, err := store.WriteFileOnce(s.workPath(art.Path), artifactData(body), 0o444); err != nil {
-		return ParkedView{}, fmt.Errorf("archive the approved plan: %w", err)
-	}
-	head, branch := s.workspaceHead()
-	selJSON, _ := json.Marshal(sel)
-	row := store.ParkedPlan{ID: newID("pp-"), SessionID: s.id, Title: p.Title, Path: art.Path, Hash: art.Hash,
-		Selection: string(selJSON), Head: head, Branch: branch}
-	s.mu.Lock()
-	if err := s.checkAttemptLocked(attempt); err != nil { // first decision wins
-		s.mu.Unlock()
-		return ParkedView{}, err
-	}
-	if cur := s.selectionLocked(); !sameSelection(cur, sel) {
-		s.mu.Unlock()
-		return ParkedView{}, errSettingsChanged
-	}
-	a := s.closeApprovalLocked()
-	s.mu.Unlock()
-	p.Status, p.Rejections = ProposalParked, 0
-	err = s.m.st.CommitPark(ctx, store.Park{Plan: row, Proposal: p,
-		Outcome: store.ApprovalOutcome{SessionID: s.id, Attempt: a, Outcome: OutcomeParked, Title: p.Title, Hash: p.Hash}})
-	if err != nil {
-		s.mu.Lock()
-		s.approval = handoff.Approval{Attempt: a} // nothing moved: the card stays pending
-		s.mu.Unlock()
-		return ParkedView{}, err
-	}
-	s.mu.Lock()
-	s.prop = &p
-	s.mu.Unlock()
-	s.emit(ApprovalClosedEvent{Attempt: a, Reason: OutcomeParked})
-	saved, err := s.m.st.GetParkedPlan(ctx, row.ID)
+	s.emit(ApprovalClosedEvent{Attempt: attempt, Reason: OutcomeParked})
+	saved, err := s.m.st.GetParkedPlan(ctx, pp.id)
 	if err != nil {
 		return ParkedView{}, err
 	}
 	v := parkedView(saved)
 	s.emit(v)
-	s.emit(NoticeEvent{Message: fmt.Sprintf("Plan %q approved and parked; nothing runs until it is started (/plan parked lists it).", p.Title)})
+	s.emit(NoticeEvent{Message: fmt.Sprintf("Plan %q approved and parked; nothing runs until it is started (/plan parked lists it).", saved.Title)})
 	s.changed()
 	s.kick()
 	return v, nil
+}
+
+// parking is the session side of one [handoff.Park] ([handoff.ParkPort]).
+type parking struct {
+	s       *Session
+	attempt string
+	expect  *handoff.Selection
+	p       store.Proposal
+	id      string // the parked plan's, once committed
+}
+
+func (a *parking) Validate(ctx context.Context) (handoff.Accepting, error) {
+	s := a.s
+	s.mu.Lock()
+	if err := s.checkAttemptLocked(a.attempt); err != nil {
+		s.mu.Unlock()
+		return handoff.Accepting{}, err
+	}
+	sel := s.selectionLocked()
+	if a.expect != nil && !sameSelection(sel, *a.expect) {
+		s.mu.Unlock()
+		return handoff.Accepting{}, errSettingsChanged
+	}
+	a.p = *s.prop
+	s.mu.Unlock()
+	if err := sel.Validate(); err != nil {
+		return handoff.Accepting{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
+	}
+	body, _, err := s.proposalBody(a.p)
+	if err != nil {
+		return handoff.Accepting{}, err
+	}
+	return handoff.Accepting{Selection: sel, Title: a.p.Title, Body: body, Hash: a.p.Hash}, nil
+}
+
+func (a *parking) Archive(ctx context.Context, art handoff.Artifact, body string) error {
+	_, err := store.WriteFileOnce(a.s.workPath(art.Path), artifactData(body), 0o444)
+	return err
+}
+
+func (a *parking) Head() (hash, branch string) { return a.s.workspaceHead() }
+
+func (a *parking) Failpoint(name string) { handoff.Failpoint(name) }
+
+// Commit: the parked plan, the proposal parked and the outcome, in one
+// transaction (store.CommitPark); the first decision wins.
+func (a *parking) Commit(ctx context.Context, pk handoff.Parking) error {
+	s, p := a.s, a.p
+	selJSON, _ := json.Marshal(pk.Selection)
+	row := store.ParkedPlan{ID: newID("pp-"), SessionID: s.id, Title: pk.Title, Path: pk.Artifact.Path, Hash: pk.Artifact.Hash,
+		Selection: string(selJSON), Head: pk.Head, Branch: pk.Branch}
+	s.mu.Lock()
+	if err := s.checkAttemptLocked(a.attempt); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	if cur := s.selectionLocked(); !sameSelection(cur, pk.Selection) {
+		s.mu.Unlock()
+		return errSettingsChanged
+	}
+	attempt := s.closeApprovalLocked()
+	s.mu.Unlock()
+	p.Status, p.Rejections = ProposalParked, 0
+	err := s.m.st.CommitPark(ctx, store.Park{Plan: row, Proposal: p,
+		Outcome: store.ApprovalOutcome{SessionID: s.id, Attempt: attempt, Outcome: OutcomeParked, Title: p.Title, Hash: p.Hash}})
+	if err != nil {
+		s.mu.Lock()
+		s.approval = handoff.Approval{Attempt: attempt} // nothing moved: the card stays pending
+		s.mu.Unlock()
+		return err
+	}
+	s.mu.Lock()
+	s.prop = &p
+	s.mu.Unlock()
+	a.id = row.ID
+	return nil
 }
 
 // Parked lists parked plans not yet started: those of session, or of
@@ -342,82 +372,90 @@ func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, locatio
 	if err := json.Unmarshal([]byte(row.Selection), &sel); err != nil {
 		return StartResult{}, &Error{Code: CodeInvalidSelect, Message: "the parked selection is unreadable: " + err.Error()}
 	}
-	switch location {
-	case "":
-	case handoff.Here, handoff.Worktree:
-		sel.Location = location
-	default:
-		return StartResult{}, errorf(CodeInvalidParams, "location %q: want here or worktree", location)
+	pk := handoff.Parking{Selection: sel, Title: row.Title, Artifact: handoff.Artifact{Path: row.Path, Hash: row.Hash}, Head: row.Head, Branch: row.Branch}
+	st, err := handoff.StartParked(ctx, &starting{s: s, id: row.ID}, pk, location, branch)
+	if errors.Is(err, handoff.ErrInvalidSelection) {
+		return StartResult{}, &Error{Code: CodeInvalidSelect, Message: strings.TrimPrefix(err.Error(), handoff.ErrInvalidSelection.Error()+": ")}
 	}
-	if err := sel.Validate(); err != nil {
-		return StartResult{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
+	if err != nil {
+		return StartResult{}, err
 	}
+	return StartResult{Started: true, Session: s.id, Artifact: agent.WorkScheme + row.Path, StaleBase: st.StaleBase, Head: st.Head,
+		Notice: st.Notice, Message: "Preparing implementation..."}, nil
+}
+
+// starting is the session side of one [handoff.StartParked]
+// ([handoff.StartPort]) of parked plan id.
+type starting struct {
+	s  *Session
+	id string
+}
+
+func (a *starting) Check(ctx context.Context, sel handoff.Selection) error {
+	s := a.s
 	s.mu.Lock()
 	busy, pending, forked := s.busy, s.approval.Pending(), s.row.ForkedTo
 	s.mu.Unlock()
 	switch {
 	case forked != "":
-		return StartResult{}, &Error{Code: CodeSessionEnded, Message: "this planning session continued in its Worktree fork " + forked}
+		return &Error{Code: CodeSessionEnded, Message: "this planning session continued in its Worktree fork " + forked}
 	case busy:
-		return StartResult{}, errorf(CodeBusy, "the session is busy; wait for the running turn or interrupt it")
+		return errorf(CodeBusy, "the session is busy; wait for the running turn or interrupt it")
 	case pending:
-		return StartResult{}, errorf(CodeBusy, "an approval card is pending in this session; decide it first")
+		return errorf(CodeBusy, "an approval card is pending in this session; decide it first")
 	}
 	if _, err := s.m.st.GetRetryRecord(ctx, s.id); err == nil {
-		return StartResult{}, errorf(CodeBusy, "an accepted plan of this session waits for a retry; retry or finish it first")
+		return errorf(CodeBusy, "an accepted plan of this session waits for a retry; retry or finish it first")
 	}
 	if sel.Location == handoff.Worktree {
-		if err := s.checkFork(branch); err != nil {
-			return StartResult{}, err
+		if err := s.checkFork(sel.Branch); err != nil {
+			return err
 		}
 	}
-	goalID := ""
 	if sel.Execution == handoff.Goal {
 		s.mu.Lock()
 		unfinished, sum := s.goalUnfinishedLocked(), s.gl.g.Summary()
 		s.mu.Unlock()
 		if unfinished {
-			return StartResult{}, &Error{Code: CodeGoalUnfinished, Message: "an unfinished Goal exists (" + sum + "); finish or clear it before starting with Goal"}
+			return &Error{Code: CodeGoalUnfinished, Message: "an unfinished Goal exists (" + sum + "); finish or clear it before starting with Goal"}
 		}
-		goalID = goal.NewID()
 	}
 	if err := s.m.checkModel(sel.Model); err != nil {
-		return StartResult{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
+		return &Error{Code: CodeInvalidSelect, Message: err.Error()}
 	}
-	body, err := s.readArtifact(row.Path, row.Hash)
-	if err != nil {
-		return StartResult{}, fmt.Errorf("the parked plan's archive: %w", err)
-	}
-	res := StartResult{Session: s.id, Artifact: agent.WorkScheme + row.Path}
-	if head, _ := s.workspaceHead(); row.Head != "" && head != row.Head {
-		res.StaleBase, res.Head = true, head
-		now := head
-		if now == "" {
-			now = "no commit"
-		} else {
-			now = short(now)
-		}
-		res.Notice = fmt.Sprintf("HEAD moved since this plan was approved (%s → %s): review it against the new base.", short(row.Head), now)
-	}
-	sel.Branch = branch
-	art := handoff.Artifact{Path: row.Path, Hash: row.Hash}
-	rec := &handoff.Record{Step: handoff.StepRecorded, Selection: sel, Artifact: art, Title: row.Title, Policy: sel.Policy(), GoalID: goalID}
-	selJSON, _ := json.Marshal(sel)
-	p := store.Proposal{SessionID: s.id, Status: ProposalAccepted, Title: row.Title, Path: row.Path, Hash: row.Hash, Body: body, Selection: string(selJSON)}
+	return nil
+}
+
+func (a *starting) PlanBody(ctx context.Context, art handoff.Artifact) (string, error) {
+	return a.s.readArtifact(art.Path, art.Hash)
+}
+
+func (a *starting) Head() string { h, _ := a.s.workspaceHead(); return h }
+
+func (a *starting) Failpoint(name string) { handoff.Failpoint(name) }
+
+func (a *starting) Start(rec *handoff.Record) error { return a.s.startHandoff(rec) }
+
+// Commit: parked plan started, proposal accepted, Plan left, tracking,
+// retry record — one transaction (store.CommitAcceptance with Parked).
+func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) error {
+	s, rec := a.s, st.Record
+	selJSON, _ := json.Marshal(rec.Selection)
+	p := store.Proposal{SessionID: s.id, Status: ProposalAccepted, Title: rec.Title, Path: rec.Artifact.Path, Hash: rec.Artifact.Hash, Body: body, Selection: string(selJSON)}
 	s.mu.Lock()
 	if s.busy || s.approval.Pending() {
 		s.mu.Unlock()
-		return StartResult{}, errorf(CodeBusy, "the session became busy; try again")
+		return errorf(CodeBusy, "the session became busy; try again")
 	}
 	sessRow := s.row
 	sessRow.Plan = false
 	prevTrack := s.track.plan
-	s.startTrackingLocked(row.Title, agent.WorkScheme+art.Path, art.Hash, body, sel.Policy())
+	s.startTrackingLocked(rec.Title, agent.WorkScheme+rec.Artifact.Path, rec.Artifact.Hash, body, rec.Selection.Policy())
 	mine := s.track.plan
 	s.mu.Unlock()
 	track := s.trackingRow()
-	err = s.m.st.CommitAcceptance(ctx, store.Acceptance{Session: sessRow, Proposal: p, Tracking: track, Record: rec.Marshal(),
-		Parked: row.ID, ParkedLocation: string(sel.Location)})
+	err := s.m.st.CommitAcceptance(ctx, store.Acceptance{Session: sessRow, Proposal: p, Tracking: track, Record: rec.Marshal(),
+		Parked: a.id, ParkedLocation: string(rec.Selection.Location)})
 	if err != nil {
 		s.mu.Lock()
 		if s.track.plan == mine { // a concurrent start that won keeps its own
@@ -425,34 +463,21 @@ func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, locatio
 		}
 		s.mu.Unlock()
 		if errors.Is(err, store.ErrAlreadyStarted) {
-			return StartResult{}, &Error{Code: CodeAlreadyStarted, Message: err.Error()}
+			return &Error{Code: CodeAlreadyStarted, Message: err.Error()}
 		}
-		return StartResult{}, err
+		return err
 	}
 	s.mu.Lock()
 	s.prop, s.row.Plan = &p, false
 	s.mu.Unlock()
 	s.emitSteps()
-	if res.Notice != "" {
-		s.emit(NoticeEvent{Message: res.Notice})
+	if st.Notice != "" {
+		s.emit(NoticeEvent{Message: st.Notice})
 	}
-	s.emit(ParkedStartedEvent{ID: row.ID, Location: sel.Location, StaleBase: res.StaleBase, Notice: res.Notice})
+	s.emit(ParkedStartedEvent{ID: a.id, Location: rec.Selection.Location, StaleBase: st.StaleBase, Notice: st.Notice})
 	s.emit(NoticeEvent{Message: "Preparing implementation..."})
 	s.changed()
-	handoff.Failpoint("handoff.recorded")
-	if err := s.startHandoff(rec); err != nil {
-		return StartResult{}, err
-	}
-	res.Started, res.Message = true, "Preparing implementation..."
-	return res, nil
-}
-
-// short is a commit hash cut to 12 digits for display.
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
+	return nil
 }
 
 // parkedText is the `/plan parked` notice.
@@ -467,7 +492,7 @@ func (m *Manager) parkedText(ctx context.Context, session string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d parked plan(s):", len(ps))
 	for _, p := range ps {
-		fmt.Fprintf(&b, "\n- %s %q (sha256:%s), %s, parked %s", p.ID, p.Title, short(p.Hash), p.Selection.Location, p.CreatedAt.Format(time.RFC3339))
+		fmt.Fprintf(&b, "\n- %s %q (sha256:%s), %s, parked %s", p.ID, p.Title, p.Hash[:min(12, len(p.Hash))], p.Selection.Location, p.CreatedAt.Format(time.RFC3339))
 	}
 	return b.String()
 }

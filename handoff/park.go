@@ -1,0 +1,144 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"planbridge/goal"
+)
+
+// ErrInvalidSelection wraps a selection (or Location) that cannot start.
+var ErrInvalidSelection = errors.New("invalid selection")
+
+// Parking is a plan approved and parked: archived, nothing started. Head
+// and Branch are the workspace's at approval ("" outside git).
+type Parking struct {
+	Selection Selection
+	Title     string
+	Artifact  Artifact
+	Head      string
+	Branch    string
+}
+
+// ParkPort is what [Park] needs from the session whose card is parked.
+type ParkPort interface {
+	// Validate checks the attempt and the selection and reads the plan; a
+	// refusal leaves the card pending and changes nothing.
+	Validate(ctx context.Context) (Accepting, error)
+	// Archive writes the plan immutably at a.Path (as [AcceptPort.Archive]).
+	Archive(ctx context.Context, a Artifact, body string) error
+	// Head is the workspace's HEAD commit and branch ("" outside git).
+	Head() (hash, branch string)
+	// Commit records the parked plan, the proposal parked and the card's
+	// outcome in one transaction, after checking again that the attempt
+	// is current and its selection unchanged.
+	Commit(ctx context.Context, pk Parking) error
+	// Failpoint is called between the durable steps ("park.archived").
+	Failpoint(name string)
+}
+
+// Park is the approve-and-park step machine: validate; archive the plan
+// (the archive an acceptance would write, so a later start or acceptance
+// reuses it); one transaction records it parked with the selection and
+// the workspace HEAD. Nothing starts. A crash after the archive leaves the
+// card pending and parking again reuses the identical archive.
+func Park(ctx context.Context, p ParkPort) (Parking, error) {
+	in, err := p.Validate(ctx)
+	if err != nil {
+		return Parking{}, err
+	}
+	art := Artifact{Path: ArtifactPath(in.Hash), Hash: in.Hash}
+	if err := p.Archive(ctx, art, in.Body); err != nil {
+		return Parking{}, fmt.Errorf("archive the approved plan: %w", err)
+	}
+	p.Failpoint("park.archived")
+	pk := Parking{Selection: in.Selection, Title: in.Title, Artifact: art}
+	pk.Head, pk.Branch = p.Head()
+	return pk, p.Commit(ctx, pk)
+}
+
+// StartPort is what [StartParked] needs from the session that parked the
+// plan.
+type StartPort interface {
+	// Check refuses, changing nothing, when the session cannot start sel
+	// now (it continued in a fork, is busy, has a card pending or a
+	// record waiting; for sel: a fork blocker or the branch, an
+	// unfinished Goal, the model).
+	Check(ctx context.Context, sel Selection) error
+	// PlanBody returns the archived plan, verified against a.Hash.
+	PlanBody(ctx context.Context, a Artifact) (string, error)
+	// Head is the workspace's HEAD commit now ("" outside git).
+	Head() string
+	// Commit makes the start final in one transaction: the parked plan
+	// marked started (it starts at most once), the proposal accepted, Plan
+	// left, the plan tracked, st.Record written.
+	Commit(ctx context.Context, st Started, body string) error
+	// Start runs [Run] on rec as the session's owning workflow.
+	Start(rec *Record) error
+	// Failpoint is called after the commit ("handoff.recorded").
+	Failpoint(name string)
+}
+
+// Started is what [StartParked] did. StaleBase is set when the workspace
+// HEAD (Head, now) moved since approval; Notice then says from what to
+// what.
+type Started struct {
+	Record    *Record
+	StaleBase bool
+	Head      string
+	Notice    string
+}
+
+// StartParked starts a parked plan through the same durable handoff as an
+// acceptance: location ("" keeps the parked one) and branch (Worktree)
+// apply to the parked selection, which must validate and pass the
+// session's checks; a Goal execution reserves its Goal id; one commit
+// marks it started and writes the record; then the handoff runs. The
+// archive is reused, never rewritten.
+func StartParked(ctx context.Context, p StartPort, pk Parking, location Location, branch string) (Started, error) {
+	sel := pk.Selection
+	switch location {
+	case "":
+	case Here, Worktree:
+		sel.Location = location
+	default:
+		return Started{}, fmt.Errorf("%w: location %q: want here or worktree", ErrInvalidSelection, location)
+	}
+	if err := sel.Validate(); err != nil {
+		return Started{}, fmt.Errorf("%w: %v", ErrInvalidSelection, err)
+	}
+	sel.Branch = branch
+	if err := p.Check(ctx, sel); err != nil {
+		return Started{}, err
+	}
+	body, err := p.PlanBody(ctx, pk.Artifact)
+	if err != nil {
+		return Started{}, fmt.Errorf("the parked plan's archive: %w", err)
+	}
+	st := Started{Record: &Record{Step: StepRecorded, Selection: sel, Artifact: pk.Artifact, Title: pk.Title, Policy: sel.Policy()}}
+	if sel.Execution == Goal {
+		st.Record.GoalID = goal.NewID()
+	}
+	if head := p.Head(); pk.Head != "" && head != pk.Head {
+		st.StaleBase, st.Head = true, head
+		now := "no commit"
+		if head != "" {
+			now = short(head)
+		}
+		st.Notice = fmt.Sprintf("HEAD moved since this plan was approved (%s → %s): review it against the new base.", short(pk.Head), now)
+	}
+	if err := p.Commit(ctx, st, body); err != nil {
+		return Started{}, err
+	}
+	p.Failpoint("handoff.recorded")
+	return st, p.Start(st.Record)
+}
+
+// short is a commit hash cut to 12 digits for display.
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}

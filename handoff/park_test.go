@@ -1,0 +1,229 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// parkWorld is what survives a "crash" of the fake session.
+type parkWorld struct {
+	archives map[string]string // path → body
+	parked   int               // committed parked plans
+	pending  bool              // the card is still pending
+}
+
+type fakePark struct {
+	w        *parkWorld
+	refuse   error
+	failOp   string
+	crashAt  string
+	archived int
+}
+
+func (f *fakePark) Validate(ctx context.Context) (Accepting, error) {
+	if f.refuse != nil {
+		return Accepting{}, f.refuse
+	}
+	return Accepting{Selection: Selection{Location: Here, Context: Current, Execution: Direct, Mode: "ask"},
+		Title: "T", Body: "# T\n", Hash: "0123456789abcdef0123"}, nil
+}
+func (f *fakePark) Archive(ctx context.Context, a Artifact, body string) error {
+	if f.failOp == "archive" {
+		return syscall.ENOSPC
+	}
+	if old, ok := f.w.archives[a.Path]; ok && old != body {
+		return errors.New("a different archive exists")
+	}
+	f.w.archives[a.Path] = body
+	f.archived++
+	return nil
+}
+func (f *fakePark) Head() (string, string) { return "abc", "main" }
+func (f *fakePark) Commit(ctx context.Context, pk Parking) error {
+	if f.failOp == "commit" {
+		return syscall.ENOSPC
+	}
+	if pk.Head != "abc" || pk.Branch != "main" || pk.Artifact.Path != ArtifactPath("0123456789abcdef0123") {
+		return fmt.Errorf("commit got %+v", pk)
+	}
+	f.w.parked++
+	f.w.pending = false
+	return nil
+}
+func (f *fakePark) Failpoint(name string) {
+	if name == f.crashAt {
+		panic(crash{name})
+	}
+}
+
+func parkUntil(f *fakePark) (crashed string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			crashed = r.(crash).at
+		}
+	}()
+	_, err = Park(context.Background(), f)
+	return "", err
+}
+
+// TestParkSteps: every way a park can stop leaves either nothing parked
+// with the card pending, or exactly one parked plan; a crash after the
+// archive is redone with the identical archive reused.
+func TestParkSteps(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		f                fakePark
+		wantErr          bool
+		parkedAfterRetry int
+	}{
+		{"ok", fakePark{}, false, 1},
+		{"refused", fakePark{refuse: errors.New("stale")}, true, 1},
+		{"archive fails", fakePark{failOp: "archive"}, true, 1},
+		{"commit fails", fakePark{failOp: "commit"}, true, 1},
+		{"crash after the archive", fakePark{crashAt: "park.archived"}, false, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := &parkWorld{archives: map[string]string{}, pending: true}
+			f := c.f
+			f.w = w
+			crashed, err := parkUntil(&f)
+			if (err != nil) != c.wantErr {
+				t.Fatalf("err %v", err)
+			}
+			if err != nil || crashed != "" {
+				if w.parked != 0 || !w.pending {
+					t.Fatalf("a stopped park changed the state: %+v", *w)
+				}
+				// Again, with nothing in the way: exactly once.
+				if _, err := parkUntil(&fakePark{w: w}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if w.parked != c.parkedAfterRetry || w.pending || len(w.archives) != 1 {
+				t.Fatalf("after the park: %+v", *w)
+			}
+		})
+	}
+}
+
+type fakeStart struct {
+	refuse  error
+	head    string
+	failOp  string
+	crashAt string
+	checked *Selection
+	commits int
+	starts  int
+	rec     *Record
+}
+
+func (f *fakeStart) Check(ctx context.Context, sel Selection) error {
+	f.checked = &sel
+	return f.refuse
+}
+func (f *fakeStart) PlanBody(ctx context.Context, a Artifact) (string, error) {
+	if f.failOp == "body" {
+		return "", errors.New("the archive does not match its hash")
+	}
+	return "# T\n", nil
+}
+func (f *fakeStart) Head() string { return f.head }
+func (f *fakeStart) Commit(ctx context.Context, st Started, body string) error {
+	if f.failOp == "commit" {
+		return syscall.ENOSPC
+	}
+	f.commits++
+	f.rec = st.Record
+	return nil
+}
+func (f *fakeStart) Start(rec *Record) error { f.starts++; return nil }
+func (f *fakeStart) Failpoint(name string) {
+	if name == f.crashAt {
+		panic(crash{name})
+	}
+}
+
+// TestStartParkedSteps: a start refused or failing before its commit
+// changes nothing and starts nothing; a committed start runs the handoff
+// once (or, crashed right after the commit, leaves the record for the
+// one recovery path); the Location and branch apply; a Goal execution
+// reserves its Goal; a moved HEAD is reported.
+func TestStartParkedSteps(t *testing.T) {
+	pk := Parking{Selection: Selection{Location: Here, Context: Fresh, Execution: Direct, Mode: "edits"},
+		Title: "T", Artifact: Artifact{Path: "plans/accepted-x.md", Hash: "h"}, Head: "0123456789abcdef"}
+	goalPk := pk
+	goalPk.Selection.Execution = Goal
+	for _, c := range []struct {
+		name    string
+		f       fakeStart
+		pk      Parking
+		loc     Location
+		branch  string
+		wantErr string
+		commits int
+		starts  int
+		check   func(t *testing.T, f *fakeStart, st Started)
+	}{
+		{"here", fakeStart{head: "0123456789abcdef"}, pk, "", "", "", 1, 1, func(t *testing.T, f *fakeStart, st Started) {
+			if st.StaleBase || st.Notice != "" || f.rec.Step != StepRecorded || f.rec.Selection.Context != Fresh || f.rec.Policy.Mode != "edits" {
+				t.Errorf("started %+v record %+v", st, f.rec)
+			}
+		}},
+		{"worktree with a branch", fakeStart{head: "0123456789abcdef"}, pk, Worktree, "plan/x", "", 1, 1, func(t *testing.T, f *fakeStart, st Started) {
+			if f.checked.Location != Worktree || f.checked.Branch != "plan/x" || f.rec.Selection.Branch != "plan/x" {
+				t.Errorf("checked %+v record %+v", f.checked, f.rec)
+			}
+		}},
+		{"a bad location", fakeStart{}, pk, "moon", "", "invalid selection", 0, 0, func(t *testing.T, f *fakeStart, st Started) {
+			if f.checked != nil {
+				t.Error("checked the session for a bad location")
+			}
+		}},
+		{"refused by the session", fakeStart{refuse: errors.New("busy")}, pk, "", "", "busy", 0, 0, nil},
+		{"archive tampered", fakeStart{failOp: "body"}, pk, "", "", "archive", 0, 0, nil},
+		{"commit fails", fakeStart{failOp: "commit"}, pk, "", "", "no space", 0, 0, nil},
+		{"crash after the commit", fakeStart{crashAt: "handoff.recorded"}, pk, "", "", "crash", 1, 0, nil},
+		{"HEAD moved", fakeStart{head: "fedcba9876543210"}, pk, "", "", "", 1, 1, func(t *testing.T, f *fakeStart, st Started) {
+			if !st.StaleBase || st.Head != "fedcba9876543210" || !strings.Contains(st.Notice, "0123456789ab → fedcba987654") {
+				t.Errorf("stale base: %+v", st)
+			}
+		}},
+		{"HEAD gone", fakeStart{head: ""}, pk, "", "", "", 1, 1, func(t *testing.T, f *fakeStart, st Started) {
+			if !st.StaleBase || !strings.Contains(st.Notice, "→ no commit") {
+				t.Errorf("stale base: %+v", st)
+			}
+		}},
+		{"goal", fakeStart{head: "0123456789abcdef"}, goalPk, "", "", "", 1, 1, func(t *testing.T, f *fakeStart, st Started) {
+			if f.rec.GoalID == "" {
+				t.Error("no Goal reserved")
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := c.f
+			var st Started
+			err := func() (err error) {
+				defer func() {
+					if r := recover(); r != nil {
+						err = errors.New("crash at " + r.(crash).at)
+					}
+				}()
+				st, err = StartParked(context.Background(), &f, c.pk, c.loc, c.branch)
+				return err
+			}()
+			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+				t.Fatalf("err %v, want %q", err, c.wantErr)
+			}
+			if f.commits != c.commits || f.starts != c.starts {
+				t.Fatalf("%d commits and %d starts, want %d and %d", f.commits, f.starts, c.commits, c.starts)
+			}
+			if c.check != nil {
+				c.check(t, &f, st)
+			}
+		})
+	}
+}
