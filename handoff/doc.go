@@ -21,7 +21,9 @@
 // [ParkPort] approves and parks (archive, one commit, nothing starts) and
 // [StartParked] over [StartPort] starts a parked plan through the same
 // record and [Run] (Location and branch applied, a Goal reserved, a
-// moved HEAD reported). Context
+// moved HEAD reported). [SaveToProject] writes an accepted plan into the
+// workspace's docs/plans without ever overwriting or following a link.
+// Context
 // material is built here from what the session hands over:
 // [RenderHistory] (the summary's input, proposals omitted) and
 // [FreshMaterial].

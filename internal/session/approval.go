@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"planbridge/handoff"
@@ -528,15 +526,9 @@ func (s *Session) RetryPending(ctx context.Context) (bool, string) {
 // the project; the message names the workspace-relative path only.
 const CodeSaveFailed = "save_failed"
 
-// maxPlanSuffix bounds the "-N" suffixes tried for same-day, same-title plans.
-const maxPlanSuffix = 100
-
-// SavePlanToProject copies the last accepted plan into the workspace as
-// docs/plans/<date>-<slug>.md and returns its workspace-relative path. It
-// never overwrites: the same plan saved again reuses its file, and another
-// plan whose name is taken gets the first free "-2", "-3", … suffix.
-// Directories it creates get the ordinary mode 0777 under the umask, like
-// mkdir(1). A failure is a [CodeSaveFailed] error naming no absolute path.
+// SavePlanToProject copies the last accepted plan into the workspace
+// ([handoff.SaveToProject]) and returns its workspace-relative path. A
+// failure is a [CodeSaveFailed] error naming no absolute path.
 func (s *Session) SavePlanToProject(ctx context.Context, date string) (string, error) {
 	s.mu.Lock()
 	p := s.prop
@@ -549,78 +541,11 @@ func (s *Session) SavePlanToProject(ctx context.Context, date string) (string, e
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join("docs", "plans")
-	fail := func(rel string, err error) error {
-		msg := err.Error()
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			msg = pe.Op + ": " + pe.Err.Error()
-		}
-		return &Error{Code: CodeSaveFailed, Message: fmt.Sprintf("cannot save the plan as %s: %s", rel, msg)}
+	rel, err := handoff.SaveToProject(ws, date, p.Title, artifactData(body))
+	if errors.Is(err, handoff.ErrSave) {
+		return "", &Error{Code: CodeSaveFailed, Message: strings.TrimPrefix(err.Error(), handoff.ErrSave.Error()+": ")}
 	}
-	// Created one level at a time, never through a symlink: a repository
-	// whose docs or docs/plans leads elsewhere does not get the plan (or a
-	// directory) written there.
-	for _, d := range []string{"docs", dir} {
-		fi, err := os.Lstat(filepath.Join(ws, d))
-		switch {
-		case err == nil && fi.Mode()&fs.ModeSymlink != 0:
-			return "", &Error{Code: CodeSaveFailed, Message: "cannot save the plan: " + d + " is a symbolic link"}
-		case err == nil && !fi.IsDir():
-			return "", &Error{Code: CodeSaveFailed, Message: "cannot save the plan: " + d + " is not a directory"}
-		case errors.Is(err, fs.ErrNotExist):
-			if err := os.Mkdir(filepath.Join(ws, d), 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
-				return "", fail(d, err)
-			}
-		case err != nil:
-			return "", fail(d, err)
-		}
-	}
-	base := date + "-" + slug(p.Title)
-	for n := 1; n <= maxPlanSuffix; n++ {
-		name := base + ".md"
-		if n > 1 {
-			name = fmt.Sprintf("%s-%d.md", base, n)
-		}
-		rel := filepath.Join(dir, name)
-		full := filepath.Join(ws, rel)
-		if fi, err := os.Lstat(full); err == nil && !fi.Mode().IsRegular() {
-			continue // a directory, symlink, … holds the name: never write through it
-		}
-		_, err := store.WriteFileOnce(full, artifactData(body), 0o644)
-		switch {
-		case err == nil:
-			return rel, nil
-		case errors.Is(err, store.ErrExists) || errors.Is(err, fs.ErrExist):
-			continue
-		default:
-			return "", fail(rel, err)
-		}
-	}
-	return "", &Error{Code: CodeSaveFailed, Message: fmt.Sprintf("cannot save the plan: %s/%s-2.md … -%d.md are all taken", dir, base, maxPlanSuffix)}
-}
-
-func slug(title string) string {
-	var b strings.Builder
-	dash := false
-	for _, r := range strings.ToLower(title) {
-		switch {
-		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
-			b.WriteRune(r)
-			dash = false
-		case !dash && b.Len() > 0:
-			b.WriteByte('-')
-			dash = true
-		}
-		if b.Len() >= 60 {
-			break
-		}
-	}
-	out := strings.Trim(b.String(), "-")
-	if out == "" {
-		return "plan"
-	}
-	return out
+	return rel, err
 }
 
 // sameSelection compares selections, ignoring the acceptance-time branch.
