@@ -3,4 +3,10 @@
 // follow-up or a continuation, in that order). It decides; the session
 // dispatches. An end the model requests with update_goal is recorded
 // ([Goal.RequestEnd]) and settled with the turn's accounting ([Goal.Settle]).
+//
+// The continuation policy around a turn is here too: [ParseCommand] and
+// [ParseBudget] read what a person types, [KickoffPrompt] writes an
+// objective's first prompt, and [Stale] says when a scheduled Goal turn
+// must be dropped unsent (the Goal cleared, replaced, no longer active or
+// edited since).
 package goal

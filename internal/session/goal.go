@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -130,7 +129,7 @@ func (s *Session) goalTurnLocked(kickoff bool) turnReq {
 	s.gl.retry = false
 	if kickoff {
 		display := handoff.KickoffDisplay(true)
-		if g.PlanRef == "" || strings.HasPrefix(s.gl.kickoff, goalKickoffPrefix) {
+		if g.PlanRef == "" || goal.IsObjectiveKickoff(s.gl.kickoff) {
 			display = "Work toward Goal: " + g.Objective
 		}
 		req := turnReq{text: s.gl.kickoff, display: display, policy: goalPolicy(g),
@@ -151,15 +150,8 @@ func (s *Session) admitGoalTurn(req *turnReq) (drop string) {
 	defer s.mu.Unlock()
 	g := s.gl.g
 	if req.goalID != "" {
-		switch {
-		case g == nil:
-			return "the Goal was cleared"
-		case g.ID != req.goalID:
-			return "the Goal was replaced"
-		case g.Status != goal.Active:
-			return "the Goal is " + g.Status.String()
-		case g.Objective != req.goalObjective:
-			return "the Goal was edited"
+		if why := goal.Stale(g, req.goalID, req.goalObjective); why != "" {
+			return why
 		}
 	} else if g != nil && g.Status == goal.Active && req.policy == nil {
 		// A person's follow-up while the Goal is active is a Goal turn.
@@ -211,29 +203,21 @@ func (s *Session) settleGoalTurn(ctx context.Context, req turnReq, usage agent.U
 	return retry
 }
 
-// Goal actions, as [Session.GoalAction] takes them.
+// Goal actions, as [Session.GoalAction] takes them (package goal's verbs).
 const (
-	GoalStatus = "status"
-	GoalStart  = "start"
-	GoalPause  = "pause"
-	GoalResume = "resume"
-	GoalBudget = "budget"
-	GoalEdit   = "edit"
-	GoalClear  = "clear"
+	GoalStatus = goal.VerbStatus
+	GoalStart  = goal.VerbStart
+	GoalPause  = goal.VerbPause
+	GoalResume = goal.VerbResume
+	GoalBudget = goal.VerbBudget
+	GoalEdit   = goal.VerbEdit
+	GoalClear  = goal.VerbClear
 )
 
-// GoalCommand parses a typed `/goal` command: "" (status), "pause",
-// "resume [steering]", "budget N|none", "edit OBJECTIVE", "clear", or an
-// objective to start a new Goal.
+// GoalCommand performs a typed `/goal` command ([goal.ParseCommand]).
 func (s *Session) GoalCommand(ctx context.Context, arg string) (string, error) {
-	verb, rest, _ := strings.Cut(strings.TrimSpace(arg), " ")
-	switch verb {
-	case "":
-		return s.GoalAction(ctx, GoalStatus, "")
-	case GoalPause, GoalResume, GoalBudget, GoalEdit, GoalClear:
-		return s.GoalAction(ctx, verb, strings.TrimSpace(rest))
-	}
-	return s.GoalAction(ctx, GoalStart, strings.TrimSpace(arg))
+	verb, rest := goal.ParseCommand(arg)
+	return s.GoalAction(ctx, verb, rest)
 }
 
 // GoalAction performs one explicit Goal action; arg is the objective
@@ -296,12 +280,9 @@ func (s *Session) goalActionLocked(verb, rest string, policy goal.Policy, budget
 		}
 		return "Goal resumed.", true, steer, nil
 	case GoalBudget:
-		var n int64
-		if rest != "none" {
-			n, err = strconv.ParseInt(strings.ReplaceAll(rest, ",", ""), 10, 64)
-			if err != nil || n <= 0 {
-				return "", false, nil, errorf(CodeInvalidParams, "budget must be a positive token count or none")
-			}
+		n, err := goal.ParseBudget(rest)
+		if err != nil {
+			return "", false, nil, errorf(CodeInvalidParams, "%v", err)
 		}
 		if err := g.SetBudget(n); err != nil {
 			return "", false, nil, err
@@ -315,7 +296,7 @@ func (s *Session) goalActionLocked(verb, rest string, policy goal.Policy, budget
 		if s.gl.kickoff != "" {
 			// A held kickoff was written for the old objective: replace
 			// it, never send it against the new one.
-			s.gl.kickoff = goalKickoff(g.Objective, g.PlanRef)
+			s.gl.kickoff = goal.KickoffPrompt(g.Objective, g.PlanRef)
 		}
 		return "Goal objective changed.", false, nil, nil
 	case GoalStart:
@@ -333,7 +314,7 @@ func (s *Session) goalActionLocked(verb, rest string, policy goal.Policy, budget
 		if err != nil {
 			return "", false, nil, err
 		}
-		s.gl = goalState{g: ng, kickoff: goalKickoff(ng.Objective, "")}
+		s.gl = goalState{g: ng, kickoff: goal.KickoffPrompt(ng.Objective, "")}
 		return "Goal started.", true, nil, nil
 	}
 	return "", false, nil, errorf(CodeInvalidParams, "unknown Goal action %q", verb)
@@ -362,19 +343,6 @@ func (s *Session) clearGoal(ctx context.Context) (string, error) {
 	}
 	s.emitGoal()
 	return "Goal cleared.", nil
-}
-
-const goalKickoffPrefix = "Work toward this Goal until it is done: "
-
-// goalKickoff is the first prompt of a Goal started with an objective (or
-// whose objective was edited before its plan kickoff was sent; planRef then
-// names the accepted plan it came from).
-func goalKickoff(objective, planRef string) string {
-	k := goalKickoffPrefix + objective + "\n"
-	if planRef != "" {
-		k += "It started from the accepted plan " + planRef + "; the objective above replaces it where they differ.\n"
-	}
-	return k + "When it is complete call update_goal with status complete (or blocked with a summary if you cannot continue)."
 }
 
 // goalTools are offered while a Goal is active: update_goal is the model's
