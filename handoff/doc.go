@@ -13,7 +13,8 @@
 // fork, the Goal start or the Direct kickoff); [ForkStep] over [ForkPort]
 // and [Git] (fork point, reservation with base commit and owner mark, fork
 // session, verified worktree, hand-over; [WorktreeGit] is package
-// worktree); and [GoalFor], the Goal step's decision (package goal).
+// worktree); and [StartGoal] over [GoalPort], the Goal step ([GoalFor]
+// decides which Goal; package goal).
 // The fork's checks before acceptance are here too: [BranchBlocker] (the
 // card's branch and the acceptance's, in the refusal's words),
 // [WorktreeNotice] (what stays behind) and [RestoreEdits] (the session's

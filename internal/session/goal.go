@@ -384,15 +384,19 @@ func (s *Session) goalTools() []*agent.Tool {
 	}}
 }
 
-// StartGoal is the Goal step of the handoff (see handoff.Env): it revalidates
-// the skills, then constructs and persists the reserved Goal and clears the
-// retry record in one transaction, then queues the kickoff first in line.
+// StartGoal is the Goal step of the handoff: [handoff.StartGoal] over
+// this session.
 func (e *handoffEnv) StartGoal(ctx context.Context, rec *handoff.Record) error {
-	s := e.s
-	prompt, _, err := handoff.BuildKickoff(ctx, e, rec)
-	if err != nil {
-		return err
+	err := handoff.StartGoal(ctx, e, e, rec)
+	if errors.Is(err, handoff.ErrGoalConflict) {
+		return &Error{Code: CodeRetryConflict, Message: strings.TrimPrefix(err.Error(), handoff.ErrGoalConflict.Error()+": ")}
 	}
+	return err
+}
+
+// UpdateGoal: see [handoff.GoalPort]. The commit is store.CommitGoalStart.
+func (e *handoffEnv) UpdateGoal(ctx context.Context, decide func(*goal.Goal) (*goal.Goal, string, error)) error {
+	s := e.s
 	s.mu.Lock()
 	// What changes in memory is undone if the commit fails: a Goal that is
 	// not stored must not run.
@@ -401,32 +405,29 @@ func (e *handoffEnv) StartGoal(ctx context.Context, rec *handoff.Record) error {
 	if prev.g != nil {
 		prevGoal = *prev.g
 	}
-	g, created, err := handoff.GoalFor(rec, s.gl.g, time.Now())
-	if err == nil && created {
-		s.gl = goalState{g: g, kickoff: prompt}
-	}
-	s.mu.Unlock()
 	undo := func() {
-		s.mu.Lock()
 		s.gl = prev
 		if prev.g != nil {
 			*prev.g = prevGoal
 		}
+	}
+	g, kickoff, err := decide(s.gl.g)
+	if err != nil || g == nil {
+		undo()
 		s.mu.Unlock()
-	}
-	if errors.Is(err, handoff.ErrGoalConflict) {
-		return &Error{Code: CodeRetryConflict, Message: strings.TrimPrefix(err.Error(), handoff.ErrGoalConflict.Error()+": ")}
-	}
-	if err != nil {
 		return err
 	}
+	if g != s.gl.g {
+		s.gl = goalState{g: g, kickoff: kickoff}
+	}
+	s.mu.Unlock()
 	row, _ := s.goalRow()
 	if err := s.m.st.CommitGoalStart(ctx, row); err != nil {
+		s.mu.Lock()
 		undo()
+		s.mu.Unlock()
 		return err
 	}
 	s.emitGoal()
-	e.Failpoint("handoff.goal")
-	// The kickoff is dispatched by the Goal continuation, first in line.
 	return nil
 }
