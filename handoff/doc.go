@@ -29,6 +29,10 @@
 // [RenderHistory] (the summary's input, proposals omitted) and
 // [FreshMaterial].
 //
+// [NextRecovery] is the one recovery path's decision (the fork, the
+// record, a Goal or implementation a restart paused, the durable queue,
+// in that order); the session carries it out.
+//
 // Exactly once: the kickoff's record moves to [StepDispatched] in the
 // transaction that stores the prompt, before the request leaves; from
 // there [Run] continues with [InterruptedPrompt], never the kickoff again.

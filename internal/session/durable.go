@@ -56,54 +56,50 @@ type RecoverResult struct {
 // continuation that says it was interrupted); otherwise follow-ups still
 // queued from before the restart run. A planning session that
 // handed its implementation to a Worktree fork recovers the fork. With
-// nothing to recover it fails with [CodeNothingToRetry].
+// nothing to recover it fails with [CodeNothingToRetry]. The choice is
+// [handoff.NextRecovery]'s; the session carries it out.
 func (s *Session) Recover(ctx context.Context) (RecoverResult, error) {
-	if fork := s.Info().ForkedTo; fork != "" {
-		f, err := s.m.Get(ctx, fork)
-		if err != nil {
-			return RecoverResult{}, err
-		}
-		return f.Recover(ctx)
-	}
-	res := RecoverResult{Started: true, Session: s.id}
+	st := handoff.RecoveryState{ForkedTo: s.Info().ForkedTo}
 	data, err := s.m.st.GetRetryRecord(ctx, s.id)
 	switch {
 	case err == nil:
-		rec, err := handoff.UnmarshalRecord(data)
-		if err != nil {
-			return RecoverResult{}, &Error{Code: CodeNothingToRetry, Message: err.Error()}
-		}
-		res.Action, res.Step = "handoff", string(rec.Step)
-		return res, s.startHandoff(rec)
+		st.Record = true
 	case !errors.Is(err, store.ErrNotFound):
 		return RecoverResult{}, err
 	}
 	s.mu.Lock()
 	g := s.gl.g
-	restartPaused := g != nil && g.Status == goal.Paused && g.Reason == goal.ReasonRestart
-	pendingKickoff := s.gl.kickoff != ""
+	st.GoalPausedByRestart = g != nil && g.Status == goal.Paused && g.Reason == goal.ReasonRestart
+	st.KickoffPending = s.gl.kickoff != ""
+	st.Queued = len(s.queue)
 	s.mu.Unlock()
-	if restartPaused {
-		res.Action = "goal"
-		steer := handoff.InterruptedPrompt("")
-		if pendingKickoff {
-			steer = "" // the kickoff was never sent: it goes first
-		}
-		s.setImplStatus(ctx, ImplRunning, "") // the Goal implements it
-		_, err := s.GoalAction(ctx, GoalResume, steer)
-		return res, err
-	}
 	if p := s.TrackedPlan(); p != nil && p.Status == ImplPaused {
-		res.Action = "implementation"
-		return res, s.ResumeImplementation(ctx)
+		st.ImplementationPaused = true
 	}
-	s.mu.Lock()
-	queued := len(s.queue)
-	s.mu.Unlock()
-	if queued > 0 {
-		// Follow-ups that waited when the process stopped run now.
-		res.Action = "queue"
-		s.kick()
+	next := handoff.NextRecovery(st)
+	res := RecoverResult{Started: true, Session: s.id, Action: string(next.Action)}
+	switch next.Action {
+	case handoff.RecoverFork:
+		f, err := s.m.Get(ctx, st.ForkedTo)
+		if err != nil {
+			return RecoverResult{}, err
+		}
+		return f.Recover(ctx)
+	case handoff.RecoverHandoff:
+		rec, err := handoff.UnmarshalRecord(data)
+		if err != nil {
+			return RecoverResult{}, &Error{Code: CodeNothingToRetry, Message: err.Error()}
+		}
+		res.Step = string(rec.Step)
+		return res, s.startHandoff(rec)
+	case handoff.RecoverGoal:
+		s.setImplStatus(ctx, ImplRunning, "") // the Goal implements it
+		_, err := s.GoalAction(ctx, GoalResume, next.Steer)
+		return res, err
+	case handoff.RecoverImplementation:
+		return res, s.ResumeImplementation(ctx)
+	case handoff.RecoverQueue:
+		s.kick() // follow-ups that waited when the process stopped run now
 		return res, nil
 	}
 	return RecoverResult{}, &Error{Code: CodeNothingToRetry, Message: handoff.ErrNothingToRetry.Error()}
