@@ -140,3 +140,17 @@ func TestDefaultBranch(t *testing.T) {
 		t.Errorf("an empty branch keeps %q", sel.Branch)
 	}
 }
+
+// TestFeedbackText: the person's words, then each comment quoting its
+// line of the plan; a line the plan does not have quotes nothing.
+func TestFeedbackText(t *testing.T) {
+	body := "# Plan\n\n## Steps\n1. Edit greet.txt  \n"
+	got := FeedbackText("  too vague ", body, []LineComment{{Line: 4, Text: " which file? "}, {Line: 99, Text: "nowhere"}, {Line: 0, Text: "zero"}})
+	want := "too vague\n- On line 4 (\"1. Edit greet.txt\"): which file?\n- On line 99 (\"\"): nowhere\n- On line 0 (\"\"): zero"
+	if got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	if FeedbackText("  ", body, nil) != "" {
+		t.Error("empty feedback is not empty")
+	}
+}

@@ -132,3 +132,30 @@ func InterruptedPrompt(carry string) string {
 	}
 	return b
 }
+
+// LineComment is a person's remark anchored to a line (1-based) of the
+// proposal.
+type LineComment struct {
+	Line int    `json:"line"`
+	Text string `json:"text"`
+}
+
+// FeedbackText is what a person's revision request says: their words
+// (trimmed), then each line comment quoting the line of body it is on (""
+// for a line body does not have). [FeedbackEnvelope] delimits it.
+func FeedbackText(text, body string, comments []LineComment) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(text))
+	var lines []string
+	if len(comments) > 0 && body != "" {
+		lines = strings.Split(body, "\n")
+	}
+	for _, c := range comments {
+		quoted := ""
+		if c.Line >= 1 && c.Line <= len(lines) {
+			quoted = strings.TrimSpace(lines[c.Line-1])
+		}
+		fmt.Fprintf(&b, "\n- On line %d (%q): %s", c.Line, quoted, strings.TrimSpace(c.Text))
+	}
+	return b.String()
+}

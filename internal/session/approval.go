@@ -257,10 +257,7 @@ func (s *Session) CancelApproval(ctx context.Context, attempt string) error {
 }
 
 // Comment is a remark anchored to a line of the proposal.
-type Comment struct {
-	Line int    `json:"line"`
-	Text string `json:"text"`
-}
+type Comment = handoff.LineComment
 
 // Feedback sends the person's revision request to the model inside a
 // delimited envelope. Plan stays on; the selection survives.
@@ -277,29 +274,18 @@ func (s *Session) Feedback(ctx context.Context, attempt, text string, comments [
 	for i := range comments {
 		comments[i].Text = s.m.redact.String(comments[i].Text)
 	}
-	var b strings.Builder
-	b.WriteString(strings.TrimSpace(text))
 	s.mu.Lock()
 	if err := s.checkAttemptLocked(attempt); err != nil {
 		s.mu.Unlock()
 		return err
 	}
-	if len(comments) > 0 {
-		lines := []string{}
-		if s.prop.Body != "" {
-			lines = strings.Split(s.prop.Body, "\n")
-		} else if body, err := os.ReadFile(s.workPath(s.prop.Path)); err == nil {
-			lines = strings.Split(string(body), "\n")
-		}
-		for _, c := range comments {
-			quoted := ""
-			if c.Line >= 1 && c.Line <= len(lines) {
-				quoted = strings.TrimSpace(lines[c.Line-1])
-			}
-			fmt.Fprintf(&b, "\n- On line %d (%q): %s", c.Line, quoted, strings.TrimSpace(c.Text))
-		}
+	body := s.prop.Body
+	if body == "" && len(comments) > 0 {
+		b, _ := os.ReadFile(s.workPath(s.prop.Path))
+		body = string(b)
 	}
-	if strings.TrimSpace(b.String()) == "" {
+	feedback := handoff.FeedbackText(text, body, comments)
+	if strings.TrimSpace(feedback) == "" {
 		s.mu.Unlock()
 		return errorf(CodeInvalidParams, "feedback is empty")
 	}
@@ -318,11 +304,11 @@ func (s *Session) Feedback(ctx context.Context, attempt, text string, comments [
 		return err
 	}
 	s.closedWith(ctx, a, OutcomeFeedback, &p)
-	text = handoff.FeedbackEnvelope(title, b.String(), p.Rejections)
+	text = handoff.FeedbackEnvelope(title, feedback, p.Rejections)
 	if hint := s.checksHint(p.Hash); hint != "" {
 		text += "\n<plan_checks>\n" + hint + "\n</plan_checks>"
 	}
-	s.enqueue(turnReq{text: text, display: "Feedback: " + strings.TrimSpace(b.String())})
+	s.enqueue(turnReq{text: text, display: "Feedback: " + strings.TrimSpace(feedback)})
 	return nil
 }
 

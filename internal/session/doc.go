@@ -3,7 +3,12 @@
 // pending-input queue, and the event log every surface renders. It talks to
 // the database only through internal/store's named commit operations and to
 // models only through internal/agent; it implements the ports of the
-// handoff step machines (package handoff) and keeps their data access.
+// handoff step machines (package handoff: [handoff.Accept], [handoff.Park],
+// [handoff.StartParked], [handoff.Run], [handoff.ForkStep],
+// [handoff.StartGoal], [handoff.NextRecovery]) and keeps their data
+// access: each port method that commits is one named store operation.
+// Goal policy (what runs next, the /goal command, stale turns) is package
+// goal's; the session dispatches what it decides.
 //
 // Durability contract:
 //   - Events are write-ahead: an event ([EventData], one struct per kind)
