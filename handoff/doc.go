@@ -42,7 +42,8 @@
 // again. The window that remains is from the model's last byte to that
 // one transaction's commit (the engine reading the end of the stream,
 // then the commit): a crash there, or a stream cut off earlier, requests
-// the summary again. A fork's worktree is taken only
+// the summary again. A crash between that commit and the summary's event
+// loses only the event. A fork's worktree is taken only
 // once verified complete; an unfinished one is discarded (only what its
 // owner mark made) and redone. [Failpoint] names the crash points
 // ([Failpoints], [ParkFailpoints], [ForkFailpoints]); the ports receive them, so in-process

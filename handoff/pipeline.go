@@ -136,8 +136,8 @@ func prepareContext(ctx context.Context, env Env, rec *Record) error {
 			if err := env.Save(context.WithoutCancel(ctx), rec); err != nil {
 				return err
 			}
-			env.Failpoint("handoff.summarized")
 			env.Summarized(ctx, rec)
+			env.Failpoint("handoff.summarized")
 		}
 		rec.Step = StepContextReady
 		return env.InstallSegment(ctx, rec, SummarySetup(rec.Summary))
