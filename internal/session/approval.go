@@ -387,12 +387,28 @@ func (a *acceptance) Validate(ctx context.Context) (handoff.Accepting, error) {
 	if err := sel.Validate(); err != nil {
 		return handoff.Accepting{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
 	}
+	if sel.Location == handoff.Worktree && a.branch == "" {
+		a.branch = sel.BranchFor(a.p.Title) // the card's branch
+	}
+	sel.Branch = a.branch
+	if err := s.checkRun(sel, "accepting"); err != nil {
+		return handoff.Accepting{}, err
+	}
+	body, _, err := s.proposalBody(a.p)
+	if err != nil {
+		return handoff.Accepting{}, err
+	}
+	return handoff.Accepting{Selection: sel, Title: a.p.Title, Body: body, Hash: a.p.Hash}, nil
+}
+
+// checkRun refuses an implementation of sel that cannot start now, the
+// same for an acceptance and a parked plan's start (doing names which):
+// a Worktree's fork blockers and branch, an unfinished Goal for Goal
+// execution, an unavailable model.
+func (s *Session) checkRun(sel handoff.Selection, doing string) error {
 	if sel.Location == handoff.Worktree {
-		if a.branch == "" {
-			a.branch = sel.BranchFor(a.p.Title) // the card's branch
-		}
-		if err := s.checkFork(a.branch); err != nil {
-			return handoff.Accepting{}, err
+		if err := s.checkFork(sel.Branch); err != nil {
+			return err
 		}
 	}
 	if sel.Execution == handoff.Goal {
@@ -400,18 +416,13 @@ func (a *acceptance) Validate(ctx context.Context) (handoff.Accepting, error) {
 		unfinished, sum := s.goalUnfinishedLocked(), s.gl.g.Summary()
 		s.mu.Unlock()
 		if unfinished {
-			return handoff.Accepting{}, &Error{Code: CodeGoalUnfinished, Message: "an unfinished Goal exists (" + sum + "); finish or clear it before accepting with Goal"}
+			return &Error{Code: CodeGoalUnfinished, Message: "an unfinished Goal exists (" + sum + "); finish or clear it before " + doing + " with Goal"}
 		}
 	}
 	if err := s.m.checkModel(sel.Model); err != nil {
-		return handoff.Accepting{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
+		return &Error{Code: CodeInvalidSelect, Message: err.Error()}
 	}
-	sel.Branch = a.branch
-	body, _, err := s.proposalBody(a.p)
-	if err != nil {
-		return handoff.Accepting{}, err
-	}
-	return handoff.Accepting{Selection: sel, Title: a.p.Title, Body: body, Hash: a.p.Hash}, nil
+	return nil
 }
 
 func (a *acceptance) Archive(ctx context.Context, art handoff.Artifact, body string) error {

@@ -407,23 +407,7 @@ func (a *starting) Check(ctx context.Context, sel handoff.Selection) error {
 	if _, err := s.m.st.GetRetryRecord(ctx, s.id); err == nil {
 		return errorf(CodeBusy, "an accepted plan of this session waits for a retry; retry or finish it first")
 	}
-	if sel.Location == handoff.Worktree {
-		if err := s.checkFork(sel.Branch); err != nil {
-			return err
-		}
-	}
-	if sel.Execution == handoff.Goal {
-		s.mu.Lock()
-		unfinished, sum := s.goalUnfinishedLocked(), s.gl.g.Summary()
-		s.mu.Unlock()
-		if unfinished {
-			return &Error{Code: CodeGoalUnfinished, Message: "an unfinished Goal exists (" + sum + "); finish or clear it before starting with Goal"}
-		}
-	}
-	if err := s.m.checkModel(sel.Model); err != nil {
-		return &Error{Code: CodeInvalidSelect, Message: err.Error()}
-	}
-	return nil
+	return s.checkRun(sel, "starting")
 }
 
 func (a *starting) PlanBody(ctx context.Context, art handoff.Artifact) (string, error) {
