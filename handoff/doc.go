@@ -2,36 +2,38 @@
 // durable steps, each committed before the next starts, so a crash at any
 // point resumes exactly once.
 //
-// What is here: the approval model ([Selection], [Approval] attempts,
+// What is here: the approval model ([Selection] with its Worktree branch
+// ([DefaultBranch]), [Approval] attempts, [FeedbackText] and
 // [FeedbackEnvelope]), the retry [Record] and its steps (recorded →
-// context_ready → kickoff → dispatched, or forked), and the step machines,
-// each a function over a narrow port that the session implements (it
-// keeps data access; every port method that commits is one named store
-// operation): [Accept] over [AcceptPort] (validate, archive immutably,
-// the acceptance commit, start); [Run] over [Env] (context preparation —
-// Current, Fresh, Summary with its cached summary — then the Worktree
-// fork, the Goal start or the Direct kickoff); [ForkStep] over [ForkPort]
-// and [Git] (fork point, reservation with base commit and owner mark, fork
-// session, verified worktree, hand-over; [WorktreeGit] is package
-// worktree); and [StartGoal] over [GoalPort], the Goal step ([GoalFor]
-// decides which Goal; package goal).
-// The fork's checks before acceptance are here too: [BranchBlocker] (the
-// card's branch and the acceptance's, in the refusal's words),
-// [WorktreeNotice] (what stays behind) and [RestoreEdits] (the session's
-// own edited files, and nothing else, copied into the fork). [Park] over
-// [ParkPort] approves and parks (archive, one commit, nothing starts) and
-// [StartParked] over [StartPort] starts a parked plan through the same
-// record and [Run] (Location and branch applied, a Goal reserved, a
-// moved HEAD reported). [SaveToProject] writes an accepted plan into the
-// workspace's docs/plans without ever overwriting or following a link.
-// Context
-// material is built here from what the session hands over:
-// [RenderHistory] (the summary's input, proposals omitted) and
-// [FreshMaterial].
+// context_ready → kickoff → dispatched, or forked), and the step machines.
+// Each step machine is a function over a narrow port that the session
+// implements; the session keeps the data access, and every port method
+// that commits is one named store operation:
+//   - [Accept] over [AcceptPort]: validate, archive immutably, the
+//     acceptance commit, start.
+//   - [Park] over [ParkPort]: approve and park (archive, one commit,
+//     nothing starts); [StartParked] over [StartPort] starts a parked plan
+//     through the same record and [Run] (Location and branch applied, a
+//     Goal reserved, a moved HEAD reported).
+//   - [Run] over [Env]: context preparation (Current; Fresh with
+//     [FreshMaterial]; Summary from [RenderHistory], proposals omitted,
+//     its summary cached in the record), then the Worktree fork, the Goal
+//     start or the Direct kickoff.
+//   - [ForkStep] over [ForkPort] and [Git]: fork point, reservation with
+//     base commit and owner mark, fork session, verified worktree,
+//     hand-over ([WorktreeGit] is package worktree). The fork's checks
+//     before acceptance are here too: [BranchBlocker] (the card's branch
+//     and the acceptance's, in the refusal's words), [WorktreeNotice]
+//     (what stays behind) and [RestoreEdits] (the session's own edited
+//     files, and nothing else, copied into the fork).
+//   - [StartGoal] over [GoalPort]: the Goal step ([GoalFor] decides which
+//     Goal; package goal owns the Goal itself).
+//   - [NextRecovery]: the one recovery path's decision (the fork, the
+//     record, a Goal or implementation a restart paused, the durable
+//     queue, in that order); the session carries it out.
 //
-// [NextRecovery] is the one recovery path's decision (the fork, the
-// record, a Goal or implementation a restart paused, the durable queue,
-// in that order); the session carries it out.
+// [SaveToProject] writes an accepted plan into the workspace's docs/plans,
+// never overwriting and never following a link.
 //
 // Exactly once: the kickoff's record moves to [StepDispatched] in the
 // transaction that stores the prompt, before the request leaves; from
@@ -42,11 +44,12 @@
 // again. The window that remains is from the model's last byte to that
 // one transaction's commit (the engine reading the end of the stream,
 // then the commit): a crash there, or a stream cut off earlier, requests
-// the summary again. A crash between that commit and the summary's event
-// loses only the event. A fork's worktree is taken only
-// once verified complete; an unfinished one is discarded (only what its
-// owner mark made) and redone. [Failpoint] names the crash points
-// ([Failpoints], [ParkFailpoints], [ForkFailpoints]); the ports receive them, so in-process
-// tests crash there with fakes (steps_test.go) and the binary tests with
-// PLANBRIDGE_FAILPOINT.
+// the summary again; a crash between that commit and the summary's event
+// loses only the event. A fork's worktree is taken only once verified
+// complete; an unfinished one is discarded (only what its owner mark or
+// its owner-named staging directory proves ours) and redone. [Failpoint]
+// names the crash points ([Failpoints], [ParkFailpoints],
+// [ForkFailpoints]); the ports receive them, so in-process tests crash
+// there with fakes (steps_test.go, park_test.go, goal_test.go) and the
+// binary tests with PLANBRIDGE_FAILPOINT.
 package handoff
