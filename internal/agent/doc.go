@@ -65,6 +65,10 @@
 // its first step, a fork from its parent's position, and a [CursorStore]
 // keeps the positions across restarts.
 //
+// A stored conversation is made well-formed before it is sent
+// ([CompleteToolCalls]): a tool call whose result a crash kept from being
+// recorded is answered [InterruptedCall].
+//
 // # The acp engine
 //
 // [ACP] drives an Agent Client Protocol agent (Claude Code, Codex, Gemini

@@ -145,7 +145,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	if s.row.Title == "" {
 		s.row.Title = titleFrom(text)
 	}
-	history := completeToolCalls(s.msgs)
+	history := agent.CompleteToolCalls(s.msgs)
 	mode := agent.Mode(s.row.Mode)
 	workspace := s.row.Workspace
 	s.mu.Unlock()
@@ -295,36 +295,6 @@ func (s *Session) finishTurn(ctx context.Context, turnNo int64, err error, templ
 	s.reportIfEnded(context.WithoutCancel(ctx))
 	s.emit(end)
 	return err
-}
-
-// interruptedCall is the tool result the model sees for a call whose
-// result was never recorded (the process stopped while it ran).
-const interruptedCall = "error: interrupted: planbridge stopped before this call returned; its effects are unknown, check before repeating it"
-
-// completeToolCalls returns a copy of msgs in which every assistant tool
-// call has a tool result: a call left without one by a crash gets
-// [interruptedCall], so the conversation stays well-formed for the model.
-func completeToolCalls(msgs []agent.Message) []agent.Message {
-	out := make([]agent.Message, 0, len(msgs))
-	for i := 0; i < len(msgs); i++ {
-		m := msgs[i]
-		out = append(out, m)
-		if m.Role != agent.RoleAssistant || len(m.ToolCalls) == 0 {
-			continue
-		}
-		have := map[string]bool{}
-		for i+1 < len(msgs) && msgs[i+1].Role == agent.RoleTool {
-			i++
-			have[msgs[i].ToolCallID] = true
-			out = append(out, msgs[i])
-		}
-		for _, c := range m.ToolCalls {
-			if !have[c.ID] {
-				out = append(out, agent.Message{Role: agent.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: interruptedCall})
-			}
-		}
-	}
-	return out
 }
 
 func (s *Session) askFunc() agent.Asker {
