@@ -9,7 +9,9 @@ import (
 // message; recorded results are kept as they are; msgs is untouched.
 func TestCompleteToolCalls(t *testing.T) {
 	call := func(id string) ToolCall { return ToolCall{ID: id, Name: "read_file"} }
-	res := func(id, out string) Message { return Message{Role: RoleTool, ToolCallID: id, Name: "read_file", Content: out} }
+	res := func(id, out string) Message {
+		return Message{Role: RoleTool, ToolCallID: id, Name: "read_file", Content: out}
+	}
 	lost := func(id string) Message { return res(id, InterruptedCall) }
 	in := []Message{
 		{Role: RoleUser, Content: "go"},
