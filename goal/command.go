@@ -2,8 +2,10 @@ package goal
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Verbs of a Goal action, as a typed `/goal` command names them.
@@ -85,4 +87,92 @@ func Stale(g *Goal, id, objective string) string {
 		return "the Goal was edited"
 	}
 	return ""
+}
+
+// Refusals of [Act]; nothing changed.
+var (
+	ErrNoGoal      = errors.New("there is no Goal; start one with /goal OBJECTIVE")
+	ErrNoObjective = errors.New("a Goal needs an objective")
+	ErrInPlan      = errors.New("leave Plan before starting a Goal (or accept the plan with Execution = Goal)")
+	ErrUnfinished  = errors.New("an unfinished Goal exists")
+	ErrUnknownVerb = errors.New("unknown Goal action")
+)
+
+// ActContext is what [Act] needs to know about the session.
+type ActContext struct {
+	InPlan bool      // the session is in Plan
+	Policy Policy    // a new Goal's policy (the session's model, effort, mode)
+	Budget int64     // a new Goal's default budget (0: unlimited)
+	Now    time.Time // a new Goal's creation time
+}
+
+// Acted is what an action did. Goal is the Goal after it (a new one for
+// start, else the same one, changed in place). Schedule asks the session
+// to decide its next turn (a resumed or new Goal may run); Steer, when
+// set, is the person's steering to run first as a Goal turn. Kickoff is
+// a new Goal's first prompt, or the replacement for an edited Goal's
+// unsent kickoff (KickoffEdited). BudgetChanged tells the session its
+// budget notes describe the old budget.
+type Acted struct {
+	Goal          *Goal
+	Message       string
+	Schedule      bool
+	Steer         string
+	Kickoff       string
+	KickoffEdited bool
+	BudgetChanged bool
+}
+
+// Act applies one Goal action other than clear (which the session does
+// with its store) to g, the session's Goal (nil: none). A refusal changes
+// nothing: [ErrNoGoal], [ErrNoObjective], [ErrInPlan], [ErrUnfinished]
+// (wrapped with the Goal's summary), [ErrBadBudget], [ErrUnknownVerb] or
+// the Goal's own refusal (resuming a complete Goal, say).
+func Act(g *Goal, verb, rest string, c ActContext) (Acted, error) {
+	if g == nil && verb != VerbStart && verb != VerbStatus {
+		return Acted{}, ErrNoGoal
+	}
+	switch verb {
+	case VerbStatus:
+		return Acted{Goal: g, Message: g.Summary()}, nil
+	case VerbPause:
+		g.Pause(ReasonUser)
+		return Acted{Goal: g, Message: "Goal paused."}, nil
+	case VerbResume:
+		if err := g.Resume(); err != nil {
+			return Acted{}, err
+		}
+		return Acted{Goal: g, Message: "Goal resumed.", Schedule: true, Steer: rest}, nil
+	case VerbBudget:
+		n, err := ParseBudget(rest)
+		if err != nil {
+			return Acted{}, err
+		}
+		if err := g.SetBudget(n); err != nil {
+			return Acted{}, err
+		}
+		return Acted{Goal: g, Message: "Goal budget set.", BudgetChanged: true}, nil
+	case VerbEdit:
+		if err := g.Edit(rest); err != nil {
+			return Acted{}, err
+		}
+		// A held kickoff was written for the old objective: it is replaced,
+		// never sent against the new one.
+		return Acted{Goal: g, Message: "Goal objective changed.", Kickoff: KickoffPrompt(g.Objective, g.PlanRef), KickoffEdited: true}, nil
+	case VerbStart:
+		switch {
+		case rest == "":
+			return Acted{}, ErrNoObjective
+		case c.InPlan:
+			return Acted{}, ErrInPlan
+		case g != nil && g.Status.Unfinished():
+			return Acted{}, fmt.Errorf("%w (%s)", ErrUnfinished, g.Summary())
+		}
+		ng, err := New(NewID(), rest, c.Budget, "", c.Policy, c.Now)
+		if err != nil {
+			return Acted{}, err
+		}
+		return Acted{Goal: ng, Message: "Goal started.", Schedule: true, Kickoff: KickoffPrompt(ng.Objective, "")}, nil
+	}
+	return Acted{}, fmt.Errorf("%w %q", ErrUnknownVerb, verb)
 }

@@ -1,6 +1,7 @@
 package goal
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -66,5 +67,107 @@ func TestKickoffPromptAndStale(t *testing.T) {
 	g.Pause(ReasonUser)
 	if why := Stale(g, "g1", "rename it"); why != "the Goal is paused" {
 		t.Errorf("paused: %q", why)
+	}
+}
+
+// TestAct: each action on each kind of Goal: what it changes, what it
+// asks the session to do, and that a refusal changes nothing.
+func TestAct(t *testing.T) {
+	now := time.Now()
+	c := ActContext{Policy: Policy{Model: "m", Mode: "edits"}, Budget: 1000, Now: now}
+	active := func() *Goal {
+		g, err := New("g-1", "rename it", 0, "work://plans/a.md#h", Policy{}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	done := func() *Goal {
+		g := active()
+		if err := g.Update("complete", "ok"); err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	for _, tc := range []struct {
+		name    string
+		g       *Goal
+		verb    string
+		rest    string
+		ctx     ActContext
+		wantErr error
+		check   func(t *testing.T, before, g *Goal, a Acted)
+	}{
+		{"status without a Goal", nil, VerbStatus, "", c, nil, func(t *testing.T, _, _ *Goal, a Acted) {
+			if a.Message != "No goal" || a.Schedule {
+				t.Errorf("%+v", a)
+			}
+		}},
+		{"pause without a Goal", nil, VerbPause, "", c, ErrNoGoal, nil},
+		{"pause", active(), VerbPause, "", c, nil, func(t *testing.T, _, g *Goal, a Acted) {
+			if g.Status != Paused || g.Reason != ReasonUser || a.Schedule {
+				t.Errorf("%+v %+v", g, a)
+			}
+		}},
+		{"resume with steering", func() *Goal { g := active(); g.Pause(ReasonUser); return g }(), VerbResume, "tests first", c, nil, func(t *testing.T, _, g *Goal, a Acted) {
+			if g.Status != Active || !a.Schedule || a.Steer != "tests first" {
+				t.Errorf("%+v %+v", g, a)
+			}
+		}},
+		{"resume a complete Goal", done(), VerbResume, "", c, nil, nil},
+		{"budget", active(), VerbBudget, "5,000", c, nil, func(t *testing.T, _, g *Goal, a Acted) {
+			if g.Budget != 5000 || !a.BudgetChanged {
+				t.Errorf("%+v %+v", g, a)
+			}
+		}},
+		{"bad budget", active(), VerbBudget, "lots", c, ErrBadBudget, nil},
+		{"edit", active(), VerbEdit, "rename it better", c, nil, func(t *testing.T, _, g *Goal, a Acted) {
+			if g.Objective != "rename it better" || !a.KickoffEdited || !strings.Contains(a.Kickoff, "rename it better") || !strings.Contains(a.Kickoff, "work://plans/a.md#h") {
+				t.Errorf("%+v %+v", g, a)
+			}
+		}},
+		{"start", nil, VerbStart, "tidy up", c, nil, func(t *testing.T, _, _ *Goal, a Acted) {
+			g := a.Goal
+			if g == nil || g.Objective != "tidy up" || g.Budget != 1000 || g.Policy != c.Policy || !a.Schedule || !IsObjectiveKickoff(a.Kickoff) {
+				t.Errorf("%+v %+v", g, a)
+			}
+		}},
+		{"start after a finished Goal", done(), VerbStart, "next", c, nil, func(t *testing.T, before, _ *Goal, a Acted) {
+			if a.Goal == before || a.Goal.ID == before.ID {
+				t.Error("the finished Goal was reused")
+			}
+		}},
+		{"start over an unfinished Goal", active(), VerbStart, "another", c, ErrUnfinished, nil},
+		{"start in Plan", nil, VerbStart, "x", ActContext{InPlan: true}, ErrInPlan, nil},
+		{"start without an objective", nil, VerbStart, "", c, ErrNoObjective, nil},
+		{"unknown", active(), "explode", "", c, ErrUnknownVerb, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before Goal
+			if tc.g != nil {
+				before = *tc.g
+			}
+			a, err := Act(tc.g, tc.verb, tc.rest, tc.ctx)
+			if tc.wantErr != nil && !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err %v, want %v", err, tc.wantErr)
+			}
+			if tc.check == nil {
+				if err == nil && tc.wantErr == nil {
+					// A Goal refusal of its own (resuming a complete Goal).
+					t.Fatalf("no refusal: %+v", a)
+				}
+				if tc.g != nil && *tc.g != before {
+					t.Errorf("a refusal changed the Goal: %+v", *tc.g)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, tc.g, tc.g, a)
+			if tc.g != nil && tc.verb != VerbStart && a.Goal != tc.g {
+				t.Error("the action replaced the Goal")
+			}
+		})
 	}
 }

@@ -5,8 +5,10 @@
 // ([Goal.RequestEnd]) and settled with the turn's accounting ([Goal.Settle]).
 //
 // The continuation policy around a turn is here too: [ParseCommand] and
-// [ParseBudget] read what a person types, [KickoffPrompt] writes an
-// objective's first prompt, and [Stale] says when a scheduled Goal turn
-// must be dropped unsent (the Goal cleared, replaced, no longer active or
-// edited since).
+// [ParseBudget] read what a person types, [Act] applies a person's Goal
+// action (start, pause, resume with steering, budget, edit; clear is the
+// session's, with its store) and says what the session must do next,
+// [KickoffPrompt] writes an objective's first prompt, and [Stale] says
+// when a scheduled Goal turn must be dropped unsent (the Goal cleared,
+// replaced, no longer active or edited since).
 package goal

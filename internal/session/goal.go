@@ -258,66 +258,32 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 }
 
 // goalActionLocked applies one Goal action other than clear to the current
-// Goal. Caller holds s.mu. policy carries the session's model and effort
-// for a new Goal; budget is the default budget of a new Goal.
+// Goal ([goal.Act]) and carries out what it says for the session's own
+// state (the held kickoff, the budget notes, a steering turn). Caller
+// holds s.mu. policy carries the session's model and effort for a new
+// Goal; budget is the default budget of a new Goal.
 func (s *Session) goalActionLocked(verb, rest string, policy goal.Policy, budget int64) (msg string, kick bool, steer *turnReq, err error) {
-	g := s.gl.g
-	if g == nil && verb != GoalStart && verb != GoalStatus {
-		return "", false, nil, errorf(CodeInvalidParams, "there is no Goal; start one with /goal OBJECTIVE")
+	policy.Mode = s.row.Mode
+	a, err := goal.Act(s.gl.g, verb, rest, goal.ActContext{InPlan: s.row.Plan, Policy: policy, Budget: budget, Now: time.Now()})
+	switch {
+	case errors.Is(err, goal.ErrUnfinished):
+		return "", false, nil, &Error{Code: CodeGoalUnfinished, Message: err.Error() + "; " + goalUnfinishedHint}
+	case err != nil:
+		return "", false, nil, errorf(CodeInvalidParams, "%v", err)
 	}
-	switch verb {
-	case GoalStatus:
-		return g.Summary(), false, nil, nil
-	case GoalPause:
-		g.Pause(goal.ReasonUser)
-		return "Goal paused.", false, nil, nil
-	case GoalResume:
-		if err := g.Resume(); err != nil {
-			return "", false, nil, err
-		}
-		if rest != "" {
-			steer = &turnReq{text: rest, display: rest, policy: goalPolicy(g), goalID: g.ID, goalObjective: g.Objective}
-		}
-		return "Goal resumed.", true, steer, nil
-	case GoalBudget:
-		n, err := goal.ParseBudget(rest)
-		if err != nil {
-			return "", false, nil, errorf(CodeInvalidParams, "%v", err)
-		}
-		if err := g.SetBudget(n); err != nil {
-			return "", false, nil, err
-		}
+	switch {
+	case a.Goal != s.gl.g:
+		s.gl = goalState{g: a.Goal, kickoff: a.Kickoff}
+	case a.KickoffEdited && s.gl.kickoff != "":
+		s.gl.kickoff = a.Kickoff
+	}
+	if a.BudgetChanged {
 		s.gl.notes = nil // they describe the old budget
-		return "Goal budget set.", false, nil, nil
-	case GoalEdit:
-		if err := g.Edit(rest); err != nil {
-			return "", false, nil, err
-		}
-		if s.gl.kickoff != "" {
-			// A held kickoff was written for the old objective: replace
-			// it, never send it against the new one.
-			s.gl.kickoff = goal.KickoffPrompt(g.Objective, g.PlanRef)
-		}
-		return "Goal objective changed.", false, nil, nil
-	case GoalStart:
-		if rest == "" {
-			return "", false, nil, errorf(CodeInvalidParams, "a Goal needs an objective")
-		}
-		if s.row.Plan {
-			return "", false, nil, errorf(CodeInvalidParams, "leave Plan before starting a Goal (or accept the plan with Execution = Goal)")
-		}
-		if s.goalUnfinishedLocked() {
-			return "", false, nil, errorf(CodeGoalUnfinished, "an unfinished Goal exists (%s); %s", g.Summary(), goalUnfinishedHint)
-		}
-		policy.Mode = s.row.Mode
-		ng, err := goal.New(goal.NewID(), rest, budget, "", policy, time.Now())
-		if err != nil {
-			return "", false, nil, err
-		}
-		s.gl = goalState{g: ng, kickoff: goal.KickoffPrompt(ng.Objective, "")}
-		return "Goal started.", true, nil, nil
 	}
-	return "", false, nil, errorf(CodeInvalidParams, "unknown Goal action %q", verb)
+	if g := a.Goal; a.Steer != "" {
+		steer = &turnReq{text: a.Steer, display: a.Steer, policy: goalPolicy(g), goalID: g.ID, goalObjective: g.Objective}
+	}
+	return a.Message, a.Schedule, steer, nil
 }
 
 // clearGoal marks the current Goal cleared, durably, and forgets it. The
