@@ -18,7 +18,9 @@
 //   - [Run] over [Env]: context preparation (Current; Fresh with
 //     [FreshMaterial]; Summary from [RenderHistory], proposals omitted,
 //     its summary cached in the record), then the Worktree fork, the Goal
-//     start or the Direct kickoff.
+//     start or the Direct kickoff. A compaction's context is built the
+//     same way ([CompactPrompt], [CompactMaterial]: what must not be lost
+//     rides along verbatim).
 //   - [ForkStep] over [ForkPort] and [Git]: fork point, reservation with
 //     base commit and owner mark, fork session, verified worktree,
 //     hand-over ([WorktreeGit] is package worktree). The fork's checks

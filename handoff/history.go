@@ -69,3 +69,43 @@ func FreshMaterial(workspace string) string {
 	}
 	return FreshSetup(workspace, head)
 }
+
+// CompactPrompt is the system prompt of a compaction request.
+const CompactPrompt = `You compact a coding agent's conversation so it can continue in a fresh context.
+Summarize: the person's goal, decisions made, concrete findings (files, commands, results),
+the current state, and what comes next. Be concrete and brief; do not restate plans that are
+supplied separately.`
+
+// Compaction is what a compacted context starts from besides the model's
+// summary: what must not be lost rides along verbatim.
+type Compaction struct {
+	// Carry is the implementation in progress (its title, finished count
+	// and remaining steps); "" if none.
+	Carry string
+	// Proposal and ProposalPath are the title and work:// address of the
+	// proposal awaiting approval; "" if none.
+	Proposal, ProposalPath string
+	// Reminder is the Plan reminder reference, in Plan; "" otherwise.
+	Reminder string
+}
+
+// CompactMaterial is the first message of a compacted context: the
+// model's summary (trimmed) and then, verbatim, the implementation in
+// progress, the pending proposal's address and, in Plan, the reminder.
+func CompactMaterial(summary string, c Compaction) string {
+	var b strings.Builder
+	b.WriteString("Summary of the conversation so far (the context was compacted):\n\n")
+	b.WriteString(strings.TrimSpace(summary))
+	if c.Carry != "" {
+		b.WriteString("\n\n")
+		b.WriteString(c.Carry)
+	}
+	if c.ProposalPath != "" {
+		fmt.Fprintf(&b, "\n\nThe current proposal %q is saved at %s.", c.Proposal, c.ProposalPath)
+	}
+	if c.Reminder != "" {
+		b.WriteString("\n\n")
+		b.WriteString(c.Reminder)
+	}
+	return b.String()
+}

@@ -35,3 +35,21 @@ func TestFreshMaterial(t *testing.T) {
 		t.Errorf("in git: %s", got)
 	}
 }
+
+// TestCompactMaterial: the summary, then what must not be lost, verbatim,
+// each only when there is one.
+func TestCompactMaterial(t *testing.T) {
+	bare := CompactMaterial("  the gist \n", Compaction{})
+	if bare != "Summary of the conversation so far (the context was compacted):\n\nthe gist" {
+		t.Errorf("bare: %q", bare)
+	}
+	full := CompactMaterial("gist", Compaction{Carry: "Implementing \"T\": 1/3 done", Proposal: "Rename", ProposalPath: "work://plans/current.md", Reminder: "<plan reminder>"})
+	for _, want := range []string{"gist\n\nImplementing \"T\": 1/3 done", "The current proposal \"Rename\" is saved at work://plans/current.md.", "\n\n<plan reminder>"} {
+		if !strings.Contains(full, want) {
+			t.Errorf("missing %q in %q", want, full)
+		}
+	}
+	if strings.Index(full, "Implementing") > strings.Index(full, "proposal") || strings.Index(full, "proposal") > strings.Index(full, "<plan reminder>") {
+		t.Errorf("order: %q", full)
+	}
+}

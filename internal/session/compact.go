@@ -3,16 +3,11 @@ package session
 import (
 	"context"
 	"fmt"
-	"strings"
 
+	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/store"
 )
-
-const compactPrompt = `You compact a coding agent's conversation so it can continue in a fresh context.
-Summarize: the person's goal, decisions made, concrete findings (files, commands, results),
-the current state, and what comes next. Be concrete and brief; do not restate plans that are
-supplied separately.`
 
 // autoCompactRatio is the share of the context window that triggers
 // automatic compaction before a turn.
@@ -48,28 +43,23 @@ func (s *Session) compactNow(ctx context.Context, why string) error {
 	}
 	s.emit(NoticeEvent{Message: "Compacting the conversation..."})
 	resp, err := eng.Stream(ctx, agent.Request{Model: w.Model, Effort: w.Effort, Messages: []agent.Message{
-		{Role: agent.RoleSystem, Content: compactPrompt}, {Role: agent.RoleUser, Content: hist}}}, func(string) {})
+		{Role: agent.RoleSystem, Content: handoff.CompactPrompt}, {Role: agent.RoleUser, Content: hist}}}, func(string) {})
 	if err != nil {
 		return err
 	}
-	var b strings.Builder
-	b.WriteString("Summary of the conversation so far (the context was compacted):\n\n")
-	b.WriteString(strings.TrimSpace(resp.Text))
+	var c handoff.Compaction
 	if p := s.TrackedPlan(); p != nil && p.Status != ImplDone {
-		b.WriteString("\n\n")
-		b.WriteString(p.Carry())
+		c.Carry = p.Carry()
 	}
 	s.mu.Lock()
-	plan := s.row.Plan
 	if s.prop != nil && s.prop.Status == ProposalProposed {
-		fmt.Fprintf(&b, "\n\nThe current proposal %q is saved at %s%s.", s.prop.Title, agent.WorkScheme, s.prop.Path)
+		c.Proposal, c.ProposalPath = s.prop.Title, agent.WorkScheme+s.prop.Path
+	}
+	if s.row.Plan {
+		c.Reminder = reminder(false)
 	}
 	s.mu.Unlock()
-	if plan {
-		b.WriteString("\n\n")
-		b.WriteString(reminder(false))
-	}
-	material := b.String()
+	material := handoff.CompactMaterial(resp.Text, c)
 	s.mu.Lock()
 	row := s.row
 	row.Segment++
