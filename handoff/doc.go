@@ -24,7 +24,8 @@
 //   - [ForkStep] over [ForkPort] and [Git]: fork point, reservation with
 //     base commit and owner mark, fork session, verified worktree,
 //     hand-over ([WorktreeGit] is package worktree). The fork's checks
-//     before acceptance are here too: [BranchBlocker] (the card's branch
+//     before acceptance are here too: [ForkBlockers] (what refuses any
+//     fork of the session now), [BranchBlocker] (the card's branch
 //     and the acceptance's, in the refusal's words), [WorktreeNotice]
 //     (what stays behind) and [RestoreEdits] (the session's own edited
 //     files, and nothing else, copied into the fork).

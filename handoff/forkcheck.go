@@ -16,6 +16,34 @@ import (
 // NotGitBlocker is the fork blocker of a workspace that is no git checkout.
 const NotGitBlocker = "the workspace is not a git checkout"
 
+// ForkState is what of a session can refuse a Worktree fork whatever
+// the branch.
+type ForkState struct {
+	Queued         int  // follow-ups waiting in the queue
+	Busy           bool // a request is running
+	GoalUnfinished bool // the session has an unfinished Goal
+	NoGit          bool // the workspace is no git checkout
+}
+
+// ForkBlockers names what refuses a fork in st, in the words the card
+// shows and the refusal uses (none: an empty slice).
+func ForkBlockers(st ForkState) []string {
+	out := []string{}
+	if st.Queued > 0 {
+		out = append(out, fmt.Sprintf("pending input (%d queued follow-up(s)): resolve it before forking", st.Queued))
+	}
+	if st.Busy {
+		out = append(out, "a request is running")
+	}
+	if st.GoalUnfinished {
+		out = append(out, "an unfinished Goal is active in this session")
+	}
+	if st.NoGit {
+		out = append(out, NotGitBlocker)
+	}
+	return out
+}
+
 // BranchBlocker says why a fork on branch cannot start in the checkout at
 // root ("" if it can), in the words the card shows and the refusal uses:
 // an invalid name, an existing branch, or an existing fork directory

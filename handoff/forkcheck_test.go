@@ -101,3 +101,18 @@ func TestRestoreEdits(t *testing.T) {
 		t.Errorf("the fork holds %v", ents)
 	}
 }
+
+func TestForkBlockers(t *testing.T) {
+	if got := ForkBlockers(ForkState{}); got == nil || len(got) != 0 {
+		t.Errorf("none: %#v", got)
+	}
+	got := ForkBlockers(ForkState{Queued: 2, Busy: true, GoalUnfinished: true, NoGit: true})
+	want := []string{"pending input (2 queued follow-up(s)): resolve it before forking", "a request is running",
+		"an unfinished Goal is active in this session", NotGitBlocker}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("all: %q", got)
+	}
+	if got := ForkBlockers(ForkState{Busy: true}); len(got) != 1 || got[0] != "a request is running" {
+		t.Errorf("busy: %q", got)
+	}
+}

@@ -37,20 +37,7 @@ func (s *Session) repoRoot() (string, error) {
 // forkBlockersLocked names what refuses a fork right now, in the words the
 // card shows and the refusal uses.
 func (s *Session) forkBlockersLocked() []string {
-	var out []string
-	if len(s.queue) > 0 {
-		out = append(out, fmt.Sprintf("pending input (%d queued follow-up(s)): resolve it before forking", len(s.queue)))
-	}
-	if s.busy {
-		out = append(out, "a request is running")
-	}
-	if s.goalUnfinishedLocked() {
-		out = append(out, "an unfinished Goal is active in this session")
-	}
-	if s.wtNoGit {
-		out = append(out, handoff.NotGitBlocker)
-	}
-	return out
+	return handoff.ForkBlockers(handoff.ForkState{Queued: len(s.queue), Busy: s.busy, GoalUnfinished: s.goalUnfinishedLocked(), NoGit: s.wtNoGit})
 }
 
 // checkFork validates a Worktree acceptance before anything moves.
