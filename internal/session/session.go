@@ -307,7 +307,10 @@ func (s *Session) publishCard() {
 		s.m.log.Error("encode the approval card", "session", s.id, "err", err)
 		return
 	}
-	if red := s.m.redact.Bytes(raw); json.Valid(red) {
+	// Secrets never reach the log, a client or a page (as [Session.emit]).
+	if red := s.m.redact.Bytes(raw); !json.Valid(red) {
+		raw, _ = json.Marshal(map[string]string{"error": "event withheld: it contained a secret"})
+	} else {
 		raw = red
 	}
 	s.evMu.Lock()
