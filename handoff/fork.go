@@ -156,6 +156,16 @@ func ForkStep(ctx context.Context, p ForkPort, g Git, rec *Record) error {
 	return nil
 }
 
+// ForkRecord is the record a fork takes over at the hand-over: rec as a
+// Here handoff from its first step (Context and Execution as selected),
+// with no fork, reason or tries of the source's.
+func ForkRecord(rec *Record) *Record {
+	f := *rec
+	f.Selection.Location = Here
+	f.Step, f.Fork, f.Reason, f.Tries = StepRecorded, Fork{}, "", 0
+	return &f
+}
+
 func newOwner() string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {

@@ -116,3 +116,21 @@ func TestForkBlockers(t *testing.T) {
 		t.Errorf("busy: %q", got)
 	}
 }
+
+// TestForkRecord: the fork's record is the source's as a Here handoff
+// from its first step; the source's record is untouched.
+func TestForkRecord(t *testing.T) {
+	rec := newRecord(Worktree, Summary, Goal)
+	rec.Step, rec.Reason, rec.Tries, rec.Summary, rec.GoalID = StepForked, "boom", 2, "sum", "g-1"
+	rec.Fork = Fork{Session: "s-f", Dir: "/r/.worktrees/x", Branch: "feature/x", Owner: "o", Base: "abc", Point: 7}
+	f := ForkRecord(rec)
+	if f.Selection.Location != Here || f.Step != StepRecorded || f.Fork != (Fork{}) || f.Reason != "" || f.Tries != 0 {
+		t.Errorf("fork record %+v", f)
+	}
+	if f.Selection.Context != Summary || f.Selection.Execution != Goal || f.Summary != "sum" || f.GoalID != "g-1" || f.Artifact != rec.Artifact {
+		t.Errorf("the fork lost what it runs with: %+v", f)
+	}
+	if rec.Selection.Location != Worktree || rec.Step != StepForked || rec.Fork.Session != "s-f" {
+		t.Errorf("the source's record changed: %+v", rec)
+	}
+}

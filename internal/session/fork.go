@@ -170,9 +170,7 @@ func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 			return fmt.Errorf("install the accepted plan in the fork: %w", err)
 		}
 	}
-	forkRec := *rec
-	forkRec.Selection.Location = handoff.Here
-	forkRec.Step, forkRec.Fork, forkRec.Reason, forkRec.Tries = handoff.StepRecorded, handoff.Fork{}, "", 0
+	forkRec := handoff.ForkRecord(rec)
 	track := s.trackingRow()
 	s.mu.Lock()
 	row := s.row
