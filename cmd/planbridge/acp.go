@@ -7,12 +7,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"planbridge/internal/agent"
+	"planbridge/sandbox"
 )
 
 // parseCommand reads --acp-command: a JSON array of strings, or words
@@ -59,10 +65,213 @@ func acpConfig(cfg agent.EngineConfig, stateDir string, stderr io.Writer) agent.
 	if len(cmd) == 0 {
 		cmd = parseCommand(os.Getenv("PLANBRIDGE_ACP_COMMAND"))
 	}
-	// The OS confinement of the Plan agent (Confine) comes from the
-	// sandbox package once it lands; until then the gate alone holds Plan
-	// for what the agent asks or does through the client's methods.
-	return agent.ACPConfig{Command: cmd, Env: cfg.Env, Stderr: stderr, StateDir: stateDir}
+	ports := acpModelPorts(cfg.Env)
+	c := agent.ACPConfig{Command: cmd, Env: cfg.Env, Stderr: stderr, StateDir: stateDir}
+	// Every Plan agent process runs under the sandbox's agent profile,
+	// root or not: whether or not it asks first, it cannot write but its
+	// own state directory. Without Landlock the Plan agent does not start
+	// (the turn fails with the reason). Other turns' agents are held by
+	// the gate and the permission mode only.
+	c.Confine = func(cmd *exec.Cmd, conf agent.Confinement) error {
+		if !conf.Plan {
+			return nil
+		}
+		return confinePlanAgent(cmd, conf, ports)
+	}
+	c.Confined = acpConfinementText(ports)
+	return c
+}
+
+// confinePlanAgent wraps cmd in the agent profile. The agent's own
+// directory (conf.Writable[0]/plan) holds its private home and tmp, the
+// only places it may write: Claude Code writes ~/.claude.json (through a
+// temporary file beside it, so the home directory itself must be
+// writable) and dies in session/new when it cannot, and every agent keeps
+// sessions, caches and logs under its home. The person's real home is not
+// granted: a Plan agent that could write ~/.claude/settings.json (hooks),
+// ~/.codex/config.toml or ~/.bashrc would run code unconfined through the
+// next non-Plan agent or shell. The private home is seeded with copies of
+// the agents' configuration and credential files (an allowlist, regular
+// files only), refreshed at every start, so the agent is logged in and
+// configured as the person is, and nothing it writes reaches the originals.
+func confinePlanAgent(cmd *exec.Cmd, conf agent.Confinement, ports []uint16) error {
+	if len(conf.Writable) == 0 {
+		return fmt.Errorf("confining the Plan agent: no state directory to confine it to")
+	}
+	root := filepath.Join(conf.Writable[0], "plan")
+	home := filepath.Join(root, "home")
+	tmp := filepath.Join(root, "tmp")
+	for _, d := range []string{home, tmp} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("confining the Plan agent: %w", err)
+		}
+	}
+	env := envMap(cmd.Env)
+	seedAgentHome(home, env)
+	set := map[string]string{
+		// Claude Code's Bash tool keeps its working files in
+		// $CLAUDE_CODE_TMPDIR/claude-UID, /tmp when unset (it ignores
+		// TMPDIR), and fails every command when it cannot create them.
+		"HOME": home, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp, "CLAUDE_CODE_TMPDIR": tmp,
+		"XDG_CONFIG_HOME": filepath.Join(home, ".config"), "XDG_CACHE_HOME": filepath.Join(home, ".cache"),
+		"XDG_DATA_HOME": filepath.Join(home, ".local", "share"), "XDG_STATE_HOME": filepath.Join(home, ".local", "state"),
+	}
+	if env["CODEX_HOME"] != "" {
+		set["CODEX_HOME"] = filepath.Join(home, ".codex")
+	}
+	if env["CLAUDE_CONFIG_DIR"] != "" {
+		set["CLAUDE_CONFIG_DIR"] = filepath.Join(home, ".claude")
+	}
+	cmd.Env = setEnv(cmd.Env, set)
+	ag, err := sandbox.NewAgent(sandbox.AgentConfig{Writable: []string{root}, ConnectPorts: ports})
+	if err != nil {
+		return fmt.Errorf("confining the Plan agent: %w", err)
+	}
+	return ag.Wrap(cmd)
+}
+
+// agentHomeFiles are the agents' configuration and credential files a
+// Plan agent's private home gets copies of, relative to the person's home
+// (or to CLAUDE_CONFIG_DIR / CODEX_HOME for the files under .claude and
+// .codex when those are set).
+var agentHomeFiles = []string{
+	".claude.json", ".claude/settings.json", ".claude/.credentials.json",
+	".codex/config.toml", ".codex/auth.json",
+	".gemini/settings.json", ".gemini/oauth_creds.json", ".gemini/google_accounts.json", ".gemini/installation_id",
+}
+
+// maxSeedFile bounds one copied configuration file.
+const maxSeedFile = 4 << 20
+
+// seedAgentHome copies the agentHomeFiles that exist as regular files
+// (symlinks are not followed: a link could point anywhere) into home.
+// A file that cannot be copied is skipped: the agent then starts as if
+// the person had not configured it, which it reports itself.
+func seedAgentHome(home string, env map[string]string) {
+	src := env["HOME"]
+	for _, rel := range agentHomeFiles {
+		from := ""
+		switch {
+		case strings.HasPrefix(rel, ".claude/") && env["CLAUDE_CONFIG_DIR"] != "":
+			from = filepath.Join(env["CLAUDE_CONFIG_DIR"], strings.TrimPrefix(rel, ".claude/"))
+		case strings.HasPrefix(rel, ".codex/") && env["CODEX_HOME"] != "":
+			from = filepath.Join(env["CODEX_HOME"], strings.TrimPrefix(rel, ".codex/"))
+		case filepath.IsAbs(src):
+			from = filepath.Join(src, rel)
+		default:
+			continue
+		}
+		to := filepath.Join(home, rel)
+		fi, err := os.Lstat(from)
+		if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxSeedFile {
+			continue
+		}
+		b, err := os.ReadFile(from)
+		if err != nil {
+			continue
+		}
+		if os.MkdirAll(filepath.Dir(to), 0o700) != nil {
+			continue
+		}
+		// Replace, never write through: what the last agent left there
+		// (a link included) is not followed.
+		tmp := to + ".planbridge-seed"
+		os.Remove(tmp)
+		if os.WriteFile(tmp, b, 0o600) == nil {
+			if os.Rename(tmp, to) != nil {
+				os.Remove(tmp)
+			}
+		}
+	}
+}
+
+// envMap is the last value of each variable of env ("K=V" list).
+func envMap(env []string) map[string]string {
+	m := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// setEnv returns env without the variables of set, then set's.
+func setEnv(env []string, set map[string]string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, over := set[k]; !over {
+			out = append(out, kv)
+		}
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+set[k])
+	}
+	return out
+}
+
+// acpModelPorts are the TCP ports the Plan agent may connect to: 443 and
+// the ports of the model endpoints and proxies named in its environment
+// (…_BASE_URL, …_API_BASE, …_ENDPOINT, …_PROXY).
+func acpModelPorts(cfgEnv map[string]string) []uint16 {
+	seen := map[uint16]bool{443: true}
+	add := func(k, v string) {
+		k = strings.ToUpper(k)
+		if !strings.HasSuffix(k, "_BASE_URL") && !strings.HasSuffix(k, "_API_BASE") && !strings.HasSuffix(k, "_ENDPOINT") &&
+			!strings.HasSuffix(k, "_PROXY") {
+			return
+		}
+		u, err := url.Parse(strings.TrimSpace(v))
+		if err != nil || u.Host == "" {
+			return
+		}
+		port := u.Port()
+		if port == "" {
+			switch u.Scheme {
+			case "http":
+				port = "80"
+			case "https":
+				port = "443"
+			}
+		}
+		if n, err := strconv.ParseUint(port, 10, 16); err == nil && n > 0 {
+			seen[uint16(n)] = true
+		}
+	}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if _, over := cfgEnv[k]; !over {
+				add(k, v)
+			}
+		}
+	}
+	for k, v := range cfgEnv {
+		add(k, v)
+	}
+	var out []uint16
+	for p := range seen {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// acpConfinementText says which layers confine the Plan agent process
+// here, or (starting with "NO OS CONFINEMENT") that none can, in which
+// case Plan turns of the acp engine are refused.
+func acpConfinementText(ports []uint16) string {
+	ag, err := sandbox.NewAgent(sandbox.AgentConfig{ConnectPorts: ports})
+	if err != nil {
+		return "NO OS CONFINEMENT of the Plan agent process (" + err.Error() + "): Plan turns of the acp engine are refused rather than run unconfined"
+	}
+	return "Plan agent process under the sandbox agent profile: workspace and everything else read-only, writes only to its own state directory (private home and tmp); " +
+		ag.Summary() + "; no bwrap or namespaces (/proc visible; other processes' entries guarded by Landlock's ptrace scoping)"
 }
 
 func newACP(cfg agent.EngineConfig, stateDir string, lg *slog.Logger, acps *acpEngines) (agent.Engine, error) {

@@ -36,11 +36,23 @@ func acpBin(t testing.TB, name string) string {
 // agent's main requests (those offering its Write tool) are scripted by
 // step, any other request (titles, summaries) gets a short text.
 type claudeModel struct {
-	ws   string
-	mu   sync.Mutex
-	log  []string // one line per main request: the step answered
-	bad  []string // requests the fake could not parse
-	seen int
+	ws string
+	// unasked makes the Plan turn's first step a Bash command that the
+	// workspace's own settings allow, so the agent runs it without asking
+	// (see TestACPClaudeCodeUnaskedWritesAreConfined).
+	unasked string
+	mu      sync.Mutex
+	results map[string]string // tool_use_id → the tool_result's text
+	log     []string          // one line per main request: the step answered
+	bad     []string          // requests the fake could not parse
+	seen    int
+}
+
+// result is the text of the tool result the agent sent the model for id.
+func (f *claudeModel) result(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.results[id]
 }
 
 func (f *claudeModel) steps() []string {
@@ -93,6 +105,12 @@ func (f *claudeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				lastText += fmt.Sprint(b["text"])
 			case "tool_result":
 				lastResult = fmt.Sprint(b["tool_use_id"])
+				f.mu.Lock()
+				if f.results == nil {
+					f.results = map[string]string{}
+				}
+				f.results[lastResult] = fmt.Sprint(b["content"])
+				f.mu.Unlock()
 			}
 		}
 	}
@@ -101,7 +119,7 @@ func (f *claudeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case lastResult == "toolu_plan_write":
 			step = "plan-bash"
-		case lastResult == "toolu_plan_bash":
+		case lastResult == "toolu_plan_bash", lastResult == "toolu_plan_unasked":
 			step = "plan-propose"
 		case lastResult == "toolu_impl_write":
 			step = "impl-done"
@@ -109,6 +127,8 @@ func (f *claudeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			step = "other"
 		case strings.Contains(lastText, "Create notes.txt"):
 			step = "impl-write"
+		case f.unasked != "":
+			step = "plan-unasked"
 		default:
 			step = "plan-write"
 		}
@@ -150,6 +170,9 @@ func (f *claudeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tool("toolu_plan_write", "Write", map[string]string{"file_path": filepath.Join(f.ws, "notes.txt"), "content": "written in Plan\n"})
 	case "plan-bash":
 		tool("toolu_plan_bash", "Bash", map[string]string{"command": "touch pwned.txt", "description": "Create a file"})
+	case "plan-unasked":
+		text("Setting things up first.\n")
+		tool("toolu_plan_unasked", "Bash", map[string]string{"command": f.unasked, "description": "Set up"})
 	case "plan-propose":
 		text(acpPlanProposal)
 		stop = "end_turn"

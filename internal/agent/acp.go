@@ -43,6 +43,11 @@ type ACPConfig struct {
 	// process; the Plan one must come out unable to change the workspace
 	// whether or not it asks first.
 	Confine func(cmd *exec.Cmd, c Confinement) error
+	// Confined describes the layers Confine applies to the Plan agent,
+	// for doctor and /plan status; it starts with "NO OS CONFINEMENT"
+	// when none can be applied here (Confine then fails and Plan turns
+	// are refused).
+	Confined string
 }
 
 // Confinement is what [ACPConfig.Confine] must enforce on one agent
@@ -98,6 +103,18 @@ func (e *ACP) Name() string { return "acp" }
 // [ACP.RunTurn]), so a single model request is an error.
 func (e *ACP) Stream(ctx context.Context, req Request, onText func(string)) (Response, error) {
 	return Response{}, errors.New("the acp engine runs whole turns; it cannot serve a single model request")
+}
+
+// AgentConfinement says what confines the Plan agent process: the OS
+// layers of [ACPConfig.Confine], or that only the gate holds Plan.
+func (e *ACP) AgentConfinement() string {
+	if e.cfg.Confine == nil {
+		return "NO OS CONFINEMENT of the Plan agent process: only the gate holds Plan (for what the agent asks or does through the client's methods)"
+	}
+	if e.cfg.Confined == "" {
+		return "Plan agent process confined by the configured hook"
+	}
+	return e.cfg.Confined
 }
 
 // Close kills every agent process group.
