@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,7 +66,6 @@ func acpConfig(cfg agent.EngineConfig, stateDir string, stderr io.Writer) agent.
 	if len(cmd) == 0 {
 		cmd = parseCommand(os.Getenv("PLANBRIDGE_ACP_COMMAND"))
 	}
-	ports := acpModelPorts(cfg.Env)
 	c := agent.ACPConfig{Command: cmd, Env: cfg.Env, Stderr: stderr, StateDir: stateDir}
 	// Every Plan agent process runs under the sandbox's agent profile,
 	// root or not: whether or not it asks first, it cannot write but its
@@ -76,9 +76,9 @@ func acpConfig(cfg agent.EngineConfig, stateDir string, stderr io.Writer) agent.
 		if !conf.Plan {
 			return nil
 		}
-		return confinePlanAgent(cmd, conf, ports)
+		return confinePlanAgent(cmd, conf)
 	}
-	c.Confined = acpConfinementText(ports)
+	c.Confined = acpConfinementText(acpModelPorts(acpEnv(cfg)))
 	return c
 }
 
@@ -94,7 +94,7 @@ func acpConfig(cfg agent.EngineConfig, stateDir string, stderr io.Writer) agent.
 // the agents' configuration and credential files (an allowlist, regular
 // files only), refreshed at every start, so the agent is logged in and
 // configured as the person is, and nothing it writes reaches the originals.
-func confinePlanAgent(cmd *exec.Cmd, conf agent.Confinement, ports []uint16) error {
+func confinePlanAgent(cmd *exec.Cmd, conf agent.Confinement) error {
 	if len(conf.Writable) == 0 {
 		return fmt.Errorf("confining the Plan agent: no state directory to confine it to")
 	}
@@ -107,6 +107,7 @@ func confinePlanAgent(cmd *exec.Cmd, conf agent.Confinement, ports []uint16) err
 		}
 	}
 	env := envMap(cmd.Env)
+	ports := acpModelPorts(env) // before HOME and CODEX_HOME change
 	seedAgentHome(home, env)
 	set := map[string]string{
 		// Claude Code's Bash tool keeps its working files in
@@ -216,17 +217,16 @@ func setEnv(env []string, set map[string]string) []string {
 	return out
 }
 
-// acpModelPorts are the TCP ports the Plan agent may connect to: 443 and
-// the ports of the model endpoints and proxies named in its environment
-// (…_BASE_URL, …_API_BASE, …_ENDPOINT, …_PROXY).
-func acpModelPorts(cfgEnv map[string]string) []uint16 {
+// acpModelPorts are the TCP ports the Plan agent may connect to (env is
+// its whole environment): 443; the ports of the model endpoints and
+// proxies named in the environment (…_BASE_URL, …_API_BASE, …_ENDPOINT,
+// …_PROXY); those of the base_url entries of Codex's config.toml (its
+// model providers), which Codex reads from $CODEX_HOME or ~/.codex; and
+// PLANBRIDGE_ACP_PORTS (comma-separated) for endpoints none of these
+// name.
+func acpModelPorts(env map[string]string) []uint16 {
 	seen := map[uint16]bool{443: true}
-	add := func(k, v string) {
-		k = strings.ToUpper(k)
-		if !strings.HasSuffix(k, "_BASE_URL") && !strings.HasSuffix(k, "_API_BASE") && !strings.HasSuffix(k, "_ENDPOINT") &&
-			!strings.HasSuffix(k, "_PROXY") {
-			return
-		}
+	addURL := func(v string) {
 		u, err := url.Parse(strings.TrimSpace(v))
 		if err != nil || u.Host == "" {
 			return
@@ -244,15 +244,27 @@ func acpModelPorts(cfgEnv map[string]string) []uint16 {
 			seen[uint16(n)] = true
 		}
 	}
-	for _, kv := range os.Environ() {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			if _, over := cfgEnv[k]; !over {
-				add(k, v)
-			}
+	for k, v := range env {
+		k = strings.ToUpper(k)
+		if strings.HasSuffix(k, "_BASE_URL") || strings.HasSuffix(k, "_API_BASE") || strings.HasSuffix(k, "_ENDPOINT") || strings.HasSuffix(k, "_PROXY") {
+			addURL(v)
 		}
 	}
-	for k, v := range cfgEnv {
-		add(k, v)
+	for _, f := range strings.Split(env["PLANBRIDGE_ACP_PORTS"], ",") {
+		if n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 16); err == nil && n > 0 {
+			seen[uint16(n)] = true
+		}
+	}
+	codexDir := env["CODEX_HOME"]
+	if codexDir == "" && filepath.IsAbs(env["HOME"]) {
+		codexDir = filepath.Join(env["HOME"], ".codex")
+	}
+	if codexDir != "" {
+		if b, err := os.ReadFile(filepath.Join(codexDir, "config.toml")); err == nil && len(b) <= maxSeedFile {
+			for _, m := range codexBaseURL.FindAllStringSubmatch(string(b), -1) {
+				addURL(m[1])
+			}
+		}
 	}
 	var out []uint16
 	for p := range seen {
@@ -260,6 +272,20 @@ func acpModelPorts(cfgEnv map[string]string) []uint16 {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
+}
+
+// codexBaseURL matches a base_url key of Codex's config.toml (a model
+// provider's endpoint), a basic or literal string.
+var codexBaseURL = regexp.MustCompile(`(?m)^[ \t]*base_url[ \t]*=[ \t]*["']([^"'\n]+)["']`)
+
+// acpEnv is the environment the agent of cfg sees, as a map: planbridge's
+// own, overridden by cfg.Env.
+func acpEnv(cfg agent.EngineConfig) map[string]string {
+	m := envMap(os.Environ())
+	for k, v := range cfg.Env {
+		m[k] = v
+	}
+	return m
 }
 
 // acpConfinementText says which layers confine the Plan agent process
@@ -270,8 +296,11 @@ func acpConfinementText(ports []uint16) string {
 	if err != nil {
 		return "NO OS CONFINEMENT of the Plan agent process (" + err.Error() + "): Plan turns of the acp engine are refused rather than run unconfined"
 	}
+	// The profile is built here without the directory (which exists only
+	// once an agent starts): name it for what every Plan agent gets.
+	sum := strings.Replace(ag.Summary(), "writes: /dev/null only", "writes: its own state directory and /dev/null only", 1)
 	return "Plan agent process under the sandbox agent profile: workspace and everything else read-only, writes only to its own state directory (private home and tmp); " +
-		ag.Summary() + "; no bwrap or namespaces (/proc visible; other processes' entries guarded by Landlock's ptrace scoping)"
+		sum + "; no bwrap or namespaces (/proc visible; other processes' entries guarded by Landlock's ptrace scoping)"
 }
 
 func newACP(cfg agent.EngineConfig, stateDir string, lg *slog.Logger, acps *acpEngines) (agent.Engine, error) {

@@ -332,6 +332,11 @@ func TestDoctorACP(t *testing.T) {
 	if err != nil || !strings.Contains(out, "ok   engine     acp ") || !strings.Contains(out, "speaks ACP 1 (codex-acp 0.16.0)") {
 		t.Errorf("doctor with codex-acp: %v\n%s", err, out)
 	}
+	if !strings.Contains(out, "ok   agent      Plan agent process under the sandbox agent profile: ") ||
+		!strings.Contains(out, "landlock ABI ") || !strings.Contains(out, "writes: its own state directory and /dev/null only") ||
+		!strings.Contains(out, "seccomp (socket: inet, inet6 only") || !strings.Contains(out, "no tcp bind") {
+		t.Errorf("doctor does not say what confines the Plan agent:\n%s", out)
+	}
 	out, err = run("planbridge-no-such-agent --acp")
 	if err == nil || !strings.Contains(out, `FAIL engine     acp acp: agent command "planbridge-no-such-agent": exec: "planbridge-no-such-agent": executable file not found`) {
 		t.Errorf("doctor with a missing command: %v\n%s", err, out)

@@ -331,7 +331,7 @@ func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "acp":
 		msg, err := acpDoctor(ctx, ec)
 		line("engine", msg, err == nil)
-		agentText := acpConfinementText(acpModelPorts(ec.Env))
+		agentText := acpConfinementText(acpModelPorts(acpEnv(ec)))
 		line("agent", agentText, !strings.HasPrefix(agentText, "NO OS CONFINEMENT"))
 	default:
 		_, err := agent.NewEngine(ec, os.Getenv)

@@ -675,3 +675,44 @@ func TestACPRedacted(t *testing.T) {
 		t.Errorf("messages %+v done %q", res.Messages, sink.done)
 	}
 }
+
+// TestACPPlanRefusedWhenUnconfinable: when the Plan agent cannot be
+// confined (no Landlock here), a Plan turn fails with the reason and no
+// agent starts for it; a non-Plan turn still runs.
+func TestACPPlanRefusedWhenUnconfinable(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	eng, err := NewACP(ACPConfig{Command: []string{self}, Env: map[string]string{"FAKE_ACP_AGENT": "1", "FAKE_ACP_CHILD": "1", "FAKE_ACP_PIDFILE": pidfile},
+		StateDir: filepath.Join(t.TempDir(), "acp"),
+		Confine: func(cmd *exec.Cmd, c Confinement) error {
+			if c.Plan {
+				return errors.New("sandbox: no Landlock on this kernel")
+			}
+			return nil
+		}, Confined: "NO OS CONFINEMENT of the Plan agent process"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ws := t.TempDir()
+	tn, _ := acpTurnOf(eng, ws, t.TempDir(), "hello", true, ModeAsk, nil)
+	if _, err := tn.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "no Landlock on this kernel") {
+		t.Fatalf("Plan turn without confinement: %v", err)
+	}
+	if _, err := os.Stat(pidfile); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an agent started for the refused Plan turn: %v", err)
+	}
+	if got := eng.AgentConfinement(); got != "NO OS CONFINEMENT of the Plan agent process" {
+		t.Errorf("AgentConfinement %q", got)
+	}
+	tn, sink := acpTurnOf(eng, ws, t.TempDir(), "hello", false, ModeAsk, nil)
+	if _, err := tn.Run(context.Background()); err != nil || !strings.Contains(sink.String(), "echo:hello") {
+		t.Fatalf("non-Plan turn: %v %q", err, sink.String())
+	}
+	if _, err := os.Stat(pidfile); err != nil {
+		t.Fatalf("the non-Plan agent did not start: %v", err)
+	}
+}
