@@ -245,3 +245,184 @@ func TestACPClaudeCodeUnaskedCommandRunsOutsidePlan(t *testing.T) {
 		t.Errorf("the person was asked %d time(s): the command was not unasked", asked)
 	}
 }
+
+// acpSleepMarker is the argument of the long command the interrupt test's
+// agent runs: unique, so the test can find that process.
+const acpSleepMarker = "3171.5"
+
+// agentProcs lists the processes whose environment holds marker
+// (HOME=<the Plan agent's private home>): the confined agent and its
+// children. For each its pid, process group and command line.
+func agentProcs(t testing.TB, marker string) [][3]string {
+	t.Helper()
+	var out [][3]string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid := e.Name()
+		if pid[0] < '0' || pid[0] > '9' {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", pid, "environ"))
+		if err != nil || !strings.Contains("\x00"+string(env)+"\x00", "\x00"+marker+"\x00") {
+			continue
+		}
+		stat, _ := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+		// stat: pid (comm) state ppid pgrp …; comm may hold blanks.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) < 3 || f[0] == "Z" {
+			continue
+		}
+		out = append(out, [3]string{pid, f[2], strings.ReplaceAll(string(cmdline), "\x00", " ")})
+	}
+	return out
+}
+
+// TestACPClaudeCodeInterrupt: interrupting a running ACP turn (the real
+// Claude Code agent, confined in Plan, running a long command of its own)
+// sends session/cancel: the turn ends cancelled, the agent's command is
+// gone, the same agent process serves the next turn, and when planbridge
+// stops no process of the agent's group is left.
+func TestACPClaudeCodeInterrupt(t *testing.T) {
+	claude := acpBin(t, "claude-agent-acp")
+	ws := gitRepo(t, map[string]string{"README": "readme\n", ".claude/settings.json": hostileClaudeSettings})
+	fake := &claudeModel{ws: ws}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute) // a hang guard
+	defer cancel()
+	state := t.TempDir()
+	p := startServe(t, state, "--log", filepath.Join(state, "serve.log"))
+	if err := p.c.Call(ctx, "initialize", map[string]any{"engine": map[string]any{"kind": "acp", "command": []string{claude},
+		"env": map[string]string{"HOME": acpHome(t), "ANTHROPIC_BASE_URL": srv.URL, "ANTHROPIC_API_KEY": "sk-ant-fake", "ANTHROPIC_MODEL": "claude-sonnet-4-5"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	marker := "HOME=" + filepath.Join(state, "acp", "plan", "home")
+	dump := func() {
+		for _, e := range p.c.Events() {
+			t.Logf("event %s %s", e.Kind, e.Data)
+		}
+		b, _ := os.ReadFile(filepath.Join(state, "serve.log"))
+		t.Logf("log:\n%s\nsteps %v\nprocs %v", b, fake.steps(), agentProcs(t, marker))
+		t.Logf("stderr %s", p.stderr)
+	}
+	s := createSession(t, ctx, p.c, ws)
+	if err := p.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "/plan run the long command"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the agent's own command to run (confined, unasked).
+	var sleeper bool
+	for !sleeper && ctx.Err() == nil {
+		for _, pr := range agentProcs(t, marker) {
+			if strings.Contains(pr[2], "sleep "+acpSleepMarker) {
+				sleeper = true
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	procs := agentProcs(t, marker)
+	if len(procs) == 0 {
+		dump()
+		t.Fatal("no agent process")
+	}
+	pgid := procs[0][1]
+	for _, pr := range procs {
+		if pr[2] != "" && strings.Contains(pr[2], "claude-agent-acp") && pr[1] != pgid {
+			t.Errorf("agent processes in several groups: %v", procs)
+		}
+	}
+	if err := p.c.Call(ctx, "session/interrupt", map[string]string{"session": s.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitTurnEnd(t, ctx, p.c, 1)
+	var end rpc.Event
+	for _, e := range p.c.Events() {
+		if e.Kind == "turn_end" {
+			end = e
+		}
+	}
+	if !strings.Contains(string(end.Data), `"ok":false`) || !strings.Contains(string(end.Data), `"error":"interrupted"`) {
+		dump()
+		t.Fatalf("the interrupted turn ended %s", end.Data)
+	}
+	// The agent stopped its command on session/cancel.
+	for i := 0; ; i++ {
+		alive := false
+		for _, pr := range agentProcs(t, marker) {
+			if strings.Contains(pr[2], "sleep "+acpSleepMarker) {
+				alive = true
+			}
+		}
+		if !alive {
+			break
+		}
+		if i > 600 { // 30 s: a hang guard
+			dump()
+			t.Fatal("the agent's command survived the interrupt")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	leader := procs[0][0]
+	if err := p.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "hello after the interrupt"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitTurnEnd(t, ctx, p.c, 2)
+	var text strings.Builder
+	for _, e := range p.c.Events() {
+		if e.Kind == "text" {
+			text.Write(e.Data)
+		}
+	}
+	if !strings.Contains(text.String(), "Still here after the interrupt.") {
+		dump()
+		t.Fatalf("the next turn: %s", text.String())
+	}
+	still := false
+	for _, pr := range agentProcs(t, marker) {
+		if pr[0] == leader {
+			still = true
+		}
+	}
+	if !still {
+		t.Errorf("the agent process was not reused for the next turn (it was %s; now %v)", leader, agentProcs(t, marker))
+	}
+	// The cancelled session was closed: its inner claude process is gone,
+	// only the new session's remains (one per session).
+	for i := 0; ; i++ {
+		var inner []string
+		for _, pr := range agentProcs(t, marker) {
+			if pr[0] != leader {
+				inner = append(inner, pr[2])
+			}
+		}
+		if len(inner) == 1 {
+			break
+		}
+		if i > 200 { // 10 s: a hang guard
+			t.Fatalf("the agent's processes besides its leader: %q, want the new session's only", inner)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.stop()
+	for i := 0; ; i++ {
+		var left [][3]string
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			if err != nil {
+				continue
+			}
+			f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+			if len(f) >= 3 && f[2] == pgid && f[0] != "Z" {
+				left = append(left, [3]string{e.Name(), f[2], string(stat)})
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if i > 200 { // 10 s: a hang guard
+			t.Fatalf("processes of the agent's group %s left after planbridge stopped: %v", pgid, left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

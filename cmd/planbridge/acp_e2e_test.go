@@ -119,6 +119,12 @@ func (f *claudeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case lastResult == "toolu_plan_write":
 			step = "plan-bash"
+		case lastResult == "toolu_int_sleep":
+			step = "int-after-sleep"
+		case strings.Contains(lastText, "after the interrupt"):
+			step = "int-again"
+		case strings.Contains(lastText, "run the long command"):
+			step = "int-sleep"
 		case lastResult == "toolu_plan_bash", lastResult == "toolu_plan_unasked":
 			step = "plan-propose"
 		case lastResult == "toolu_impl_write":
@@ -173,6 +179,15 @@ func (f *claudeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "plan-unasked":
 		text("Setting things up first.\n")
 		tool("toolu_plan_unasked", "Bash", map[string]string{"command": f.unasked, "description": "Set up"})
+	case "int-sleep":
+		text("Running it.\n")
+		tool("toolu_int_sleep", "Bash", map[string]string{"command": "sleep " + acpSleepMarker, "description": "Wait"})
+	case "int-after-sleep":
+		text("The command ended.\n")
+		stop = "end_turn"
+	case "int-again":
+		text("Still here after the interrupt.\n")
+		stop = "end_turn"
 	case "plan-propose":
 		text(acpPlanProposal)
 		stop = "end_turn"

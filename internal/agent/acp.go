@@ -270,6 +270,13 @@ func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
 		res.Messages = turn.messages()
 		if err != nil {
 			if ctx.Err() != nil {
+				// The agent's session is not reused after a cancel: Claude
+				// Code answers the next prompt of a cancelled session with
+				// the cancelled query's leftover end_turn, before any work
+				// (claude-agent-acp issue 551). The next turn opens a fresh
+				// session on the same process, with the conversation as
+				// context; the old one is closed where the agent can.
+				a.forget(t, sess.id)
 				return res, fmt.Errorf("acp turn: %w", ctx.Err())
 			}
 			return res, e.crashed(a, err)
@@ -338,6 +345,31 @@ func (e *ACP) crashed(a *acpProc, err error) error {
 	default:
 		return err
 	}
+}
+
+// forget drops the agent session id of t's planbridge session, and closes
+// it (session/close, in the background) when the agent can close
+// sessions, so what it runs for that session ends.
+func (a *acpProc) forget(t *Turn, id string) {
+	key := t.Env.Roots.Work + "\x00" + t.Env.Roots.Workspace
+	a.mu.Lock()
+	if s := a.sessions[key]; s != nil && s.id == id {
+		delete(a.sessions, key)
+	}
+	a.mu.Unlock()
+	var caps struct {
+		SessionCapabilities struct {
+			Close *struct{} `json:"close"`
+		} `json:"sessionCapabilities"`
+	}
+	if json.Unmarshal(a.init.AgentCapabilities, &caps) != nil || caps.SessionCapabilities.Close == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = a.proc.Call(ctx, "session/close", map[string]string{"sessionId": id}, nil)
+	}()
 }
 
 // session returns the agent's session for t's planbridge session, opening
