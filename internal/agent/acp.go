@@ -186,7 +186,7 @@ func (e *ACP) start(ctx context.Context, plan bool) (*acpProc, error) {
 	a.proc = p
 	ictx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	caps := acp.ClientCapabilities{FS: acp.FSCapabilities{ReadTextFile: true, WriteTextFile: true}}
+	caps := acp.ClientCapabilities{FS: acp.FSCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true}
 	a.init, err = p.Initialize(ictx, caps, acp.Implementation{Name: "planbridge", Title: "planbridge", Version: "1"})
 	if err != nil {
 		p.Close(time.Second)
@@ -231,6 +231,8 @@ type acpTurn struct {
 	// protected-path warning: only those cover a protected write.
 	warned   map[string]bool
 	refusals []string // reasons of refusals not yet told the agent
+	terms    map[string]*acpTerminal
+	nterm    int // terminals created, for their ids
 }
 
 // RunTurn implements [TurnEngine]: it sends the turn's prompt to the
@@ -255,6 +257,7 @@ func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
 		a.mu.Lock()
 		delete(a.turns, sess.id)
 		a.mu.Unlock()
+		turn.closeTerminals()
 	}()
 	if id := pickMode(sess.modes); id != "" && id != sess.modes.CurrentModeID {
 		if err := a.proc.Call(ctx, "session/set_mode", acp.SetModeParams{SessionID: sess.id, ModeID: id}, nil); err != nil {
@@ -549,6 +552,24 @@ func (a *acpProc) handle(ctx context.Context, method string, params json.RawMess
 			return nil, &acp.Error{Code: acp.CodeInvalidParams, Message: err.Error()}
 		}
 		return u.writeFile(ctx, p)
+	case "terminal/create":
+		if u == nil {
+			return nil, &acp.Error{Code: acp.CodeInvalidRequest, Message: "no planbridge turn is running for this session"}
+		}
+		var p acp.CreateTerminalParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, &acp.Error{Code: acp.CodeInvalidParams, Message: err.Error()}
+		}
+		return u.createTerminal(ctx, p)
+	case "terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release":
+		if u == nil {
+			return nil, &acp.Error{Code: acp.CodeInvalidRequest, Message: "no planbridge turn is running for this session"}
+		}
+		var p acp.TerminalParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, &acp.Error{Code: acp.CodeInvalidParams, Message: err.Error()}
+		}
+		return u.terminalRequest(ctx, method, p)
 	}
 	return nil, &acp.Error{Code: acp.CodeMethodNotFound, Message: "method not found: " + method}
 }
