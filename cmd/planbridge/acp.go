@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,6 +21,8 @@ import (
 
 	"planbridge/internal/agent"
 	"planbridge/sandbox"
+
+	"golang.org/x/sys/unix"
 )
 
 // parseCommand reads --acp-command: a JSON array of strings, or words
@@ -101,14 +104,29 @@ func confinePlanAgent(cmd *exec.Cmd, conf agent.Confinement) error {
 	root := filepath.Join(conf.Writable[0], "plan")
 	home := filepath.Join(root, "home")
 	tmp := filepath.Join(root, "tmp")
-	for _, d := range []string{home, tmp} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("confining the Plan agent: %w", err)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return fmt.Errorf("confining the Plan agent: %w", err)
+	}
+	// Everything beneath root is the agent's to change, and planbridge
+	// writes there unconfined (the seeds): it works from a descriptor of
+	// root, whose parent the agent cannot write, and never follows a link
+	// the last agent left (home replaced by a link into the workspace
+	// must not make planbridge write the workspace).
+	rfd, err := unix.Open(root, unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("confining the Plan agent: %s: %w", root, err)
+	}
+	defer unix.Close(rfd)
+	for _, d := range []string{"home", "tmp"} {
+		fd, err := realDirAt(rfd, d)
+		if err != nil {
+			return fmt.Errorf("confining the Plan agent: %s: %w", filepath.Join(root, d), err)
 		}
+		unix.Close(fd)
 	}
 	env := envMap(cmd.Env)
 	ports := acpModelPorts(env) // before HOME and CODEX_HOME change
-	seedAgentHome(home, env)
+	seedAgentHome(rfd, env)
 	set := map[string]string{
 		// Claude Code's Bash tool keeps its working files in
 		// $CLAUDE_CODE_TMPDIR/claude-UID, /tmp when unset (it ignores
@@ -131,6 +149,32 @@ func confinePlanAgent(cmd *exec.Cmd, conf agent.Confinement) error {
 	return ag.Wrap(cmd)
 }
 
+// realDirAt opens the directory name beneath dirfd (created if missing),
+// replacing whatever else is there (a link, a file): never a link
+// followed. The caller closes the descriptor.
+func realDirAt(dirfd int, name string) (int, error) {
+	how := &unix.OpenHow{Flags: unix.O_DIRECTORY | unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+	for i := 0; i < 3; i++ {
+		fd, err := unix.Openat2(dirfd, name, how)
+		if err == nil {
+			return fd, nil
+		}
+		if errors.Is(err, unix.ENOENT) {
+			if err := unix.Mkdirat(dirfd, name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+				return -1, err
+			}
+			continue
+		}
+		// A link or a file where the directory goes: remove it (a
+		// directory is never removed, whatever it holds).
+		if err := unix.Unlinkat(dirfd, name, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return -1, err
+		}
+	}
+	return -1, fmt.Errorf("%s: cannot make it a directory", name)
+}
+
 // agentHomeFiles are the agents' configuration and credential files a
 // Plan agent's private home gets copies of, relative to the person's home
 // (or to CLAUDE_CONFIG_DIR / CODEX_HOME for the files under .claude and
@@ -145,10 +189,13 @@ var agentHomeFiles = []string{
 const maxSeedFile = 4 << 20
 
 // seedAgentHome copies the agentHomeFiles that exist as regular files
-// (symlinks are not followed: a link could point anywhere) into home.
-// A file that cannot be copied is skipped: the agent then starts as if
-// the person had not configured it, which it reports itself.
-func seedAgentHome(home string, env map[string]string) {
+// (links are not followed: one could point anywhere) into home beneath
+// rootfd (the Plan agent's root). Each copy is written to a fresh file
+// and renamed over the old one, every directory opened without following
+// links, so nothing the last agent left there redirects the write. A
+// file that cannot be copied is skipped: the agent then starts as if the
+// person had not configured it, which it reports itself.
+func seedAgentHome(rootfd int, env map[string]string) {
 	src := env["HOME"]
 	for _, rel := range agentHomeFiles {
 		from := ""
@@ -162,7 +209,6 @@ func seedAgentHome(home string, env map[string]string) {
 		default:
 			continue
 		}
-		to := filepath.Join(home, rel)
 		fi, err := os.Lstat(from)
 		if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxSeedFile {
 			continue
@@ -171,19 +217,47 @@ func seedAgentHome(home string, env map[string]string) {
 		if err != nil {
 			continue
 		}
-		if os.MkdirAll(filepath.Dir(to), 0o700) != nil {
-			continue
-		}
-		// Replace, never write through: what the last agent left there
-		// (a link included) is not followed.
-		tmp := to + ".planbridge-seed"
-		os.Remove(tmp)
-		if os.WriteFile(tmp, b, 0o600) == nil {
-			if os.Rename(tmp, to) != nil {
-				os.Remove(tmp)
-			}
-		}
+		_ = writeBeneath(rootfd, filepath.Join("home", rel), b)
 	}
+}
+
+// writeBeneath writes b to rel beneath dirfd: directories opened (and
+// made) without following links, the file written fresh and renamed over
+// whatever had its name.
+func writeBeneath(dirfd int, rel string, b []byte) error {
+	parts := strings.Split(filepath.Clean(rel), string(filepath.Separator))
+	fd, err := unix.Dup(dirfd)
+	if err != nil {
+		return err
+	}
+	for _, d := range parts[:len(parts)-1] {
+		next, err := realDirAt(fd, d)
+		unix.Close(fd)
+		if err != nil {
+			return err
+		}
+		fd = next
+	}
+	defer unix.Close(fd)
+	name := parts[len(parts)-1]
+	tmp := name + ".planbridge-seed"
+	_ = unix.Unlinkat(fd, tmp, 0)
+	wfd, err := unix.Openat(fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(wfd), tmp)
+	_, werr := f.Write(b)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = unix.Renameat(fd, tmp, fd, name)
+	}
+	if werr != nil {
+		_ = unix.Unlinkat(fd, tmp, 0)
+	}
+	return werr
 }
 
 // envMap is the last value of each variable of env ("K=V" list).

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"planbridge/internal/agent"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestPlanAgentHomeSeeding: the Plan agent's private home gets copies of
@@ -16,7 +18,9 @@ import (
 // person's home or left in the private home by the last agent), and the
 // originals are not reachable from it.
 func TestPlanAgentHomeSeeding(t *testing.T) {
-	real, priv := t.TempDir(), t.TempDir()
+	real, root := t.TempDir(), t.TempDir()
+	priv := filepath.Join(root, "home")
+	os.Mkdir(priv, 0o700)
 	write := func(p, s string) {
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
@@ -37,7 +41,25 @@ func TestPlanAgentHomeSeeding(t *testing.T) {
 	os.MkdirAll(filepath.Join(priv, ".claude"), 0o700)
 	os.Symlink(victim, filepath.Join(priv, ".claude", ".credentials.json"))
 
-	seedAgentHome(priv, map[string]string{"HOME": real})
+	// And a link where a seeded directory goes.
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(priv, ".gemini"), 0o700)
+	os.RemoveAll(filepath.Join(priv, ".gemini"))
+	os.Symlink(ws, filepath.Join(priv, ".gemini"))
+	write(filepath.Join(real, ".gemini", "settings.json"), "{}")
+
+	rfd, err := unix.Open(root, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(rfd)
+	seedAgentHome(rfd, map[string]string{"HOME": real})
+	if ents, _ := os.ReadDir(ws); len(ents) != 0 {
+		t.Errorf("seeding wrote through a directory link: %v", ents)
+	}
+	if fi, err := os.Lstat(filepath.Join(priv, ".gemini", "settings.json")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf(".gemini/settings.json: %v %v", fi, err)
+	}
 	for rel, want := range map[string]string{".claude.json": `{"a":1}`, ".claude/.credentials.json": "creds"} {
 		p := filepath.Join(priv, rel)
 		fi, err := os.Lstat(p)
@@ -102,6 +124,25 @@ func TestConfinePlanAgentCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "x")); err == nil {
 		t.Error("the Plan agent wrote the workspace")
+	}
+	// The last agent replaced its home by a link into the workspace: the
+	// next start makes it a directory again and writes nothing through it.
+	os.RemoveAll(home)
+	os.Symlink(ws, home)
+	os.WriteFile(filepath.Join(realHome, ".claude.json"), []byte("{}"), 0o600)
+	cmd = exec.Command("/bin/true")
+	cmd.Env = []string{"HOME=" + realHome}
+	if err := cfg.Confine(cmd, agent.Confinement{Plan: true, Writable: []string{state}}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(home); err != nil || !fi.IsDir() {
+		t.Errorf("home after the link: %v %v", fi, err)
+	}
+	if ents, _ := os.ReadDir(ws); len(ents) != 0 {
+		t.Errorf("planbridge wrote the workspace through the agent's link: %v", ents)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, ".claude.json")); string(b) != "{}" {
+		t.Errorf("seed: %q %v", b, err)
 	}
 	if err := cfg.Confine(exec.Command("/bin/true"), agent.Confinement{Plan: true}); err == nil {
 		t.Error("confined without a state directory")
