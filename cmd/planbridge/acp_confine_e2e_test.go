@@ -83,6 +83,7 @@ const unaskedCommand = `touch pwned.txt; echo pwned >> README; mkdir newdir; ech
 // agent (a separate, unconfined process) writes after the person allows
 // it. As root and as uid 65534.
 func TestACPClaudeCodeUnaskedWritesAreConfined(t *testing.T) {
+	t.Parallel() // see TestACPClaudeCodeThroughTheBinary
 	for _, who := range []string{"root", "nobody"} {
 		t.Run(who, func(t *testing.T) { testACPClaudeUnasked(t, who == "nobody") })
 	}
@@ -214,6 +215,7 @@ func testACPClaudeUnasked(t *testing.T, unprivileged bool) {
 // it does change the workspace. So the Plan result is the confinement's,
 // not an agent that never ran the command.
 func TestACPClaudeCodeUnaskedCommandRunsOutsidePlan(t *testing.T) {
+	t.Parallel()
 	claude := acpBin(t, "claude-agent-acp")
 	ws := gitRepo(t, map[string]string{"README": "readme\n", ".claude/settings.json": hostileClaudeSettings})
 	fake := &claudeModel{ws: ws, unasked: unaskedCommand}
@@ -284,6 +286,7 @@ func agentProcs(t testing.TB, marker string) [][3]string {
 // gone, the same agent process serves the next turn, and when planbridge
 // stops no process of the agent's group is left.
 func TestACPClaudeCodeInterrupt(t *testing.T) {
+	t.Parallel()
 	claude := acpBin(t, "claude-agent-acp")
 	ws := gitRepo(t, map[string]string{"README": "readme\n", ".claude/settings.json": hostileClaudeSettings})
 	fake := &claudeModel{ws: ws}
@@ -319,6 +322,10 @@ func TestACPClaudeCodeInterrupt(t *testing.T) {
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if !sleeper {
+		dump()
+		t.Fatal("the agent's command never ran")
 	}
 	procs := agentProcs(t, marker)
 	if len(procs) == 0 {
@@ -356,7 +363,7 @@ func TestACPClaudeCodeInterrupt(t *testing.T) {
 		if !alive {
 			break
 		}
-		if i > 600 { // 30 s: a hang guard
+		if i > 2400 { // 2 min: a hang guard
 			dump()
 			t.Fatal("the agent's command survived the interrupt")
 		}
@@ -398,7 +405,7 @@ func TestACPClaudeCodeInterrupt(t *testing.T) {
 		if len(inner) == 1 {
 			break
 		}
-		if i > 200 { // 10 s: a hang guard
+		if i > 2400 { // 2 min: a hang guard
 			t.Fatalf("the agent's processes besides its leader: %q, want the new session's only", inner)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -420,7 +427,7 @@ func TestACPClaudeCodeInterrupt(t *testing.T) {
 		if len(left) == 0 {
 			break
 		}
-		if i > 200 { // 10 s: a hang guard
+		if i > 2400 { // 2 min: a hang guard
 			t.Fatalf("processes of the agent's group %s left after planbridge stopped: %v", pgid, left)
 		}
 		time.Sleep(50 * time.Millisecond)
