@@ -81,9 +81,21 @@ func acpConfig(cfg agent.EngineConfig, stateDir string, stderr io.Writer) agent.
 		}
 		return confinePlanAgent(cmd, conf)
 	}
-	c.Confined = acpConfinementText(acpModelPorts(acpEnv(cfg)))
+	env := acpEnv(cfg)
+	c.Confined = acpConfinementText(acpModelPorts(env), env[acpUnconfinedVar] == "1")
 	return c
 }
+
+// acpUnconfinedVar, set to 1 in planbridge's or the agent's environment,
+// is the person's explicit opt-out for machines where the Plan agent
+// cannot be confined (no Landlock): Plan turns then run with only the
+// gate holding what the agent asks, and doctor and /plan status say so
+// as NO OS CONFINEMENT. Where confinement works it is ignored.
+const acpUnconfinedVar = "PLANBRIDGE_ACP_UNCONFINED_PLAN"
+
+// newAgentSandbox builds the agent profile (a variable for tests of a
+// machine without Landlock).
+var newAgentSandbox = sandbox.NewAgent
 
 // confinePlanAgent wraps cmd in the agent profile. The agent's own
 // directory (conf.Writable[0]/plan) holds its private home and tmp, the
@@ -142,9 +154,12 @@ func confinePlanAgent(cmd *exec.Cmd, conf agent.Confinement) error {
 		set["CLAUDE_CONFIG_DIR"] = filepath.Join(home, ".claude")
 	}
 	cmd.Env = setEnv(cmd.Env, set)
-	ag, err := sandbox.NewAgent(sandbox.AgentConfig{Writable: []string{root}, ConnectPorts: ports})
+	ag, err := newAgentSandbox(sandbox.AgentConfig{Writable: []string{root}, ConnectPorts: ports})
+	if errors.Is(err, sandbox.ErrNoAgentConfinement) && env[acpUnconfinedVar] == "1" {
+		return nil // the person's opt-out: private home and tmp, no OS layer
+	}
 	if err != nil {
-		return fmt.Errorf("confining the Plan agent: %w", err)
+		return fmt.Errorf("confining the Plan agent: %w (set %s=1 to run Plan turns held by the gate alone)", err, acpUnconfinedVar)
 	}
 	return ag.Wrap(cmd)
 }
@@ -365,10 +380,15 @@ func acpEnv(cfg agent.EngineConfig) map[string]string {
 // acpConfinementText says which layers confine the Plan agent process
 // here, or (starting with "NO OS CONFINEMENT") that none can, in which
 // case Plan turns of the acp engine are refused.
-func acpConfinementText(ports []uint16) string {
-	ag, err := sandbox.NewAgent(sandbox.AgentConfig{ConnectPorts: ports})
+func acpConfinementText(ports []uint16, optOut bool) string {
+	ag, err := newAgentSandbox(sandbox.AgentConfig{ConnectPorts: ports})
+	if err != nil && optOut && errors.Is(err, sandbox.ErrNoAgentConfinement) {
+		return "NO OS CONFINEMENT of the Plan agent process (" + err.Error() + "): the person opted out with " + acpUnconfinedVar +
+			"=1, so Plan turns run with only the gate holding what the agent asks; what it does without asking is NOT held"
+	}
 	if err != nil {
-		return "NO OS CONFINEMENT of the Plan agent process (" + err.Error() + "): Plan turns of the acp engine are refused rather than run unconfined"
+		return "NO OS CONFINEMENT of the Plan agent process (" + err.Error() + "): Plan turns of the acp engine are refused rather than run unconfined (" +
+			acpUnconfinedVar + "=1 runs them held by the gate alone)"
 	}
 	// The profile is built here without the directory (which exists only
 	// once an agent starts): name it for what every Plan agent gets.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"planbridge/internal/agent"
+	"planbridge/sandbox"
 
 	"golang.org/x/sys/unix"
 )
@@ -146,5 +147,44 @@ func TestConfinePlanAgentCommand(t *testing.T) {
 	}
 	if err := cfg.Confine(exec.Command("/bin/true"), agent.Confinement{Plan: true}); err == nil {
 		t.Error("confined without a state directory")
+	}
+}
+
+// TestPlanAgentWithoutLandlock: where the agent profile cannot be built
+// (no Landlock), a Plan agent is refused with the reason and the way out;
+// with the person's opt-out it runs unwrapped (private home still), and
+// the confinement text says NO OS CONFINEMENT and names the opt-out.
+func TestPlanAgentWithoutLandlock(t *testing.T) {
+	saved := newAgentSandbox
+	defer func() { newAgentSandbox = saved }()
+	newAgentSandbox = func(sandbox.AgentConfig) (*sandbox.Agent, error) { return nil, sandbox.ErrNoAgentConfinement }
+	state := filepath.Join(t.TempDir(), "acp")
+	os.MkdirAll(state, 0o700)
+	conf := agent.Confinement{Plan: true, Writable: []string{state}}
+
+	cfg := acpConfig(agent.EngineConfig{Kind: "acp", Command: []string{"/bin/true"}}, state, nil)
+	if !strings.HasPrefix(cfg.Confined, "NO OS CONFINEMENT") || !strings.Contains(cfg.Confined, "refused") {
+		t.Errorf("text %q", cfg.Confined)
+	}
+	cmd := exec.Command("/bin/true")
+	if err := cfg.Confine(cmd, conf); err == nil || !strings.Contains(err.Error(), "no Landlock") || !strings.Contains(err.Error(), acpUnconfinedVar+"=1") {
+		t.Fatalf("no Landlock: %v", err)
+	}
+
+	cfg = acpConfig(agent.EngineConfig{Kind: "acp", Command: []string{"/bin/true"}, Env: map[string]string{acpUnconfinedVar: "1"}}, state, nil)
+	if !strings.HasPrefix(cfg.Confined, "NO OS CONFINEMENT") || !strings.Contains(cfg.Confined, "opted out with "+acpUnconfinedVar) {
+		t.Errorf("opt-out text %q", cfg.Confined)
+	}
+	cmd = exec.Command("/bin/true")
+	cmd.Env = []string{acpUnconfinedVar + "=1", "HOME=/nonexistent"}
+	if err := cfg.Confine(cmd, conf); err != nil || cmd.Path != "/bin/true" || envMap(cmd.Env)["HOME"] != filepath.Join(state, "plan", "home") {
+		t.Fatalf("opt-out: %v %s %v", err, cmd.Path, cmd.Env)
+	}
+	// Where confinement works the opt-out changes nothing.
+	newAgentSandbox = saved
+	cmd = exec.Command("/bin/true")
+	cmd.Env = []string{acpUnconfinedVar + "=1"}
+	if err := cfg.Confine(cmd, conf); err != nil || cmd.Path == "/bin/true" {
+		t.Fatalf("opt-out with Landlock: %v %s", err, cmd.Path)
 	}
 }

@@ -331,7 +331,8 @@ func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "acp":
 		msg, err := acpDoctor(ctx, ec)
 		line("engine", msg, err == nil)
-		agentText := acpConfinementText(acpModelPorts(acpEnv(ec)))
+		env := acpEnv(ec)
+		agentText := acpConfinementText(acpModelPorts(env), env[acpUnconfinedVar] == "1")
 		line("agent", agentText, !strings.HasPrefix(agentText, "NO OS CONFINEMENT"))
 	default:
 		_, err := agent.NewEngine(ec, os.Getenv)
