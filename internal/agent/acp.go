@@ -268,7 +268,7 @@ func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
 
 	prompt := promptText(t.Messages, fresh)
 	for {
-		pr, err := e.prompt(ctx, a, sess.id, prompt)
+		pr, ended, err := e.prompt(ctx, a, sess.id, prompt)
 		res.Requests++
 		res.Messages = turn.messages()
 		if err != nil {
@@ -279,7 +279,7 @@ func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
 				// (claude-agent-acp issue 551). The next turn opens a fresh
 				// session on the same process, with the conversation as
 				// context; the old one is closed where the agent can.
-				a.forget(t, sess.id)
+				a.forget(t, sess.id, ended)
 				return res, fmt.Errorf("acp turn: %w", ctx.Err())
 			}
 			return res, e.crashed(a, err)
@@ -304,24 +304,28 @@ func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
 const maxACPFollowUps = 3
 
 // prompt sends one session/prompt and waits for its end; a cancelled ctx
-// sends session/cancel and waits a little for the agent to stop.
-func (e *ACP) prompt(ctx context.Context, a *acpProc, sid, text string) (acp.PromptResult, error) {
+// sends session/cancel and waits a little for the agent to stop. ended is
+// closed when the agent has answered the prompt (or its connection ended).
+func (e *ACP) prompt(ctx context.Context, a *acpProc, sid, text string) (pr acp.PromptResult, ended <-chan struct{}, err error) {
 	done := make(chan error, 1)
-	var pr acp.PromptResult
+	end := make(chan struct{})
+	var res acp.PromptResult
 	go func() {
-		done <- a.proc.Call(context.WithoutCancel(ctx), "session/prompt",
-			acp.PromptParams{SessionID: sid, Prompt: []acp.ContentBlock{{Type: "text", Text: text}}}, &pr)
+		err := a.proc.Call(context.WithoutCancel(ctx), "session/prompt",
+			acp.PromptParams{SessionID: sid, Prompt: []acp.ContentBlock{{Type: "text", Text: text}}}, &res)
+		close(end)
+		done <- err
 	}()
 	select {
 	case err := <-done:
-		return pr, err
+		return res, end, err
 	case <-ctx.Done():
 		_ = a.proc.Notify("session/cancel", acp.CancelParams{SessionID: sid})
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):
 		}
-		return pr, ctx.Err()
+		return acp.PromptResult{}, end, ctx.Err()
 	}
 }
 
@@ -352,8 +356,11 @@ func (e *ACP) crashed(a *acpProc, err error) error {
 
 // forget drops the agent session id of t's planbridge session, and closes
 // it (session/close, in the background) when the agent can close
-// sessions, so what it runs for that session ends.
-func (a *acpProc) forget(t *Turn, id string) {
+// sessions, so what it runs for that session ends. The close waits for
+// the cancelled prompt's answer (ended): closing a session that is still
+// stopping kills its process before it has stopped its own commands
+// (Claude Code starts them in groups of their own, which then live on).
+func (a *acpProc) forget(t *Turn, id string, ended <-chan struct{}) {
 	key := t.Env.Roots.Work + "\x00" + t.Env.Roots.Workspace
 	a.mu.Lock()
 	if s := a.sessions[key]; s != nil && s.id == id {
@@ -369,6 +376,11 @@ func (a *acpProc) forget(t *Turn, id string) {
 		return
 	}
 	go func() {
+		select {
+		case <-ended:
+		case <-a.proc.Done():
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = a.proc.Call(ctx, "session/close", map[string]string{"sessionId": id}, nil)
