@@ -479,4 +479,12 @@ func TestACPClaudeCodeInterrupt(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// Nor any process the agent started elsewhere (Claude Code runs its
+	// commands in groups of their own).
+	for i := 0; len(agentProcs(t, marker)) > 0; i++ {
+		if i > 2400 { // 2 min: a hang guard
+			t.Fatalf("the agent's processes left after planbridge stopped: %v", agentProcs(t, marker))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
