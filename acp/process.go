@@ -128,6 +128,56 @@ func (p *Process) Close(grace time.Duration) {
 	sweep(p.marker)
 }
 
+// KillOrphans kills the agent's orphans: the processes carrying its
+// marker that are no longer descendants of the agent (their parent died
+// and they were reparented away), such as a command whose session the
+// agent closed without stopping it. Best effort, as [sweep].
+func (p *Process) KillOrphans() {
+	leader := p.cmd.Process.Pid
+	want := []byte("\x00" + p.marker + "\x00")
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	parent := map[int]int{}
+	var marked []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold blanks and parentheses.
+		f := bytes.Fields(st[bytes.LastIndexByte(st, ')')+1:])
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(string(f[1]))
+		parent[pid] = ppid
+		if pid == leader || string(f[0]) == "Z" {
+			continue
+		}
+		if env, err := os.ReadFile("/proc/" + e.Name() + "/environ"); err == nil && bytes.Contains(append(append([]byte{0}, env...), 0), want) {
+			marked = append(marked, pid)
+		}
+	}
+	for _, pid := range marked {
+		q, ok := pid, false
+		for i := 0; i < 1<<12 && q > 1; i++ {
+			if q = parent[q]; q == leader {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
 // markerVar names the variable that marks an agent's processes.
 const markerVar = "PLANBRIDGE_ACP_AGENT"
 

@@ -76,3 +76,45 @@ func TestCloseKillsWhatLeftTheGroup(t *testing.T) {
 		})
 	}
 }
+
+// TestKillOrphans: a command the agent started whose parent exited (an
+// orphan, reparented away from the agent) is killed; one still below the
+// agent is left alone.
+func TestKillOrphans(t *testing.T) {
+	noop := func(context.Context, string, json.RawMessage) (any, error) { return nil, nil }
+	dir := t.TempDir()
+	orphan, kept := filepath.Join(dir, "orphan"), filepath.Join(dir, "kept")
+	script := fmt.Sprintf(`sh -c 'setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > %s' ; sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > %s; exec cat`, orphan, kept)
+	p, err := Start(Command{Argv: []string{"sh", "-c", script}, Env: os.Environ()}, noop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(time.Second)
+	o, k := readPid(t, orphan), readPid(t, kept)
+	// The orphan's parent shell exits at once: wait for the reparenting
+	// (its parent is then neither that shell nor the agent).
+	ppid := func(pid int) int {
+		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		n := 0
+		if len(f) > 1 {
+			fmt.Sscan(f[1], &n)
+		}
+		return n
+	}
+	for i := 0; ; i++ {
+		pp := ppid(o)
+		if pp != 0 && pp != p.Pid() && ppid(pp) != p.Pid() {
+			break
+		}
+		if i > 3000 { // 30 s: a hang guard
+			t.Fatal("the orphan was never reparented")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.KillOrphans()
+	waitGone(t, o)
+	if !alive(k) {
+		t.Error("KillOrphans killed a command still below the agent")
+	}
+}

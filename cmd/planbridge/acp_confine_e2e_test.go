@@ -423,8 +423,11 @@ func TestACPClaudeCodeInterrupt(t *testing.T) {
 	waitTurnEnd(t, ctx, p.c, 2)
 	var text strings.Builder
 	for _, e := range p.c.Events() {
-		if e.Kind == "text" {
-			text.Write(e.Data)
+		var d struct {
+			Delta string `json:"delta"`
+		}
+		if e.Kind == "text" && json.Unmarshal(e.Data, &d) == nil {
+			text.WriteString(d.Delta)
 		}
 	}
 	if !strings.Contains(text.String(), "Still here after the interrupt.") {

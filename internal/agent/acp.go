@@ -357,9 +357,11 @@ func (e *ACP) crashed(a *acpProc, err error) error {
 // forget drops the agent session id of t's planbridge session, and closes
 // it (session/close, in the background) when the agent can close
 // sessions, so what it runs for that session ends. The close waits for
-// the cancelled prompt's answer (ended): closing a session that is still
-// stopping kills its process before it has stopped its own commands
-// (Claude Code starts them in groups of their own, which then live on).
+// the cancelled prompt's answer (ended), for at most a few seconds:
+// closing a session that is still stopping kills its process before it
+// has stopped its own commands (Claude Code starts them in groups of
+// their own, which then live on), so the agent's orphans are killed for a
+// while after the close ([acp.Process.KillOrphans]).
 func (a *acpProc) forget(t *Turn, id string, ended <-chan struct{}) {
 	key := t.Env.Roots.Work + "\x00" + t.Env.Roots.Workspace
 	a.mu.Lock()
@@ -378,12 +380,24 @@ func (a *acpProc) forget(t *Turn, id string, ended <-chan struct{}) {
 	go func() {
 		select {
 		case <-ended:
+		case <-time.After(10 * time.Second): // it may never answer (the orphans are killed below)
 		case <-a.proc.Done():
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = a.proc.Call(ctx, "session/close", map[string]string{"sessionId": id}, nil)
+		// Claude Code may answer the cancel before it has stopped the
+		// command, which it runs in a group of its own; the close then
+		// ends the session's process and leaves the command an orphan.
+		for i := 0; i < 120; i++ { // 30 s after the close
+			select {
+			case <-a.proc.Done():
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			a.proc.KillOrphans()
+		}
 	}()
 }
 
