@@ -36,7 +36,10 @@
 // it is killed too, so commands the agent started in groups of their own
 // (Claude Code's) do not outlive it. That sweep sees the processes this
 // process may inspect (its user's, or all as root) and misses one that
-// replaced its environment. The agent's stderr goes to
+// replaced its environment. [Process.KillOrphans] kills, while the agent
+// lives, its marked processes that are no longer below it (a command left
+// running when the agent closed the session that started it). The
+// agent's stderr goes to
 // the writer the caller gives. [Process.Done] is closed when the agent
 // exits; [Process.Err] then says how.
 package acp
