@@ -4,7 +4,8 @@
 // (initialize, session/new, session/set_mode, session/prompt) and its
 // session/cancel notification, and hands every request and notification
 // the agent sends back to a [Handler] (session/update,
-// session/request_permission, fs/read_text_file, fs/write_text_file).
+// session/request_permission, fs/read_text_file, fs/write_text_file,
+// terminal/*).
 //
 // It decides nothing: what a permission request or a file write is allowed
 // to do is the caller's policy. The package imports no project package.
@@ -29,7 +30,16 @@
 //
 // [Start] puts the agent in a new process group and [Process.Close] kills
 // that group (SIGTERM, then SIGKILL): Claude Code and Codex do not exit when
-// their stdin closes, and leave children behind. The agent's stderr goes to
+// their stdin closes, and leave children behind. Every process the agent
+// starts inherits the variable PLANBRIDGE_ACP_AGENT (unique per agent);
+// when the agent is closed or dies, every process whose environment holds
+// it is killed too, so commands the agent started in groups of their own
+// (Claude Code's) do not outlive it. That sweep sees the processes this
+// process may inspect (its user's, or all as root) and misses one that
+// replaced its environment. [Process.KillOrphans] kills, while the agent
+// lives, its marked processes that are no longer below it (a command left
+// running when the agent closed the session that started it). The
+// agent's stderr goes to
 // the writer the caller gives. [Process.Done] is closed when the agent
 // exits; [Process.Err] then says how.
 package acp

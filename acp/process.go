@@ -1,13 +1,16 @@
 package acp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -31,8 +34,10 @@ type Process struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	done  chan struct{}
-	mu    sync.Mutex // guards err
-	err   error
+	// marker is the NAME=VALUE every process of this agent inherits.
+	marker string
+	mu     sync.Mutex // guards err
+	err    error
 }
 
 // Start starts the agent in its own process group and connects to its
@@ -46,7 +51,11 @@ func Start(c Command, h Handler) (*Process, error) {
 		return nil, fmt.Errorf("acp: agent command %q: %w", c.Argv[0], err)
 	}
 	cmd := exec.Command(path, c.Argv[1:]...)
-	cmd.Env = c.Env
+	// Every process the agent starts inherits the marker, also those that
+	// leave its process group (Claude Code starts its commands in groups
+	// of their own): sweep finds them by it.
+	marker := fmt.Sprintf("%s=%d-%d", markerVar, os.Getpid(), markerSeq.Add(1))
+	cmd.Env = append(append([]string(nil), c.Env...), marker)
 	cmd.Dir = c.Dir
 	cmd.Stderr = c.Stderr
 	// A grandchild holding stderr open must not keep Wait from returning.
@@ -70,10 +79,13 @@ func Start(c Command, h Handler) (*Process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("acp: starting %s: %w", c.Argv[0], err)
 	}
-	p := &Process{cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	p := &Process{cmd: cmd, stdin: stdin, done: make(chan struct{}), marker: marker}
 	p.Conn = NewConn(stdout, stdin, h)
 	go func() {
 		err := cmd.Wait()
+		// A dead agent's processes die with it, wherever they are.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		sweep(marker)
 		p.mu.Lock()
 		if err == nil {
 			err = errors.New("exited")
@@ -113,6 +125,92 @@ func (p *Process) Close(grace time.Duration) {
 	// The leader may be gone while the group lives on: kill it regardless.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-p.done
+	sweep(p.marker)
+}
+
+// KillOrphans kills the agent's orphans: the processes carrying its
+// marker that are no longer descendants of the agent (their parent died
+// and they were reparented away), such as a command whose session the
+// agent closed without stopping it. Best effort, as [sweep].
+func (p *Process) KillOrphans() {
+	leader := p.cmd.Process.Pid
+	want := []byte("\x00" + p.marker + "\x00")
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	parent := map[int]int{}
+	var marked []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold blanks and parentheses.
+		f := bytes.Fields(st[bytes.LastIndexByte(st, ')')+1:])
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(string(f[1]))
+		parent[pid] = ppid
+		if pid == leader || string(f[0]) == "Z" {
+			continue
+		}
+		if env, err := os.ReadFile("/proc/" + e.Name() + "/environ"); err == nil && bytes.Contains(append(append([]byte{0}, env...), 0), want) {
+			marked = append(marked, pid)
+		}
+	}
+	for _, pid := range marked {
+		q, ok := pid, false
+		for i := 0; i < 1<<12 && q > 1; i++ {
+			if q = parent[q]; q == leader {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// markerVar names the variable that marks an agent's processes.
+const markerVar = "PLANBRIDGE_ACP_AGENT"
+
+var markerSeq atomic.Int64
+
+// sweep kills every process whose environment holds marker: what an agent
+// started outside its process group. Best effort: it sees the processes
+// whose environment this process may read (its own user's, or all as
+// root), and misses one that replaced its environment.
+func sweep(marker string) {
+	want := []byte("\x00" + marker + "\x00")
+	for round := 0; round < 3; round++ { // a process may fork while we kill
+		ents, err := os.ReadDir("/proc")
+		if err != nil {
+			return
+		}
+		found := false
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+			if err != nil || !bytes.Contains(append(append([]byte{0}, env...), 0), want) {
+				continue
+			}
+			found = true
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if !found {
+			return
+		}
+	}
 }
 
 // Initialize performs the handshake, advertising caps.

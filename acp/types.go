@@ -279,3 +279,46 @@ type WriteTextFileParams struct {
 	Path      string `json:"path"`
 	Content   string `json:"content"`
 }
+
+// CreateTerminalParams is terminal/create's request: run Command with
+// Args in Cwd (the session's cwd when empty) with Env added.
+type CreateTerminalParams struct {
+	SessionID       string        `json:"sessionId"`
+	Command         string        `json:"command"`
+	Args            []string      `json:"args,omitempty"`
+	Env             []EnvVariable `json:"env,omitempty"`
+	Cwd             string        `json:"cwd,omitempty"`
+	OutputByteLimit *int          `json:"outputByteLimit,omitempty"`
+}
+
+// EnvVariable is one variable of [CreateTerminalParams].
+type EnvVariable struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// CreateTerminalResult answers terminal/create.
+type CreateTerminalResult struct {
+	TerminalID string `json:"terminalId"`
+}
+
+// TerminalParams names a terminal (terminal/output, wait_for_exit, kill,
+// release).
+type TerminalParams struct {
+	SessionID  string `json:"sessionId"`
+	TerminalID string `json:"terminalId"`
+}
+
+// TerminalExitStatus is how a terminal's command ended.
+type TerminalExitStatus struct {
+	ExitCode *int    `json:"exitCode"`
+	Signal   *string `json:"signal"`
+}
+
+// TerminalOutputResult answers terminal/output; ExitStatus is nil while
+// the command runs.
+type TerminalOutputResult struct {
+	Output     string              `json:"output"`
+	Truncated  bool                `json:"truncated"`
+	ExitStatus *TerminalExitStatus `json:"exitStatus,omitempty"`
+}

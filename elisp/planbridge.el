@@ -143,7 +143,11 @@ the wire and is never written anywhere by planbridge.
 \(acp :command (PROGRAM ARG...) :env ((NAME . VALUE)...)) drives an
 Agent Client Protocol agent such as claude-agent-acp, codex-acp or
 gemini --acp, under planbridge's gate; :env (optional) is put in the
-backend's environment, which the agent inherits, never on the wire."
+backend's environment, which the agent inherits, never on the wire.
+In Plan the agent process runs under planbridge's OS confinement
+\(writes only to its own directory, TCP only to the model's ports;
+PLANBRIDGE_ACP_PORTS in :env adds ports); `/plan status' and
+`planbridge doctor' say which layers hold it."
   :type '(choice (const :tag "Backend default" nil)
                  (list :tag "Scripted replay"
                        (const script) (const :file) (file :must-match t))

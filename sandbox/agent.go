@@ -130,7 +130,11 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 // inet only), capabilities dropped, rlimits (processes: rlimit)".
 func (a *Agent) Summary() string {
 	l := a.layers
-	s := fmt.Sprintf("landlock ABI %d (reads: all, writes: %d own dir(s) and /dev/null", l.LandlockABI, len(a.cfg.Writable))
+	w := "/dev/null only"
+	if n := len(a.cfg.Writable); n > 0 {
+		w = fmt.Sprintf("%d own dir(s) and /dev/null", n)
+	}
+	s := fmt.Sprintf("landlock ABI %d (reads: all, writes: %s", l.LandlockABI, w)
 	if l.LandlockABI >= 4 {
 		s += fmt.Sprintf(", tcp connect only to port(s) %v, no tcp bind", a.cfg.ConnectPorts)
 	} else {

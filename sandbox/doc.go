@@ -84,7 +84,10 @@
 // (RLIMIT_DATA 8 GiB, file size 1 GiB, 8192 files, processes by
 // RLIMIT_NPROC, which does not bound uid 0; no CPU or address-space cap).
 // Without Landlock [NewAgent] fails ([ErrNoAgentConfinement]) rather than
-// start an agent that looks confined. /proc stays visible (no pid
+// start an agent that looks confined. planbridge runs every Plan turn's
+// ACP agent under this profile, with its own directory (a private home
+// and tmp) as the one writable directory and the model endpoints' ports;
+// [Agent.Summary] is what doctor and /plan status show. /proc stays visible (no pid
 // namespace); other processes' entries that need ptrace access (environ,
 // mem) are refused by Landlock's ptrace scoping. UDP is not restricted.
 //

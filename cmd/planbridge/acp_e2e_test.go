@@ -36,11 +36,23 @@ func acpBin(t testing.TB, name string) string {
 // agent's main requests (those offering its Write tool) are scripted by
 // step, any other request (titles, summaries) gets a short text.
 type claudeModel struct {
-	ws   string
-	mu   sync.Mutex
-	log  []string // one line per main request: the step answered
-	bad  []string // requests the fake could not parse
-	seen int
+	ws string
+	// unasked makes the Plan turn's first step a Bash command that the
+	// workspace's own settings allow, so the agent runs it without asking
+	// (see TestACPClaudeCodeUnaskedWritesAreConfined).
+	unasked string
+	mu      sync.Mutex
+	results map[string]string // tool_use_id → the tool_result's text
+	log     []string          // one line per main request: the step answered
+	bad     []string          // requests the fake could not parse
+	seen    int
+}
+
+// result is the text of the tool result the agent sent the model for id.
+func (f *claudeModel) result(id string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.results[id]
 }
 
 func (f *claudeModel) steps() []string {
@@ -93,6 +105,12 @@ func (f *claudeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				lastText += fmt.Sprint(b["text"])
 			case "tool_result":
 				lastResult = fmt.Sprint(b["tool_use_id"])
+				f.mu.Lock()
+				if f.results == nil {
+					f.results = map[string]string{}
+				}
+				f.results[lastResult] = fmt.Sprint(b["content"])
+				f.mu.Unlock()
 			}
 		}
 	}
@@ -101,7 +119,13 @@ func (f *claudeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case lastResult == "toolu_plan_write":
 			step = "plan-bash"
-		case lastResult == "toolu_plan_bash":
+		case lastResult == "toolu_int_sleep":
+			step = "int-after-sleep"
+		case strings.Contains(lastText, "after the interrupt"):
+			step = "int-again"
+		case strings.Contains(lastText, "run the long command"):
+			step = "int-sleep"
+		case lastResult == "toolu_plan_bash", lastResult == "toolu_plan_unasked":
 			step = "plan-propose"
 		case lastResult == "toolu_impl_write":
 			step = "impl-done"
@@ -109,6 +133,8 @@ func (f *claudeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			step = "other"
 		case strings.Contains(lastText, "Create notes.txt"):
 			step = "impl-write"
+		case f.unasked != "":
+			step = "plan-unasked"
 		default:
 			step = "plan-write"
 		}
@@ -150,6 +176,18 @@ func (f *claudeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		tool("toolu_plan_write", "Write", map[string]string{"file_path": filepath.Join(f.ws, "notes.txt"), "content": "written in Plan\n"})
 	case "plan-bash":
 		tool("toolu_plan_bash", "Bash", map[string]string{"command": "touch pwned.txt", "description": "Create a file"})
+	case "plan-unasked":
+		text("Setting things up first.\n")
+		tool("toolu_plan_unasked", "Bash", map[string]string{"command": f.unasked, "description": "Set up"})
+	case "int-sleep":
+		text("Running it.\n")
+		tool("toolu_int_sleep", "Bash", map[string]string{"command": "sleep " + acpSleepMarker, "description": "Wait"})
+	case "int-after-sleep":
+		text("The command ended.\n")
+		stop = "end_turn"
+	case "int-again":
+		text("Still here after the interrupt.\n")
+		stop = "end_turn"
 	case "plan-propose":
 		text(acpPlanProposal)
 		stop = "end_turn"
@@ -308,6 +346,11 @@ func TestDoctorACP(t *testing.T) {
 	out, err := run(acpBin(t, "codex-acp"))
 	if err != nil || !strings.Contains(out, "ok   engine     acp ") || !strings.Contains(out, "speaks ACP 1 (codex-acp 0.16.0)") {
 		t.Errorf("doctor with codex-acp: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "ok   agent      Plan agent process under the sandbox agent profile: ") ||
+		!strings.Contains(out, "landlock ABI ") || !strings.Contains(out, "writes: its own state directory and /dev/null only") ||
+		!strings.Contains(out, "seccomp (socket: inet, inet6 only") || !strings.Contains(out, "no tcp bind") {
+		t.Errorf("doctor does not say what confines the Plan agent:\n%s", out)
 	}
 	out, err = run("planbridge-no-such-agent --acp")
 	if err == nil || !strings.Contains(out, `FAIL engine     acp acp: agent command "planbridge-no-such-agent": exec: "planbridge-no-such-agent": executable file not found`) {

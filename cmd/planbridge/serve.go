@@ -335,6 +335,9 @@ func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "acp":
 		msg, err := acpDoctor(ctx, ec)
 		line("engine", msg, err == nil)
+		env := acpEnv(ec)
+		agentText := acpConfinementText(acpModelPorts(env), env[acpUnconfinedVar] == "1")
+		line("agent", agentText, !strings.HasPrefix(agentText, "NO OS CONFINEMENT"))
 	default:
 		_, err := agent.NewEngine(ec, os.Getenv)
 		msg := ec.Kind + " " + ec.Script

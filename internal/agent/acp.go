@@ -43,6 +43,11 @@ type ACPConfig struct {
 	// process; the Plan one must come out unable to change the workspace
 	// whether or not it asks first.
 	Confine func(cmd *exec.Cmd, c Confinement) error
+	// Confined describes the layers Confine applies to the Plan agent,
+	// for doctor and /plan status; it starts with "NO OS CONFINEMENT"
+	// when none can be applied here (Confine then fails and Plan turns
+	// are refused).
+	Confined string
 }
 
 // Confinement is what [ACPConfig.Confine] must enforce on one agent
@@ -98,6 +103,18 @@ func (e *ACP) Name() string { return "acp" }
 // [ACP.RunTurn]), so a single model request is an error.
 func (e *ACP) Stream(ctx context.Context, req Request, onText func(string)) (Response, error) {
 	return Response{}, errors.New("the acp engine runs whole turns; it cannot serve a single model request")
+}
+
+// AgentConfinement says what confines the Plan agent process: the OS
+// layers of [ACPConfig.Confine], or that only the gate holds Plan.
+func (e *ACP) AgentConfinement() string {
+	if e.cfg.Confine == nil {
+		return "NO OS CONFINEMENT of the Plan agent process: only the gate holds Plan (for what the agent asks or does through the client's methods)"
+	}
+	if e.cfg.Confined == "" {
+		return "Plan agent process confined by the configured hook"
+	}
+	return e.cfg.Confined
 }
 
 // Close kills every agent process group.
@@ -169,7 +186,7 @@ func (e *ACP) start(ctx context.Context, plan bool) (*acpProc, error) {
 	a.proc = p
 	ictx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	caps := acp.ClientCapabilities{FS: acp.FSCapabilities{ReadTextFile: true, WriteTextFile: true}}
+	caps := acp.ClientCapabilities{FS: acp.FSCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true}
 	a.init, err = p.Initialize(ictx, caps, acp.Implementation{Name: "planbridge", Title: "planbridge", Version: "1"})
 	if err != nil {
 		p.Close(time.Second)
@@ -214,6 +231,8 @@ type acpTurn struct {
 	// protected-path warning: only those cover a protected write.
 	warned   map[string]bool
 	refusals []string // reasons of refusals not yet told the agent
+	terms    map[string]*acpTerminal
+	nterm    int // terminals created, for their ids
 }
 
 // RunTurn implements [TurnEngine]: it sends the turn's prompt to the
@@ -238,6 +257,7 @@ func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
 		a.mu.Lock()
 		delete(a.turns, sess.id)
 		a.mu.Unlock()
+		turn.closeTerminals()
 	}()
 	if id := pickMode(sess.modes); id != "" && id != sess.modes.CurrentModeID {
 		if err := a.proc.Call(ctx, "session/set_mode", acp.SetModeParams{SessionID: sess.id, ModeID: id}, nil); err != nil {
@@ -248,11 +268,18 @@ func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
 
 	prompt := promptText(t.Messages, fresh)
 	for {
-		pr, err := e.prompt(ctx, a, sess.id, prompt)
+		pr, ended, err := e.prompt(ctx, a, sess.id, prompt)
 		res.Requests++
 		res.Messages = turn.messages()
 		if err != nil {
 			if ctx.Err() != nil {
+				// The agent's session is not reused after a cancel: Claude
+				// Code answers the next prompt of a cancelled session with
+				// the cancelled query's leftover end_turn, before any work
+				// (claude-agent-acp issue 551). The next turn opens a fresh
+				// session on the same process, with the conversation as
+				// context; the old one is closed where the agent can.
+				a.forget(t, sess.id, ended)
 				return res, fmt.Errorf("acp turn: %w", ctx.Err())
 			}
 			return res, e.crashed(a, err)
@@ -277,24 +304,28 @@ func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
 const maxACPFollowUps = 3
 
 // prompt sends one session/prompt and waits for its end; a cancelled ctx
-// sends session/cancel and waits a little for the agent to stop.
-func (e *ACP) prompt(ctx context.Context, a *acpProc, sid, text string) (acp.PromptResult, error) {
+// sends session/cancel and waits a little for the agent to stop. ended is
+// closed when the agent has answered the prompt (or its connection ended).
+func (e *ACP) prompt(ctx context.Context, a *acpProc, sid, text string) (pr acp.PromptResult, ended <-chan struct{}, err error) {
 	done := make(chan error, 1)
-	var pr acp.PromptResult
+	end := make(chan struct{})
+	var res acp.PromptResult
 	go func() {
-		done <- a.proc.Call(context.WithoutCancel(ctx), "session/prompt",
-			acp.PromptParams{SessionID: sid, Prompt: []acp.ContentBlock{{Type: "text", Text: text}}}, &pr)
+		err := a.proc.Call(context.WithoutCancel(ctx), "session/prompt",
+			acp.PromptParams{SessionID: sid, Prompt: []acp.ContentBlock{{Type: "text", Text: text}}}, &res)
+		close(end)
+		done <- err
 	}()
 	select {
 	case err := <-done:
-		return pr, err
+		return res, end, err
 	case <-ctx.Done():
 		_ = a.proc.Notify("session/cancel", acp.CancelParams{SessionID: sid})
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):
 		}
-		return pr, ctx.Err()
+		return acp.PromptResult{}, end, ctx.Err()
 	}
 }
 
@@ -321,6 +352,53 @@ func (e *ACP) crashed(a *acpProc, err error) error {
 	default:
 		return err
 	}
+}
+
+// forget drops the agent session id of t's planbridge session, and closes
+// it (session/close, in the background) when the agent can close
+// sessions, so what it runs for that session ends. The close waits for
+// the cancelled prompt's answer (ended), for at most a few seconds:
+// closing a session that is still stopping kills its process before it
+// has stopped its own commands (Claude Code starts them in groups of
+// their own, which then live on), so the agent's orphans are killed for a
+// while after the close ([acp.Process.KillOrphans]).
+func (a *acpProc) forget(t *Turn, id string, ended <-chan struct{}) {
+	key := t.Env.Roots.Work + "\x00" + t.Env.Roots.Workspace
+	a.mu.Lock()
+	if s := a.sessions[key]; s != nil && s.id == id {
+		delete(a.sessions, key)
+	}
+	a.mu.Unlock()
+	var caps struct {
+		SessionCapabilities struct {
+			Close *struct{} `json:"close"`
+		} `json:"sessionCapabilities"`
+	}
+	if json.Unmarshal(a.init.AgentCapabilities, &caps) != nil || caps.SessionCapabilities.Close == nil {
+		return
+	}
+	go func() {
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second): // it may never answer (the orphans are killed below)
+		case <-a.proc.Done():
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = a.proc.Call(ctx, "session/close", map[string]string{"sessionId": id}, nil)
+		// Claude Code may answer the cancel before it has stopped the
+		// command, which it runs in a group of its own; the close then
+		// ends the session's process and leaves the command an orphan.
+		for i := 0; i < 120; i++ { // 30 s after the close
+			select {
+			case <-a.proc.Done():
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			a.proc.KillOrphans()
+		}
+	}()
 }
 
 // session returns the agent's session for t's planbridge session, opening
@@ -500,6 +578,24 @@ func (a *acpProc) handle(ctx context.Context, method string, params json.RawMess
 			return nil, &acp.Error{Code: acp.CodeInvalidParams, Message: err.Error()}
 		}
 		return u.writeFile(ctx, p)
+	case "terminal/create":
+		if u == nil {
+			return nil, &acp.Error{Code: acp.CodeInvalidRequest, Message: "no planbridge turn is running for this session"}
+		}
+		var p acp.CreateTerminalParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, &acp.Error{Code: acp.CodeInvalidParams, Message: err.Error()}
+		}
+		return u.createTerminal(ctx, p)
+	case "terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release":
+		if u == nil {
+			return nil, &acp.Error{Code: acp.CodeInvalidRequest, Message: "no planbridge turn is running for this session"}
+		}
+		var p acp.TerminalParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, &acp.Error{Code: acp.CodeInvalidParams, Message: err.Error()}
+		}
+		return u.terminalRequest(ctx, method, p)
 	}
 	return nil, &acp.Error{Code: acp.CodeMethodNotFound, Message: "method not found: " + method}
 }

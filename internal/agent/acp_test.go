@@ -16,11 +16,13 @@ import (
 	"time"
 
 	"planbridge/internal/redact"
+	"planbridge/sandbox"
 )
 
 // TestMain doubles as a fake ACP agent when FAKE_ACP_AGENT is set: the
 // test binary re-executed is the agent, so the tests need no build step.
 func TestMain(m *testing.M) {
+	sandbox.Main() // the read-only runner's launcher (terminal tests)
 	if os.Getenv("FAKE_ACP_AGENT") == "1" {
 		fakeAgent()
 		os.Exit(0)
@@ -40,6 +42,10 @@ func TestMain(m *testing.M) {
 //	ids                sends a request whose id is the string "1", then
 //	                   one whose integer id collides with the client's
 //	plan <text>        a plan-exit permission (switch_mode) with text
+//	term <json>        terminal/create with the JSON's fields ("kill":
+//	                   true kills it at once), then wait_for_exit, output
+//	                   and release; reports each answer
+//	caps               reports the client capabilities of initialize
 //
 // It ignores stdin closing and starts a child that sleeps, as Claude Code
 // and Codex leave processes behind.
@@ -61,6 +67,7 @@ func fakeAgent() {
 	cancelled := make(chan struct{}, 1)
 	next := 100
 	cwds := map[string]string{}
+	clientCaps := ""
 	call := func(id any, method string, params any) json.RawMessage {
 		key := fmt.Sprint(id)
 		ch := make(chan json.RawMessage, 1)
@@ -105,6 +112,13 @@ func fakeAgent() {
 		reply := func(res any) { send(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": res}) }
 		switch m.Method {
 		case "initialize":
+			var ip struct {
+				ClientCapabilities json.RawMessage `json:"clientCapabilities"`
+			}
+			json.Unmarshal(m.Params, &ip)
+			mu.Lock()
+			clientCaps = string(ip.ClientCapabilities)
+			mu.Unlock()
 			reply(map[string]any{"protocolVersion": 1, "agentInfo": map[string]any{"name": "fake", "version": "0"}, "agentCapabilities": map[string]any{}})
 		case "session/new":
 			var p struct{ Cwd string }
@@ -178,6 +192,31 @@ func fakeAgent() {
 					werr := os.WriteFile(arg, []byte("sneaked\n"), 0o644)
 					serr := os.WriteFile(filepath.Join(os.Getenv("FAKE_ACP_STATE"), "agent-state"), []byte("ok\n"), 0o644)
 					text(p.SessionID, fmt.Sprintf("sneak:%v state:%v", werr, serr))
+				case "caps":
+					mu.Lock()
+					text(p.SessionID, "caps:"+clientCaps)
+					mu.Unlock()
+				case "term":
+					var tp map[string]any
+					json.Unmarshal([]byte(arg), &tp)
+					kill := tp["kill"] == true
+					delete(tp, "kill")
+					tp["sessionId"] = p.SessionID
+					r := call("t-create", "terminal/create", tp)
+					var cr struct{ TerminalID string }
+					if json.Unmarshal(r, &cr) != nil || cr.TerminalID == "" {
+						text(p.SessionID, "term-create:"+string(r))
+						break
+					}
+					ref := map[string]any{"sessionId": p.SessionID, "terminalId": cr.TerminalID}
+					if kill {
+						call("t-kill", "terminal/kill", ref)
+					}
+					w := call("t-wait", "terminal/wait_for_exit", ref)
+					o := call("t-out", "terminal/output", ref)
+					rel := call("t-rel", "terminal/release", ref)
+					after := call("t-after", "terminal/output", ref)
+					text(p.SessionID, "term-exit:"+string(w)+"\nterm-output:"+string(o)+"\nterm-release:"+string(rel)+"\nterm-after:"+string(after)+"\n")
 				case "env":
 					text(p.SessionID, fmt.Sprintf("IS_SANDBOX=%q DISABLE_TELEMETRY=%q CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=%q DISABLE_AUTOUPDATER=%q",
 						os.Getenv("IS_SANDBOX"), os.Getenv("DISABLE_TELEMETRY"), os.Getenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"), os.Getenv("DISABLE_AUTOUPDATER")))
@@ -673,5 +712,140 @@ func TestACPRedacted(t *testing.T) {
 	}
 	if len(res.Messages) != 1 || strings.Contains(res.Messages[0].Content, key) || strings.Contains(strings.Join(sink.done, ""), key) {
 		t.Errorf("messages %+v done %q", res.Messages, sink.done)
+	}
+}
+
+// TestACPPlanRefusedWhenUnconfinable: when the Plan agent cannot be
+// confined (no Landlock here), a Plan turn fails with the reason and no
+// agent starts for it; a non-Plan turn still runs.
+func TestACPPlanRefusedWhenUnconfinable(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidfile := filepath.Join(t.TempDir(), "pid")
+	eng, err := NewACP(ACPConfig{Command: []string{self}, Env: map[string]string{"FAKE_ACP_AGENT": "1", "FAKE_ACP_CHILD": "1", "FAKE_ACP_PIDFILE": pidfile},
+		StateDir: filepath.Join(t.TempDir(), "acp"),
+		Confine: func(cmd *exec.Cmd, c Confinement) error {
+			if c.Plan {
+				return errors.New("sandbox: no Landlock on this kernel")
+			}
+			return nil
+		}, Confined: "NO OS CONFINEMENT of the Plan agent process"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ws := t.TempDir()
+	tn, _ := acpTurnOf(eng, ws, t.TempDir(), "hello", true, ModeAsk, nil)
+	if _, err := tn.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "no Landlock on this kernel") {
+		t.Fatalf("Plan turn without confinement: %v", err)
+	}
+	if _, err := os.Stat(pidfile); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("an agent started for the refused Plan turn: %v", err)
+	}
+	if got := eng.AgentConfinement(); got != "NO OS CONFINEMENT of the Plan agent process" {
+		t.Errorf("AgentConfinement %q", got)
+	}
+	tn, sink := acpTurnOf(eng, ws, t.TempDir(), "hello", false, ModeAsk, nil)
+	if _, err := tn.Run(context.Background()); err != nil || !strings.Contains(sink.String(), "echo:hello") {
+		t.Fatalf("non-Plan turn: %v %q", err, sink.String())
+	}
+	if _, err := os.Stat(pidfile); err != nil {
+		t.Fatalf("the non-Plan agent did not start: %v", err)
+	}
+}
+
+// termTurn is a turn on eng whose shell is the real one (the read-only
+// runner under the OS sandbox in Plan).
+func termTurn(eng *ACP, ws, prompt string, plan bool, mode Mode, ask Asker) (*Turn, *acpSink) {
+	tn, sink := acpTurnOf(eng, ws, filepath.Join(ws, ".work"), prompt, plan, mode, ask)
+	tn.Gate.Shell = BashShell{}
+	tn.Env.Shell = BashShell{}
+	return tn, sink
+}
+
+// TestACPTerminals: planbridge advertises terminal/* and serves them
+// through the gate. In Plan a read-only command runs (under the read-only
+// runner) and reports its output and exit; a mutating one, a script that
+// writes, and a cwd outside the workspace are refused and counted,
+// nothing written. Outside Plan in ask mode a mutating command asks: run
+// when allowed, refused when not. kill ends a command with SIGKILL;
+// release forgets the terminal.
+func TestACPTerminals(t *testing.T) {
+	eng := newFakeACP(t)
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "README"), []byte("hello terminal\n"), 0o644)
+	run := func(args string, plan bool, mode Mode, ask Asker) (string, *acpSink) {
+		t.Helper()
+		tn, sink := termTurn(eng, ws, "term "+args, plan, mode, ask)
+		if _, err := tn.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return sink.String(), sink
+	}
+	out, _ := run(`{}`, true, ModeAsk, nil)
+	tn, sink := termTurn(eng, ws, "caps", true, ModeAsk, nil)
+	if _, err := tn.Run(context.Background()); err != nil || !strings.Contains(sink.String(), `"terminal":true`) {
+		t.Fatalf("capabilities: %v %q", err, sink.String())
+	}
+	if !strings.Contains(out, "term-create:") || !strings.Contains(out, "without a command") {
+		t.Errorf("no command: %q", out)
+	}
+
+	out, sink = run(`{"command":"cat","args":["README"],"outputByteLimit":9}`, true, ModeAsk, nil)
+	if !strings.Contains(out, `term-exit:{"exitCode":0,"signal":null}`) || !strings.Contains(out, `term-output:{"output":"terminal\n","truncated":true,"exitStatus":{"exitCode":0,"signal":null}}`) ||
+		!strings.Contains(out, "term-release:{}") || !strings.Contains(out, "term-after:{\"error\"") || len(sink.blocked) != 0 {
+		t.Errorf("read-only command in Plan: %q blocked %v", out, sink.blocked)
+	}
+	for _, args := range []string{
+		`{"command":"touch","args":["x"]}`,
+		`{"command":"bash","args":["-c","echo hi > x"]}`,
+		`{"command":"touch x"}`,
+		`{"command":"cat","args":["README"],"env":[{"name":"LD_PRELOAD","value":"/tmp/x.so"}]}`,
+		`{"command":"ls","cwd":"/etc"}`,
+	} {
+		out, sink = run(args, true, ModeFullAuto, nil)
+		if !strings.Contains(out, "term-create:") || !strings.Contains(out, "planbridge refused") {
+			t.Errorf("Plan %s: %q", args, out)
+		}
+		if !strings.Contains(args, "cwd") && (len(sink.blocked) != 1 || sink.blocked[0] != "bash "+CodePlanBlocked) {
+			t.Errorf("Plan %s: blocked %v", args, sink.blocked)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, "x")); err == nil {
+		t.Fatal("a Plan terminal wrote the workspace")
+	}
+
+	var asked []string
+	deny := func(_ context.Context, c ToolCall, _ string) (bool, error) {
+		asked = append(asked, string(c.Arguments))
+		return false, nil
+	}
+	out, _ = run(`{"command":"touch","args":["x"]}`, false, ModeAsk, deny)
+	if !strings.Contains(out, "the person did not allow") || len(asked) != 1 || !strings.Contains(asked[0], `touch`) {
+		t.Errorf("denied: %q asked %v", out, asked)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "x")); err == nil {
+		t.Fatal("a denied terminal wrote the workspace")
+	}
+	allow := func(_ context.Context, c ToolCall, _ string) (bool, error) {
+		asked = append(asked, string(c.Arguments))
+		return true, nil
+	}
+	out, _ = run(`{"command":"touch","args":["x"]}`, false, ModeAsk, allow)
+	if !strings.Contains(out, `term-exit:{"exitCode":0`) || len(asked) != 2 {
+		t.Errorf("allowed: %q asked %v", out, asked)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "x")); err != nil {
+		t.Errorf("the allowed command did not run: %v", err)
+	}
+	out, _ = run(`{"command":"ls"}`, false, ModeAsk, allow)
+	if !strings.Contains(out, `README`) || len(asked) != 2 {
+		t.Errorf("read-only outside Plan: %q asked %v", out, asked)
+	}
+	out, _ = run(`{"command":"sleep","args":["100"],"kill":true}`, false, ModeFullAuto, nil)
+	if !strings.Contains(out, `term-exit:{"exitCode":null,"signal":"SIGKILL"}`) {
+		t.Errorf("killed: %q", out)
 	}
 }

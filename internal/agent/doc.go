@@ -90,20 +90,33 @@
 //     edit, delete or move the agent asks for names its files to the gate
 //     ([Meta.Writes]) from its locations and raw input. A
 //     missing file reads as empty (Gemini CLI cannot create files
-//     otherwise). terminal/* is not advertised.
+//     otherwise). terminal/* is advertised and served as a bash call
+//     through the gate: in Plan only a command the classifier finds
+//     read-only runs, under the read-only runner and its OS sandbox;
+//     outside Plan the permission mode decides (asking for a command that
+//     is not read-only). The shell hands a command's output over when it
+//     exits; a turn's terminals are killed when it ends.
 //   - The agent always runs in its asking mode (default, or Codex's
 //     read-only), never its own plan or auto-approving modes, so every
 //     mutation reaches the gate, which applies Plan and the card's
 //     permission mode itself; Plan and other turns use separate
 //     agent processes so the Plan one can be confined
 //     ([ACPConfig.Confine], [Confinement]): the gate holds what the agent
-//     asks; only the OS confinement holds what it does unasked.
+//     asks; only the OS confinement holds what it does unasked. A Confine
+//     that fails for a Plan agent (no Landlock) fails the Plan turn; no
+//     agent starts unconfined for it (planbridge's hook lets the person opt
+//     out explicitly, and says so in [ACP.AgentConfinement]). [ACP.AgentConfinement] says what
+//     confines the Plan agent (doctor, /plan status).
 //   - The turn's text is the agent's message chunks; a plan-exit request's
 //     plan is appended as a <proposed_plan> block. A turn that ends on a
 //     refusal without a plan is told the refusals and prompted again, a
 //     bounded number of times.
 //   - The agent runs in its own process group, killed by [ACP.Close];
-//     session/cancel is sent on interrupt; an agent that dies fails the turn
+//     session/cancel is sent on interrupt, and the cancelled agent session
+//     is dropped (closed with session/close where the agent can): the next
+//     turn opens a fresh one on the same process, with the conversation as
+//     context, since Claude Code answers a cancelled session's next prompt
+//     with the leftover end of the cancelled one; an agent that dies fails the turn
 //     with a clear error and is restarted at the next prompt, which then
 //     carries the conversation so far.
 package agent

@@ -467,7 +467,30 @@ type PlanStatus struct {
 	// Confinement describes the OS layers under Plan's shell; it starts
 	// with "NO OS CONFINEMENT" when none confines file access here.
 	Confinement string `json:"confinement,omitempty"`
-	Text        string `json:"text"`
+	// AgentConfinement describes the OS layers under a Plan agent process
+	// that runs its own tools (the acp engine); empty for other engines.
+	// It starts with "NO OS CONFINEMENT" when none can confine it.
+	AgentConfinement string `json:"agent_confinement,omitempty"`
+	Text             string `json:"text"`
+}
+
+// agentConfiner is implemented by engines whose agent process runs its
+// own tools and says how it is confined in Plan.
+type agentConfiner interface{ AgentConfinement() string }
+
+// engineAgentConfinement unwraps eng to an [agentConfiner], "" if none.
+func engineAgentConfinement(eng agent.Engine) string {
+	for eng != nil {
+		if c, ok := eng.(agentConfiner); ok {
+			return c.AgentConfinement()
+		}
+		u, ok := eng.(interface{ Unwrap() agent.Engine })
+		if !ok {
+			return ""
+		}
+		eng = u.Unwrap()
+	}
+	return ""
 }
 
 // confiner is implemented by shells that can say how they are confined.
@@ -512,6 +535,12 @@ func (s *Session) Status() PlanStatus {
 		st.Confinement = c.Confinement()
 		if st.Plan && strings.HasPrefix(st.Confinement, "NO OS CONFINEMENT") {
 			st.Text += " · shell: " + st.Confinement
+		}
+	}
+	if ac := engineAgentConfinement(s.m.Engine()); ac != "" {
+		st.AgentConfinement = ac
+		if st.Plan {
+			st.Text += " · agent: " + ac
 		}
 	}
 	return st
