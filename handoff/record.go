@@ -120,6 +120,7 @@ func Failpoint(name string) {
 // Failpoints lists every failpoint of the handoff, in pipeline order.
 var Failpoints = []string{
 	"handoff.archived",   // accepted plan archived, proposal metadata not moved yet
+	"handoff.committed",  // the acceptance commit is durable (it names the staged base), nothing after it ran
 	"handoff.recorded",   // accepted, Plan left, retry record committed
 	"handoff.summarized", // Summary: the summary is cached in the record
 	"handoff.context",    // context prepared and committed

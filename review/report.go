@@ -48,6 +48,7 @@ type Input struct {
 	Changes           []FileChange
 	Events            []ToolEvent
 	ScopeExtensions   []string
+	ScopeRestored     []Restoration
 }
 
 // A FileStat is one changed file in a [Report].
@@ -89,6 +90,7 @@ type Report struct {
 	NotDone         []string        `json:"not_done"`
 	Validation      []ValidationRun `json:"validation"`
 	ScopeExtensions []string        `json:"scope_extensions"`
+	ScopeRestored   []Restoration   `json:"scope_restored"`
 	Summary         string          `json:"summary"`
 }
 
@@ -99,7 +101,8 @@ type Report struct {
 // steps not done; the Validation commands matched against the bash calls.
 func Build(in Input) Report {
 	r := Report{Title: in.Title, Hash: in.Hash, Base: in.Base, ScopeExtensions: append([]string{}, in.ScopeExtensions...),
-		Files: []FileStat{}, Outside: []string{}, DoneNoChange: []string{}, NotDone: []string{}, Validation: []ValidationRun{}}
+		ScopeRestored: append([]Restoration{}, in.ScopeRestored...),
+		Files:         []FileStat{}, Outside: []string{}, DoneNoChange: []string{}, NotDone: []string{}, Validation: []ValidationRun{}}
 	planPaths := Cite(in.Body).Names()
 	stepOf := map[string]map[string]bool{} // path -> step ids
 	for _, e := range in.Events {
@@ -341,6 +344,12 @@ func (r Report) Text() string {
 	}
 	if len(r.ScopeExtensions) > 0 {
 		fmt.Fprintf(&b, "\nScope extended to: %s\n", strings.Join(r.ScopeExtensions, ", "))
+	}
+	for _, rs := range r.ScopeRestored {
+		fmt.Fprintf(&b, "\nRestored outside the scope (%s) after `%s`: %s\n", rs.By, rs.Command, strings.Join(rs.Paths, ", "))
+		for _, f := range rs.Failed {
+			fmt.Fprintf(&b, "  not restored: %s\n", f)
+		}
 	}
 	return b.String()
 }

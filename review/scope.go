@@ -14,6 +14,19 @@ import (
 type Scope struct {
 	Paths      []string `json:"paths"`
 	Extensions []string `json:"extensions,omitempty"` // granted by the person during the implementation
+	// Restored are the writes outside the scope that were put back.
+	Restored []Restoration `json:"restored,omitempty"`
+}
+
+// A Restoration is one command's writes outside the scope, put back as
+// they were before it ran.
+type Restoration struct {
+	Command string   `json:"command"`
+	Paths   []string `json:"paths"`            // restored
+	Failed  []string `json:"failed,omitempty"` // "path: why" for each one that could not be
+	// By is "person" (the person chose to restore) or "unattended" (no
+	// person could answer: restored, and the implementation paused).
+	By string `json:"by"`
 }
 
 // DeriveScope is the scope an accepted plan declares: the paths named in

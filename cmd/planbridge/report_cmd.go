@@ -35,11 +35,18 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return usageError(flags, stderr, fmt.Sprintf("%q is not a session id", id))
 		}
 	} else {
-		matches, _ := filepath.Glob(filepath.Join(state, "sessions", "*", "review", "report.json"))
+		// review/<base>/report.json, or review/report.json before bases had
+		// their own directories.
+		matches, _ := filepath.Glob(filepath.Join(state, "sessions", "*", "review", "*", "report.json"))
+		legacy, _ := filepath.Glob(filepath.Join(state, "sessions", "*", "review", "report.json"))
 		var newest os.FileInfo
-		for _, m := range matches {
+		for _, m := range append(matches, legacy...) {
+			dir := filepath.Dir(filepath.Dir(m)) // the session directory
+			if filepath.Base(filepath.Dir(m)) != "review" {
+				dir = filepath.Dir(dir)
+			}
 			if fi, err := os.Stat(m); err == nil && (newest == nil || fi.ModTime().After(newest.ModTime())) {
-				newest, id = fi, filepath.Base(filepath.Dir(filepath.Dir(m)))
+				newest, id = fi, filepath.Base(dir)
 			}
 		}
 		if id == "" {

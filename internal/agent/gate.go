@@ -65,6 +65,9 @@ const (
 	// CodeOutsideScope refuses, where no person can answer, a write
 	// outside the declared scope of the implementation ([Gate.Scope]).
 	CodeOutsideScope = "outside_scope"
+	// CodeUnwatched refuses a call whose undeclared writes a [Watcher]
+	// could not prepare to observe.
+	CodeUnwatched = "unwatched"
 )
 
 // Decision is the gate's verdict on one tool call.

@@ -46,6 +46,9 @@ type Turn struct {
 	// next model request. An error ends the turn with that error, before
 	// anything else runs.
 	Record func(ctx context.Context, m Message) error
+	// Watch, when set, observes the calls whose writes are not declared
+	// ([Watched]); child agents share it.
+	Watch Watcher
 
 	childUsage Usage // tokens spent by child agents of this turn
 }
@@ -55,6 +58,26 @@ type TurnResult struct {
 	Messages []Message // assistant and tool messages, in order
 	Usage    Usage
 	Requests int
+}
+
+// A Watcher observes what a call whose writes cannot be declared in
+// advance changed ([Watched]): Before runs just before the call and the
+// function it returns (nil: nothing watched) just after, with the call's
+// output and context (cancelled by then, perhaps: after settles the
+// effects all the same); what that returns is the output the model and
+// the sink get. A Before that fails refuses the call ([CodeUnwatched]): what cannot be
+// observed does not run.
+type Watcher interface {
+	Before(ctx context.Context, call ToolCall) (after func(ctx context.Context, out string) string, err error)
+}
+
+// Watched reports whether a call of t run with env is one a [Watcher]
+// observes: a tool that may change files (not read-only, session-only or
+// delegating) and declares no [Meta.Writes], run unconfined (not by the
+// read-only runner). Today that is bash outside the read-only runner; a
+// tool is never exempted by its name.
+func Watched(t *Tool, env *Env) bool {
+	return t != nil && t.Meta.Writes == nil && !t.Meta.ReadOnly && !t.Meta.SessionOnly && !t.Meta.Delegates && !env.ReadOnlyShell
 }
 
 // ErrTooManySteps ends a turn that keeps calling tools.
@@ -166,7 +189,24 @@ func (t *Turn) dispatch(ctx context.Context, call ToolCall) string {
 	env := t.Env
 	env.ReadOnlyShell = d.ReadOnlyShell || t.Gate.Plan
 	env.AllowProtected = d.Protected
+	var after func(context.Context, string) string
+	if t.Watch != nil && Watched(tool, &env) {
+		var err error
+		if after, err = t.Watch.Before(ctx, call); err != nil {
+			reason := fmt.Sprintf("%s refused: its effects on the workspace cannot be observed (%v), so it did not run.", call.Name, err)
+			t.Sink.Blocked(call, CodeUnwatched, reason)
+			return RefusalJSON(CodeUnwatched, call.Name, reason)
+		}
+	}
 	out, err := tool.Run(ctx, &env, call.Arguments)
+	if after != nil {
+		// Whatever the call's outcome, its effects are held to account.
+		if err != nil {
+			err = errors.New(after(ctx, err.Error()))
+		} else {
+			out = after(ctx, out)
+		}
+	}
 	var refused *RefusedError
 	if errors.As(err, &refused) {
 		code := CodePlanBlocked
@@ -221,7 +261,7 @@ func (t *Turn) delegate(ctx context.Context, call ToolCall) string {
 	child := &Turn{
 		Engine: t.Engine, Model: t.Model, Effort: t.Effort,
 		Messages: []Message{{Role: RoleSystem, Content: prompt}, {Role: RoleUser, Content: a.Task}},
-		Tools:    t.Tools, Gate: gate, Env: t.Env, Ask: t.Ask,
+		Tools:    t.Tools, Gate: gate, Env: t.Env, Ask: t.Ask, Watch: t.Watch,
 		Sink: childSink{t.Sink}, MaxSteps: 32, Depth: t.Depth + 1,
 	}
 	res, err := child.Run(ctx)

@@ -434,6 +434,12 @@ func (a *acceptance) Archive(ctx context.Context, art handoff.Artifact, body str
 // From here acceptance is final.
 func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff.Accepting) error {
 	s, p := a.s, a.p
+	// The base is staged before the commit names it. A Worktree
+	// implementation's base is its fork's, staged at the hand-over.
+	base := ""
+	if in.Selection.Location != handoff.Worktree {
+		base = s.stageBase(ctx, p.Hash, agent.WorkScheme+rec.Artifact.Path, in.Title, in.Body)
+	}
 	s.mu.Lock()
 	if err := s.checkAttemptLocked(a.attempt); err != nil { // first decision wins
 		s.mu.Unlock()
@@ -448,7 +454,7 @@ func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff
 	row := s.row
 	row.Plan = false
 	prevTrack := s.track.plan
-	s.startTrackingLocked(p.Title, agent.WorkScheme+rec.Artifact.Path, rec.Artifact.Hash, in.Body, in.Selection.Policy())
+	s.startTrackingLocked(p.Title, agent.WorkScheme+rec.Artifact.Path, rec.Artifact.Hash, in.Body, in.Selection.Policy(), base)
 	s.mu.Unlock()
 	track := s.trackingRow()
 	if err := s.m.st.CommitAcceptance(ctx, store.Acceptance{Session: row, Proposal: p, Tracking: track, Record: rec.Marshal()}); err != nil {
@@ -458,10 +464,11 @@ func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff
 		s.mu.Unlock()
 		return err
 	}
+	handoff.Failpoint("handoff.committed")
 	s.mu.Lock()
 	s.prop, s.row.Plan = &p, false
 	s.mu.Unlock()
-	s.recordBase(ctx, p.Title, p.Hash, agent.WorkScheme+rec.Artifact.Path, in.Body)
+	s.m.baseCommitted(s.id, base)
 	// The selection rides along, so the transcript records what the
 	// implementation runs with.
 	sel := in.Selection

@@ -171,6 +171,12 @@ func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 		}
 	}
 	forkRec := handoff.ForkRecord(rec)
+	// The fork's base is its checkout now: the base commit plus the
+	// restored edits, before anything of the implementation runs there.
+	forkTrack, err := s.forkTracking(ctx, rec)
+	if err != nil {
+		return err
+	}
 	track := s.trackingRow()
 	s.mu.Lock()
 	row := s.row
@@ -178,15 +184,44 @@ func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 	s.track.plan = nil
 	s.mu.Unlock()
 	s.m.born(rec.Fork.Session) // its tracking is handed over running, not paused by restart
-	err := s.m.st.CommitHandOver(ctx, store.HandOver{Source: row, SourceTracking: store.Tracking{Todos: track.Todos},
-		ForkID: rec.Fork.Session, ForkRecord: forkRec.Marshal(), ForkTracking: track})
+	err = s.m.st.CommitHandOver(ctx, store.HandOver{Source: row, SourceTracking: store.Tracking{Todos: track.Todos},
+		ForkID: rec.Fork.Session, ForkRecord: forkRec.Marshal(), ForkTracking: forkTrack})
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
 	s.row.ForkedTo = rec.Fork.Session
 	s.mu.Unlock()
+	var p TrackedPlan
+	if json.Unmarshal([]byte(forkTrack.Plan), &p) == nil {
+		s.m.baseCommitted(rec.Fork.Session, p.Base)
+	}
 	return nil
+}
+
+// forkTracking is this session's tracking as the fork takes it over, with
+// the fork's own base staged (in the fork's review directory) and named.
+func (s *Session) forkTracking(ctx context.Context, rec *handoff.Record) (store.Tracking, error) {
+	track := s.trackingRow()
+	if track.Plan == "" {
+		return track, nil
+	}
+	var p TrackedPlan
+	if err := json.Unmarshal([]byte(track.Plan), &p); err != nil {
+		return track, nil
+	}
+	body, err := s.readArtifact(rec.Artifact.Path, rec.Artifact.Hash)
+	if err != nil {
+		return store.Tracking{}, err
+	}
+	p.Base, err = s.m.stageBase(ctx, rec.Fork.Session, rec.Fork.Dir, p.Title, rec.Artifact.Hash,
+		agent.WorkScheme+rec.Artifact.Path, s.cardScope(rec.Artifact.Hash, body))
+	if err != nil {
+		s.m.log.Error("stage the fork's implementation base", "session", rec.Fork.Session, "err", err)
+	}
+	b, _ := json.Marshal(p)
+	track.Plan = string(b)
+	return track, nil
 }
 
 // recordEdit remembers a workspace file this session edited.

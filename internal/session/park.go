@@ -426,6 +426,11 @@ func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) 
 	s, rec := a.s, st.Record
 	selJSON, _ := json.Marshal(rec.Selection)
 	p := store.Proposal{SessionID: s.id, Status: ProposalAccepted, Title: rec.Title, Path: rec.Artifact.Path, Hash: rec.Artifact.Hash, Body: body, Selection: string(selJSON)}
+	// The base is the workspace now, at the start, not at park time.
+	base := ""
+	if rec.Selection.Location != handoff.Worktree {
+		base = s.stageBase(ctx, rec.Artifact.Hash, agent.WorkScheme+rec.Artifact.Path, rec.Title, body)
+	}
 	s.mu.Lock()
 	if s.busy || s.approval.Pending() {
 		s.mu.Unlock()
@@ -434,7 +439,7 @@ func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) 
 	sessRow := s.row
 	sessRow.Plan = false
 	prevTrack := s.track.plan
-	s.startTrackingLocked(rec.Title, agent.WorkScheme+rec.Artifact.Path, rec.Artifact.Hash, body, rec.Selection.Policy())
+	s.startTrackingLocked(rec.Title, agent.WorkScheme+rec.Artifact.Path, rec.Artifact.Hash, body, rec.Selection.Policy(), base)
 	mine := s.track.plan
 	s.mu.Unlock()
 	track := s.trackingRow()
@@ -454,6 +459,7 @@ func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) 
 	s.mu.Lock()
 	s.prop, s.row.Plan = &p, false
 	s.mu.Unlock()
+	s.m.baseCommitted(s.id, base)
 	s.emitSteps()
 	if st.Notice != "" {
 		s.emit(NoticeEvent{Message: st.Notice})

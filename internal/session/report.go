@@ -3,6 +3,7 @@ package session
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,7 +42,14 @@ type snapshot struct {
 // implBase is what acceptance records so the report compares against the
 // exact state the implementation started from: HEAD, plus the content of
 // every file already dirty then (Here mode with uncommitted work).
+//
+// A base is staged in its own directory (review/<ID>/) before the commit
+// that starts its implementation, and that commit names it
+// ([TrackedPlan.Base]): there is no moment at which an implementation runs
+// without its base, and no base is ever taken from a workspace the
+// implementation has already changed.
 type implBase struct {
+	ID        string              `json:"id"`
 	Title     string              `json:"title"`
 	Hash      string              `json:"hash"`     // the accepted plan's
 	Artifact  string              `json:"artifact"` // its work:// archive
@@ -51,16 +60,42 @@ type implBase struct {
 	Dirty     map[string]snapshot `json:"dirty"` // by root-relative path
 }
 
-// reviewDir holds the base, the tool log and the report. It lies outside
-// work://, so the model cannot reach it.
+// reviewDir holds the bases, tool logs and reports of a session's
+// implementations. It lies outside work://, so the model cannot reach it.
 func (m *Manager) reviewDir(id string) string {
 	return filepath.Join(m.st.Dir(), "sessions", id, "review")
 }
 
-// ReviewDir is the directory of a session's implementation report under a
-// state directory (for reading it offline).
+// ReviewDir is the directory of a session's implementation reports under a
+// state directory (for reading them offline, [ReadStoredReport]).
 func ReviewDir(stateDir, id string) string {
 	return filepath.Join(stateDir, "sessions", id, "review")
+}
+
+// currentFile names, in a review directory, the base of the latest
+// implementation (for offline readers; the session itself goes by its
+// tracked plan).
+const currentFile = "current"
+
+var baseIDRE = regexp.MustCompile(`^b-[0-9a-f]{16}$`)
+
+// baseDir is the directory of the running (or last) implementation's
+// base; "" when none is recorded. A tracked plan from before bases were
+// staged uses the review directory itself.
+func (s *Session) baseDir() string {
+	s.mu.Lock()
+	p := s.track.plan
+	s.mu.Unlock()
+	if p == nil {
+		return ""
+	}
+	if p.Base == "" {
+		return s.m.reviewDir(s.id)
+	}
+	if !baseIDRE.MatchString(p.Base) {
+		return ""
+	}
+	return filepath.Join(s.m.reviewDir(s.id), p.Base)
 }
 
 const noFollow = syscall.O_NOFOLLOW
@@ -72,38 +107,91 @@ func hashOf(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// recordBase snapshots the implementation's base at acceptance. Failing to
-// record it loses only the report, never the acceptance.
-func (s *Session) recordBase(ctx context.Context, title, hash, artifact, body string) {
-	s.mu.Lock()
-	ws := s.row.Workspace
-	s.mu.Unlock()
-	b := implBase{Title: title, Hash: hash, Artifact: artifact, Workspace: ws, Dirty: map[string]snapshot{}}
+// stageBase snapshots the workspace ws as the base of an implementation
+// of session sess, with its declared scope, into a new base directory,
+// durably, and returns the base's id for the commit that starts the
+// implementation to name. A staged base no commit names is never read.
+func (m *Manager) stageBase(ctx context.Context, sess, ws, title, hash, artifact string, scope []string) (string, error) {
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	id := "b-" + hex.EncodeToString(rnd[:])
+	b := implBase{ID: id, Title: title, Hash: hash, Artifact: artifact, Workspace: ws, Dirty: map[string]snapshot{}}
 	if repo, err := worktree.Open(ws); err == nil {
 		b.Root, b.Prefix = repo.Root, relPrefix(repo.Root, ws)
 		_, b.Head, _ = repo.Head()
 		entries, err := repo.Status(ctx)
 		repo.Close()
-		if err == nil {
-			total := 0
-			for _, e := range entries {
-				sn := readSnapshot(filepath.Join(b.Root, filepath.FromSlash(e.Path)), &total)
-				b.Dirty[e.Path] = sn
-			}
+		if err != nil {
+			return "", fmt.Errorf("the workspace status: %w", err)
+		}
+		total := 0
+		for _, e := range entries {
+			b.Dirty[e.Path] = readSnapshot(filepath.Join(b.Root, filepath.FromSlash(e.Path)), &total)
 		}
 	}
-	dir := s.m.reviewDir(s.id)
-	os.RemoveAll(dir) // a new acceptance starts a new report
+	root := m.reviewDir(sess)
+	dir := filepath.Join(root, id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
 	data, _ := json.Marshal(b)
-	err := os.MkdirAll(dir, 0o700)
-	if err == nil {
-		err = store.WriteFileAtomic(filepath.Join(dir, "base.json"), data, 0o600)
+	if err := store.WriteFileAtomic(filepath.Join(dir, "base.json"), data, 0o600); err != nil {
+		return "", err
 	}
-	if err == nil {
-		err = s.recordScope(s.cardScope(hash, body))
+	sc, _ := json.Marshal(review.Scope{Paths: scope})
+	if err := store.WriteFileAtomic(filepath.Join(dir, "scope.json"), sc, 0o600); err != nil {
+		return "", err
 	}
+	// The base directory's own entry is durable before any commit names it.
+	if err := syncDir(root); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// stageBase stages the base of an implementation of this session's plan
+// in its workspace as it is now ([Manager.stageBase]); "" (logged) when
+// it cannot, which loses only the report, never the acceptance.
+func (s *Session) stageBase(ctx context.Context, hash, artifact, title, body string) string {
+	s.mu.Lock()
+	ws := s.row.Workspace
+	s.mu.Unlock()
+	id, err := s.m.stageBase(ctx, s.id, ws, title, hash, artifact, s.cardScope(hash, body))
 	if err != nil {
-		s.m.log.Error("record implementation base", "session", s.id, "err", err)
+		s.m.log.Error("stage the implementation base", "session", s.id, "err", err)
+		return ""
+	}
+	return id
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// baseCommitted is called once the commit naming base is durable: it
+// points offline readers at it and drops the earlier implementations'
+// directories. Both are best effort: the session goes by the commit.
+func (m *Manager) baseCommitted(sess, base string) {
+	if base == "" {
+		return
+	}
+	root := m.reviewDir(sess)
+	if err := store.WriteFileAtomic(filepath.Join(root, currentFile), []byte(base+"\n"), 0o600); err != nil {
+		m.log.Warn("record the current implementation base", "session", sess, "err", err)
+	}
+	ents, _ := os.ReadDir(root)
+	for _, e := range ents {
+		if e.IsDir() && e.Name() != base && baseIDRE.MatchString(e.Name()) {
+			os.RemoveAll(filepath.Join(root, e.Name()))
+		}
+	}
+	for _, legacy := range []string{"base.json", "tools.jsonl", "scope.json", "report.json"} {
+		os.Remove(filepath.Join(root, legacy))
 	}
 }
 
@@ -139,7 +227,11 @@ func readSnapshot(full string, total *int) snapshot {
 }
 
 func (s *Session) loadBase() (*implBase, error) {
-	return loadBaseAt(s.m.reviewDir(s.id))
+	dir := s.baseDir()
+	if dir == "" {
+		return nil, fs.ErrNotExist
+	}
+	return loadBaseAt(dir)
 }
 
 func loadBaseAt(dir string) (*implBase, error) {
@@ -158,6 +250,7 @@ func loadBaseAt(dir string) (*implBase, error) {
 // paths it declared it writes (root-relative), the step in progress, and
 // for bash the command and its exit status.
 func (s *Session) logToolEvent(call agent.ToolCall, ok bool, output string) {
+	changed := s.takeChanged(call.ID)
 	s.mu.Lock()
 	p := s.track.plan
 	active := p != nil && p.Status == ImplRunning
@@ -174,7 +267,10 @@ func (s *Session) logToolEvent(call agent.ToolCall, ok bool, output string) {
 	if !active {
 		return
 	}
-	dir := s.m.reviewDir(s.id)
+	dir := s.baseDir()
+	if dir == "" {
+		return
+	}
 	base, err := loadBaseAt(dir)
 	if err != nil {
 		return
@@ -194,6 +290,11 @@ func (s *Session) logToolEvent(call agent.ToolCall, ok bool, output string) {
 		_ = json.Unmarshal(call.Arguments, &a)
 		ev.Command = a.Command
 		ev.Exit = exitStatus(output)
+	}
+	for _, p := range changed {
+		if !strings.HasPrefix(p, review.ControlPrefix) {
+			ev.Paths = append(ev.Paths, p)
+		}
 	}
 	data, _ := json.Marshal(ev)
 	logMu.Lock()
@@ -282,13 +383,15 @@ func (s *Session) Report(ctx context.Context) (review.Report, error) {
 			in.Steps = append(in.Steps, review.StepState{ID: st.ID, Text: st.Imperative, Status: st.Status})
 		}
 	}
-	dir := s.m.reviewDir(s.id)
+	dir := s.baseDir()
 	in.Events = readEvents(dir)
 	in.Changes, err = changesSince(ctx, base, in.Events)
 	if err != nil {
 		return review.Report{}, err
 	}
-	in.ScopeExtensions = s.scopeExtensions()
+	if sc, err := s.loadScope(); err == nil && sc != nil {
+		in.ScopeExtensions, in.ScopeRestored = sc.Extensions, sc.Restored
+	}
 	r := review.Build(in)
 	data, _ := json.Marshal(r)
 	if err := store.WriteFileAtomic(filepath.Join(dir, "report.json"), data, 0o600); err != nil {
@@ -298,17 +401,34 @@ func (s *Session) Report(ctx context.Context) (review.Report, error) {
 	return r, nil
 }
 
-// StoredReport is the last report built, or nil.
+// StoredReport is the last report built of the current implementation,
+// or nil.
 func (s *Session) StoredReport() *review.Report {
-	r, err := ReadStoredReport(s.m.reviewDir(s.id))
+	dir := s.baseDir()
+	if dir == "" {
+		return nil
+	}
+	r, err := readReport(dir)
 	if err != nil {
 		return nil
 	}
 	return r
 }
 
-// ReadStoredReport reads the last report stored in a review directory.
+// ReadStoredReport reads the last report stored in a session's review
+// directory ([ReviewDir]): that of the implementation it names current.
 func ReadStoredReport(dir string) (*review.Report, error) {
+	if b, err := os.ReadFile(filepath.Join(dir, currentFile)); err == nil {
+		id := strings.TrimSpace(string(b))
+		if !baseIDRE.MatchString(id) {
+			return nil, fmt.Errorf("the review directory names no valid base (%q)", id)
+		}
+		dir = filepath.Join(dir, id)
+	}
+	return readReport(dir)
+}
+
+func readReport(dir string) (*review.Report, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
 		return nil, err
@@ -382,7 +502,10 @@ func (s *Session) reportIfEnded(ctx context.Context) {
 	if !ended {
 		return
 	}
-	dir := s.m.reviewDir(s.id)
+	dir := s.baseDir()
+	if dir == "" {
+		return
+	}
 	if _, err := os.Stat(filepath.Join(dir, "base.json")); err != nil {
 		return
 	}

@@ -59,16 +59,20 @@ func (s *Session) UpdateScope(ctx context.Context, attempt string, paths []strin
 	return s.Approval(), nil
 }
 
-func (s *Session) scopePath() string { return filepath.Join(s.m.reviewDir(s.id), "scope.json") }
-
-// recordScope fixes the accepted plan's scope for its implementation.
-func (s *Session) recordScope(paths []string) error {
-	data, _ := json.Marshal(review.Scope{Paths: paths})
-	return store.WriteFileAtomic(s.scopePath(), data, 0o600)
+func (s *Session) scopePath() string {
+	dir := s.baseDir()
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, "scope.json")
 }
 
 func (s *Session) loadScope() (*review.Scope, error) {
-	data, err := os.ReadFile(s.scopePath())
+	p := s.scopePath()
+	if p == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -195,14 +199,4 @@ func (s *Session) pauseForScope(reason string) {
 	if cancel != nil {
 		cancel()
 	}
-}
-
-// scopeExtensions lists the paths the person added to the declared scope
-// during the implementation.
-func (s *Session) scopeExtensions() []string {
-	sc, err := s.loadScope()
-	if err != nil || sc == nil {
-		return nil
-	}
-	return sc.Extensions
 }

@@ -41,9 +41,10 @@ type Session struct {
 	// wtBranch is the branch the card's Worktree acceptance would use and
 	// wtBranchBlocker why it cannot ("" if it can), from the same check.
 	wtBranch, wtBranchBlocker string
-	timeout                   *time.Timer     // the approval timeout of the current presentation, if armed
-	checks                    planChecks      // pre-approval checks of the current proposal
-	msgs                      []agent.Message // transcript of the current context segment
+	timeout                   *time.Timer         // the approval timeout of the current presentation, if armed
+	checks                    planChecks          // pre-approval checks of the current proposal
+	watched                   map[string][]string // files each watched call changed, until logged (effects.go)
+	msgs                      []agent.Message     // transcript of the current context segment
 	nextIdx                   int64
 	turnNo                    int64 // the last turn started; loaded from the log, so numbering survives a restart
 

@@ -144,6 +144,10 @@ type TrackedPlan struct {
 	// Clipped reports that the plan had more steps than are tracked one by
 	// one: the last step then stands for all the rest (see [StepsFromProposal]).
 	Clipped bool `json:"clipped,omitempty"`
+	// Base names the implementation's staged base (review/<Base>/), which
+	// the commit starting the implementation makes current; "" when none
+	// was recorded.
+	Base string `json:"base,omitempty"`
 }
 
 // PlanHash is the accepted plan's sha256, or for a record that predates
@@ -414,9 +418,9 @@ func (s *Session) UpdateStep(ctx context.Context, step, status string) (*Tracked
 }
 
 // startTracking installs the steps of an accepted plan (running).
-func (s *Session) startTrackingLocked(title, artifact, hash, body string, policy handoff.Policy) {
+func (s *Session) startTrackingLocked(title, artifact, hash, body string, policy handoff.Policy, base string) {
 	steps, clipped := StepsFromProposal(body)
-	s.track.plan = &TrackedPlan{Title: title, Artifact: artifact, Hash: hash, Status: ImplRunning, Policy: policy, Steps: steps, Clipped: clipped}
+	s.track.plan = &TrackedPlan{Title: title, Artifact: artifact, Hash: hash, Status: ImplRunning, Policy: policy, Steps: steps, Clipped: clipped, Base: base}
 }
 
 // setImplStatus moves the tracked implementation between running/paused.

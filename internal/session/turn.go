@@ -196,9 +196,10 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		Tools:    s.registry(),
 		Gate: agent.Gate{Plan: plan, Mode: mode, Shell: s.m.shell, Roots: roots, Protected: protected,
 			Unattended: req.guest || req.continuation, Scope: s.heldScope(plan)},
-		Env:  agent.Env{Roots: roots, Shell: s.m.shell, Protected: protected},
-		Ask:  s.askFunc(),
-		Sink: sink,
+		Env:   agent.Env{Roots: roots, Shell: s.m.shell, Protected: protected},
+		Ask:   s.askFunc(),
+		Watch: s.watcher(plan, req.guest || req.continuation),
+		Sink:  sink,
 		// Each assistant message and tool result is durable before the
 		// next model request: after a crash the conversation the model
 		// continues from is what happened, effects included.
