@@ -186,3 +186,153 @@ func TestBaseSurvivesCrashAfterAcceptanceCommit(t *testing.T) {
 		t.Fatalf("draft.txt diff %q %v", fd.Diff, err)
 	}
 }
+
+func bashCall(cmd string) string { return call("bash", map[string]string{"command": cmd}) }
+
+// TestBashWritesOutsideScopeAskExtendOrRestore: implementation bash
+// commands are held to the declared scope in full-auto. What a command
+// changed outside it is asked about afterwards: allowed, the scope is
+// extended; denied, it is restored as it was before that command. The
+// hostile cases: a deletion, a link to /etc/passwd, a git hook, a rename,
+// a directory swapped for a link out of the workspace, three thousand
+// files, a commit of an outside change; and a trace written and deleted
+// again, which is no change.
+func TestBashWritesOutsideScopeAskExtendOrRestore(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n", "tracked.txt": "keep me\n", "other.txt": "other\n", "docs/a.md": "# A\n"})
+	evil := t.TempDir()
+	commit := "git -c user.name=t -c user.email=t@t commit -qm"
+	impl := []string{
+		bashCall("printf 'hi\\n' > greet.txt"),
+		bashCall("echo x > outside.txt; rm tracked.txt; ln -s /etc/passwd link; printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit"),
+		bashCall("echo y > kept.txt"),
+		bashCall("echo z >> kept.txt"),
+		bashCall("echo t > trace.txt; rm trace.txt"),
+		bashCall("mkdir -p sub && mv other.txt sub/renamed.txt"),
+		bashCall("rm -rf docs && ln -s " + evil + " docs"),
+		bashCall("mkdir many && for i in $(seq 1 3000); do echo $i > many/$i.txt; done"),
+		bashCall("echo w > other.txt && git add other.txt && " + commit + " sneak"),
+	}
+	script := fmt.Sprintf(`[{"text": %q}, {"text": "Implementing.", "tool_calls": [%s]}, {"text": "Done."}]`, scopedPlan, strings.Join(impl, ","))
+	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, script))
+	var a asks
+	a.on(p.c, func(s string) bool { return strings.Contains(s, "kept.txt") })
+	s, v := proposeAndWait(t, ctx, p, ws)
+	v = update(t, ctx, p.c, s.ID, v.Attempt, handoffChange("mode", "full-auto"))
+	if err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitTurnEnd(t, ctx, p.c, 2)
+	got := a.list()
+	wantAsks := [][]string{
+		{".git/hooks/pre-commit", "link", "outside.txt", "tracked.txt"},
+		{"extend the scope to kept.txt?"},
+		{"other.txt", "sub/renamed.txt"},
+		{"docs", "docs/a.md"},
+		{"many/", "and 2980 more"},
+		{"other.txt"},
+	}
+	if len(got) != len(wantAsks) {
+		t.Fatalf("%d asks, want %d: %q", len(got), len(wantAsks), got)
+	}
+	for i, w := range wantAsks {
+		for _, sub := range w {
+			if !strings.Contains(got[i], sub) || !strings.Contains(got[i], "outside the scope declared by the accepted plan") {
+				t.Errorf("ask %d %q lacks %q", i, got[i], sub)
+			}
+		}
+	}
+	read := func(rel string) string {
+		b, err := os.ReadFile(filepath.Join(ws, rel))
+		if err != nil {
+			return "<" + err.Error() + ">"
+		}
+		return string(b)
+	}
+	for rel, want := range map[string]string{"greet.txt": "hi\n", "tracked.txt": "keep me\n", "other.txt": "other\n", "docs/a.md": "# A\n", "kept.txt": "y\nz\n"} {
+		if got := read(rel); got != want {
+			t.Errorf("%s = %q, want %q", rel, got, want)
+		}
+	}
+	for _, gone := range []string{"outside.txt", "link", ".git/hooks/pre-commit", "sub/renamed.txt", "many/1.txt", "many/3000.txt", "trace.txt"} {
+		if _, err := os.Lstat(filepath.Join(ws, gone)); err == nil {
+			t.Errorf("%s was not restored away", gone)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(ws, "docs")); err != nil || !fi.IsDir() {
+		t.Errorf("docs is not a real directory again: %v", err)
+	}
+	if ents, _ := os.ReadDir(evil); len(ents) != 0 {
+		t.Errorf("restoring wrote through the link, into %s: %v", evil, ents)
+	}
+	if err := p.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "/review"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := getReport(t, ctx, p.c, s.ID)
+	if fmt.Sprint(r.ScopeExtensions) != "[kept.txt]" || len(r.ScopeRestored) != 5 {
+		t.Fatalf("extensions %v, %d restorations: %+v", r.ScopeExtensions, len(r.ScopeRestored), r.ScopeRestored)
+	}
+	for _, rs := range r.ScopeRestored {
+		if rs.By != "person" || len(rs.Failed) != 0 || len(rs.Paths) == 0 {
+			t.Errorf("restoration %+v", rs)
+		}
+	}
+	if n := len(r.ScopeRestored[3].Paths); n != 3000 {
+		t.Errorf("restored %d of the 3000 files", n)
+	}
+	files := fileStats(r)
+	if files["greet.txt"] != "modified +1 -1" || files["kept.txt"] != "added +2 -0" {
+		t.Errorf("report files %v", files)
+	}
+	for _, f := range r.Files {
+		if f.Path == "kept.txt" && !f.Outside {
+			t.Errorf("kept.txt not outside the plan: %+v", f)
+		}
+	}
+	// The model was told what happened to its command's effects.
+	told := 0
+	for _, e := range p.c.Events() {
+		if e.Kind == "tool_result" && strings.Contains(string(e.Data), "they were restored as they were before it") {
+			told++
+		}
+	}
+	if told != 5 {
+		t.Errorf("%d tool results tell of a restoration, want 5", told)
+	}
+}
+
+// TestBashOutsideScopeUnattendedRestoresAndPauses: an unattended Goal
+// continuation whose bash command writes outside the scope asks nobody:
+// the write is restored and the implementation and its Goal pause.
+func TestBashOutsideScopeUnattendedRestoresAndPauses(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n", "shared.txt": "shared\n"})
+	script := fmt.Sprintf(`[{"text": %q},
+	 {"text": "Editing.", "tool_calls": [%s]},
+	 {"text": "First turn done."},
+	 {"expect_contains": ["Continue working toward the active Goal."], "text": "More.", "tool_calls": [%s]},
+	 {"text": "should not be reached"}]`, scopedPlan,
+		bashCall("sed -i s/hello/hi/ greet.txt"),
+		bashCall("echo x > elsewhere.txt; echo y >> shared.txt"))
+	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, script))
+	p.c.OnAsk(func(json.RawMessage) any { t.Error("an unattended turn asked"); return map[string]bool{"allow": true} })
+	s, _ := proposeAndWait(t, ctx, p, ws)
+	acceptGoal(t, ctx, p.c, s.ID, 0, "")
+	g := waitGoal(t, ctx, p.c, s.ID, "paused")
+	if !strings.Contains(g.Goal.Reason, "outside the declared scope") || !strings.Contains(g.Goal.Reason, "elsewhere.txt") {
+		t.Fatalf("goal %+v", g.Goal)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "elsewhere.txt")); err == nil {
+		t.Error("the unattended command's file outside the scope stayed")
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "shared.txt")); string(b) != "shared\n" {
+		t.Errorf("shared.txt = %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "greet.txt")); string(b) != "hi\n" {
+		t.Errorf("greet.txt %q", b)
+	}
+	r := getReport(t, ctx, p.c, s.ID)
+	if len(r.ScopeRestored) != 1 || r.ScopeRestored[0].By != "unattended" || fmt.Sprint(r.ScopeRestored[0].Paths) != "[elsewhere.txt shared.txt]" {
+		t.Fatalf("restorations %+v", r.ScopeRestored)
+	}
+}
