@@ -198,6 +198,11 @@ func bashCall(cmd string) string { return call("bash", map[string]string{"comman
 // files, a commit of an outside change; and a trace written and deleted
 // again, which is no change.
 func TestBashWritesOutsideScopeAskExtendOrRestore(t *testing.T) {
+	t.Run("root", func(t *testing.T) { testBashWritesOutsideScopeAskExtendOrRestore(t, false) })
+	t.Run("nobody", func(t *testing.T) { testBashWritesOutsideScopeAskExtendOrRestore(t, true) })
+}
+
+func testBashWritesOutsideScopeAskExtendOrRestore(t *testing.T, unprivileged bool) {
 	ctx := ctxT(t)
 	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n", "tracked.txt": "keep me\n", "other.txt": "other\n", "docs/a.md": "# A\n"})
 	evil := t.TempDir()
@@ -214,7 +219,8 @@ func TestBashWritesOutsideScopeAskExtendOrRestore(t *testing.T) {
 		bashCall("echo w > other.txt && git add other.txt && " + commit + " sneak"),
 	}
 	script := fmt.Sprintf(`[{"text": %q}, {"text": "Implementing.", "tool_calls": [%s]}, {"text": "Done."}]`, scopedPlan, strings.Join(impl, ","))
-	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, script))
+	sp := writeScript(t, script)
+	p := startServeAs(t, unprivileged, t.TempDir(), []string{ws, filepath.Dir(sp), evil}, "--engine", "script", "--script", sp)
 	var a asks
 	a.on(p.c, func(s string) bool { return strings.Contains(s, "kept.txt") })
 	s, v := proposeAndWait(t, ctx, p, ws)
@@ -305,6 +311,11 @@ func TestBashWritesOutsideScopeAskExtendOrRestore(t *testing.T) {
 // continuation whose bash command writes outside the scope asks nobody:
 // the write is restored and the implementation and its Goal pause.
 func TestBashOutsideScopeUnattendedRestoresAndPauses(t *testing.T) {
+	t.Run("root", func(t *testing.T) { testBashOutsideScopeUnattendedRestoresAndPauses(t, false) })
+	t.Run("nobody", func(t *testing.T) { testBashOutsideScopeUnattendedRestoresAndPauses(t, true) })
+}
+
+func testBashOutsideScopeUnattendedRestoresAndPauses(t *testing.T, unprivileged bool) {
 	ctx := ctxT(t)
 	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n", "shared.txt": "shared\n"})
 	script := fmt.Sprintf(`[{"text": %q},
@@ -314,7 +325,8 @@ func TestBashOutsideScopeUnattendedRestoresAndPauses(t *testing.T) {
 	 {"text": "should not be reached"}]`, scopedPlan,
 		bashCall("sed -i s/hello/hi/ greet.txt"),
 		bashCall("echo x > elsewhere.txt; echo y >> shared.txt"))
-	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, script))
+	sp := writeScript(t, script)
+	p := startServeAs(t, unprivileged, t.TempDir(), []string{ws, filepath.Dir(sp)}, "--engine", "script", "--script", sp)
 	p.c.OnAsk(func(json.RawMessage) any { t.Error("an unattended turn asked"); return map[string]bool{"allow": true} })
 	s, _ := proposeAndWait(t, ctx, p, ws)
 	acceptGoal(t, ctx, p.c, s.ID, 0, "")

@@ -174,6 +174,11 @@ type reportJSON struct {
 // also edits an unrelated file, in Here mode with files dirty at
 // acceptance (one of which the implementation edits further).
 func TestImplementationReportEndToEnd(t *testing.T) {
+	t.Run("root", func(t *testing.T) { testImplementationReportEndToEnd(t, false) })
+	t.Run("nobody", func(t *testing.T) { testImplementationReportEndToEnd(t, true) })
+}
+
+func testImplementationReportEndToEnd(t *testing.T, unprivileged bool) {
 	ctx := ctxT(t)
 	ws := gitRepo(t, map[string]string{"a.txt": "hello\nworld\n", "lib/b.go": "package lib\n", "unrelated.txt": "keep\n", "notes.txt": "n\n"})
 	// Uncommitted work before acceptance: not the implementation's.
@@ -195,7 +200,8 @@ func TestImplementationReportEndToEnd(t *testing.T) {
 	}
 	script := fmt.Sprintf(`[{"text": %q}, {"text": "Implementing.", "tool_calls": [%s]}, {"text": "Done."}]`, threeStepPlan, strings.Join(impl, ","))
 	state := t.TempDir()
-	p := startServe(t, state, "--engine", "script", "--script", writeScript(t, script))
+	sp := writeScript(t, script)
+	p := startServeAs(t, unprivileged, state, []string{ws, filepath.Dir(sp)}, "--engine", "script", "--script", sp)
 	var asked []string
 	p.c.OnAsk(func(params json.RawMessage) any {
 		var a struct{ Summary string }
@@ -287,6 +293,11 @@ func TestImplementationReportEndToEnd(t *testing.T) {
 const scopedPlan = "<proposed_plan>\n# Greet\n\n## Summary\nGreet.\n\n## Key Changes\n- Change hello to hi in greet.txt\n\n## Regression Coverage\n- none\n\n## Validation\n- `cat greet.txt`\n\n## Assumptions\n- none\n</proposed_plan>\n"
 
 func TestScopeAsksInFullAutoAndExtends(t *testing.T) {
+	t.Run("root", func(t *testing.T) { testScopeAsksInFullAutoAndExtends(t, false) })
+	t.Run("nobody", func(t *testing.T) { testScopeAsksInFullAutoAndExtends(t, true) })
+}
+
+func testScopeAsksInFullAutoAndExtends(t *testing.T, unprivileged bool) {
 	ctx := ctxT(t)
 	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
 	impl := []string{
@@ -295,7 +306,8 @@ func TestScopeAsksInFullAutoAndExtends(t *testing.T) {
 		call("write_file", map[string]string{"path": "extra/notes.md", "content": "n2\n"}),
 	}
 	script := fmt.Sprintf(`[{"text": %q}, {"text": "Implementing.", "tool_calls": [%s]}, {"text": "Done."}]`, scopedPlan, strings.Join(impl, ","))
-	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, script))
+	sp := writeScript(t, script)
+	p := startServeAs(t, unprivileged, t.TempDir(), []string{ws, filepath.Dir(sp)}, "--engine", "script", "--script", sp)
 	var asked []string
 	p.c.OnAsk(func(params json.RawMessage) any {
 		var a struct{ Summary string }
@@ -345,6 +357,11 @@ func TestScopeAsksInFullAutoAndExtends(t *testing.T) {
 }
 
 func TestScopePausesUnattendedGoal(t *testing.T) {
+	t.Run("root", func(t *testing.T) { testScopePausesUnattendedGoal(t, false) })
+	t.Run("nobody", func(t *testing.T) { testScopePausesUnattendedGoal(t, true) })
+}
+
+func testScopePausesUnattendedGoal(t *testing.T, unprivileged bool) {
 	ctx := ctxT(t)
 	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
 	script := fmt.Sprintf(`[{"text": %q},
@@ -354,7 +371,8 @@ func TestScopePausesUnattendedGoal(t *testing.T) {
 	 {"text": "should not be reached"}]`, scopedPlan,
 		call("edit_file", map[string]string{"path": "greet.txt", "old": "hello", "new": "hi"}),
 		call("write_file", map[string]string{"path": "elsewhere.txt", "content": "x\n"}))
-	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, script))
+	sp := writeScript(t, script)
+	p := startServeAs(t, unprivileged, t.TempDir(), []string{ws, filepath.Dir(sp)}, "--engine", "script", "--script", sp)
 	p.c.OnAsk(func(json.RawMessage) any { t.Error("an unattended turn asked"); return map[string]bool{"allow": false} })
 	s, _ := proposeAndWait(t, ctx, p, ws)
 	acceptGoal(t, ctx, p.c, s.ID, 0, "")
