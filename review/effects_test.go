@@ -1,0 +1,143 @@
+package review
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// dirTree is a [Tree] with no commits whose status is every file under
+// its directory (so every path is "dirty" and snapshotted from disk).
+type dirTree struct{ dir string }
+
+func (d dirTree) Head() string { return "" }
+func (d dirTree) Dirty(context.Context) ([]string, error) {
+	var out []string
+	err := filepath.Walk(d.dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			rel, _ := filepath.Rel(d.dir, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	return out, err
+}
+func (dirTree) Committed(string, string) (FileState, bool)          { return FileState{}, false }
+func (dirTree) Changed(string, string, int) ([]string, bool, error) { return nil, false, nil }
+
+func openRoot(t *testing.T, dir string) *os.Root {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestRestoreNeverWritesThroughALink(t *testing.T) {
+	ctx := context.Background()
+	dir, out := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "a"), 0o755)
+	os.WriteFile(filepath.Join(dir, "a", "b.txt"), []byte("b\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "run.sh"), []byte("echo\n"), 0o755)
+	root := openRoot(t, dir)
+	tr := dirTree{dir}
+	snap, err := Take(ctx, tr, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command swaps a/ for a link out of the checkout, and replaces
+	// the executable with a link to /etc/passwd.
+	os.RemoveAll(filepath.Join(dir, "a"))
+	os.Symlink(out, filepath.Join(dir, "a"))
+	os.Remove(filepath.Join(dir, "run.sh"))
+	os.Symlink("/etc/passwd", filepath.Join(dir, "run.sh"))
+	cs, err := snap.Changes(ctx, tr, root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]Change{}
+	for _, c := range cs {
+		byPath[c.Path] = c
+	}
+	if len(cs) != 3 || byPath["a"].Now.Kind != 'l' || byPath["a/b.txt"].Now.Kind != 0 || byPath["run.sh"].Now.Kind != 'l' {
+		t.Fatalf("changes %+v", cs)
+	}
+	// Restoring only a/b.txt (as if a were in scope) must refuse, not
+	// write into the link's target.
+	done, failed := Restore(root, nil, []Change{byPath["a/b.txt"]})
+	if len(done) != 0 || failed["a/b.txt"] == nil {
+		t.Fatalf("restored through a link: %v %v", done, failed)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Fatalf("wrote into the link's target: %v", ents)
+	}
+	// All of it: the link goes first, then a/b.txt and run.sh come back.
+	done, failed = Restore(root, nil, cs)
+	if len(done) != 3 || len(failed) != 0 {
+		t.Fatalf("restore: %v %v", done, failed)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a", "b.txt")); string(b) != "b\n" {
+		t.Errorf("a/b.txt %q", b)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "run.sh")); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o100 == 0 {
+		t.Errorf("run.sh back as an executable file: %v %v", fi, err)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Fatalf("wrote into the link's target: %v", ents)
+	}
+	if cs, _ := snap.Changes(ctx, tr, root, nil); len(cs) != 0 {
+		t.Errorf("after restoring, still changed: %+v", cs)
+	}
+}
+
+func TestRestoreRefusesWhatWasNotKept(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	big := make([]byte, MaxWatchedFile+1)
+	os.WriteFile(filepath.Join(dir, "big.bin"), big, 0o644)
+	root := openRoot(t, dir)
+	tr := dirTree{dir}
+	snap, _ := Take(ctx, tr, root, nil)
+	os.WriteFile(filepath.Join(dir, "big.bin"), []byte("small now"), 0o644)
+	cs, _ := snap.Changes(ctx, tr, root, nil)
+	if len(cs) != 1 || cs[0].Restorable() {
+		t.Fatalf("changes %+v", cs)
+	}
+	_, failed := Restore(root, nil, cs)
+	if !errors.Is(failed["big.bin"], ErrNotRestorable) {
+		t.Fatalf("failed %v", failed)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "big.bin")); string(b) != "small now" {
+		t.Error("an unrestorable file was touched")
+	}
+}
+
+// TestControlFilesWatched: a hook written into the git directory is a
+// change (".git/hooks/…"), and restoring removes it.
+func TestControlFilesWatched(t *testing.T) {
+	ctx := context.Background()
+	dir, gitDir := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(gitDir, "hooks"), 0o755)
+	os.WriteFile(filepath.Join(gitDir, "config"), []byte("[core]\n"), 0o644)
+	root, git := openRoot(t, dir), openRoot(t, gitDir)
+	tr := dirTree{dir}
+	snap, _ := Take(ctx, tr, root, git)
+	os.WriteFile(filepath.Join(gitDir, "hooks", "pre-commit"), []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(filepath.Join(gitDir, "config"), []byte("[core]\n\tfsmonitor = evil\n"), 0o644)
+	cs, _ := snap.Changes(ctx, tr, root, git)
+	if len(cs) != 2 || cs[0].Path != ".git/config" || cs[1].Path != ".git/hooks/pre-commit" {
+		t.Fatalf("changes %+v", cs)
+	}
+	if done, failed := Restore(root, git, cs); len(done) != 2 || len(failed) != 0 {
+		t.Fatalf("restore %v %v", done, failed)
+	}
+	if b, _ := os.ReadFile(filepath.Join(gitDir, "config")); string(b) != "[core]\n" {
+		t.Errorf("config %q", b)
+	}
+	if _, err := os.Lstat(filepath.Join(gitDir, "hooks", "pre-commit")); err == nil {
+		t.Error("the hook stayed")
+	}
+}
