@@ -1,6 +1,6 @@
-// Package review holds an implementation to its plan. It is pure: it reads
-// the workspace only through the narrow [Workspace] it is given and never
-// persists anything.
+// Package review holds an implementation to its plan. It reads the
+// workspace only through the narrow [Workspace], [Tree] and [os.Root] it is
+// given, persists nothing, and writes only when [Restore] is asked to.
 //
 // [Check] is the pre-approval check of a plan body against the workspace:
 // cited file paths that neither exist nor are to be created, backticked
@@ -19,6 +19,16 @@
 // with no change and steps not done, Validation commands matched against
 // bash calls. [DeriveScope] and [Scope] are the declared scope the gate
 // holds during the implementation.
+//
+// [Take] and [Snapshot.Changes] observe what a command whose writes cannot
+// be declared in advance (an unconfined shell command) changed: the paths
+// a [Tree]'s status lists before and after, the paths two commits differ
+// in when HEAD moved, and the repository's control files ([ControlFiles]).
+// Only net effects are seen, within stated bounds ([MaxWatchedPaths],
+// [MaxWatchedFile], [MaxWatchedTotal], [MaxCommitPaths]). [Restore] puts
+// changes back as they were, never writing through a symbolic link.
+// These are the one place the package touches files, through the
+// [os.Root]s it is given.
 //
 // [Cite] is the model of what a plan names, shared by the checks: code
 // spans and words outside fenced code blocks, paths recognised by a "/" or

@@ -42,6 +42,9 @@
 //     ([Decision.OutsideScope]: allowing extends the scope) and is refused
 //     where no person can answer ([CodeOutsideScope]); the path judged is
 //     the one really written, symlinks followed.
+//   - A call whose writes are not declared ([Watched]: bash run
+//     unconfined) is observed by the turn's [Watcher] before and after it
+//     runs; a watcher that cannot prepare refuses it ([CodeUnwatched]).
 //
 // A path is classified both as resolved and as spelled, so a link that
 // lives in .git or work://plans/ is guarded there even when its target is

@@ -71,11 +71,18 @@
 // card carries the pre-approval checks of the proposal ([review.Check]),
 // offered to the model with feedback; every proposal is kept as
 // work://plans/vN.md with the person's line comments, carried to the next
-// version ([Session.DiffVersions]); acceptance records the base (HEAD and
-// the content of dirty files) and the scope in the session's review
-// directory, outside work://; tool calls are logged there; the report
-// ([Session.Report]) is built when the implementation ends or on demand and
-// stored; the gate holds the scope ([agent.Gate.Scope]) while the
-// implementation is not done, and an unattended write outside it pauses
-// the implementation and its Goal.
+// version ([Session.DiffVersions]); the base (HEAD and the content of
+// dirty files) and the scope are staged in their own review directory,
+// outside work://, before the commit that starts the implementation names
+// it ([TrackedPlan.Base]) — at acceptance (Here), at the start of a parked
+// plan, at a Worktree fork's hand-over (the fork's checkout) — so no crash
+// leaves an implementation without its base; tool calls are logged there;
+// the report ([Session.Report]) is built when the implementation ends or on
+// demand and stored; the gate holds the scope ([agent.Gate.Scope]) while
+// the implementation is not done, and an unattended write outside it
+// pauses the implementation and its Goal. Bash commands, whose writes
+// cannot be declared, are observed ([agent.Watcher], effects.go): what one
+// changed outside the scope asks the person to extend the scope or restore
+// it, and where no person can answer it is restored and the
+// implementation pauses.
 package session

@@ -160,7 +160,8 @@ type ProposalEvent struct {
 // ReportEvent: an implementation report was built (and stored).
 type ReportEvent struct{ review.Report }
 
-// ScopeEvent: the person extended the declared scope of the implementation.
+// ScopeEvent: the declared scope of the implementation changed: the person
+// extended it, or writes outside it were restored.
 type ScopeEvent struct{ review.Scope }
 
 // DiagnosticEvent: a proposal diagnostic (warning or hint).
