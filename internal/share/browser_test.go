@@ -378,3 +378,57 @@ func TestBrowserGoalReadable(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowserShowsRenderedVersionDiff: after a revision every tier's page
+// shows what changed from the previous version, added and removed lines
+// styled apart, and a line of markup in the plan shown as text.
+func TestBrowserShowsRenderedVersionDiff(t *testing.T) {
+	v1 := "<proposed_plan>\n# Greet\n\n## Key Changes\n- Change hello to hi in greet.txt\n- Keep greet.go\n</proposed_plan>\n"
+	v2 := "<proposed_plan>\n# Greet\n\n## Key Changes\n- Change hello to hey in greet.txt\n- Keep greet.go\n- Note <img src=x onerror=document.title='pwned'>\n</proposed_plan>\n"
+	f := newFixtureIn(t, gitWorkspace(t), []string{fmt.Sprintf(`{"text": %q}`, v1), fmt.Sprintf(`{"text": %q}`, v2)})
+	if _, err := f.sess.Submit(f.ctx, "/plan greet"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sess.Wait(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	links := f.share(share.View, share.Full, share.Owner)
+	b := newBrowser(t)
+	// A first version has nothing to compare with.
+	b.do(t, chromedp.Navigate(links[share.View].URL), chromedp.WaitVisible(chromedp.CSS("#proposal h1")))
+	if !b.hidden(t, "plan-diff") {
+		t.Fatal("a diff shown for the first version")
+	}
+	if err := f.sess.Feedback(f.ctx, f.sess.Approval().Attempt, "hey, not hi", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sess.Wait(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tier := range []share.Tier{share.View, share.Full, share.Owner} {
+		b.do(t, chromedp.Navigate(links[tier].URL), chromedp.WaitVisible(chromedp.CSS("#plan-diff")))
+		b.waitText(t, "#tier", tier.String())
+		b.waitText(t, "#plan-diff-title", "Changes from version 1 to version 2")
+		if got := b.eval(t, `Array.from(document.querySelectorAll('#plan-diff-body span.del'), e => e.textContent).join('|')`); got != "-- Change hello to hi in greet.txt" {
+			t.Errorf("%s: removed lines %q", tier, got)
+		}
+		want := "+- Change hello to hey in greet.txt|+- Note <img src=x onerror=document.title='pwned'>"
+		if got := b.eval(t, `Array.from(document.querySelectorAll('#plan-diff-body span.add'), e => e.textContent).join('|')`); got != want {
+			t.Errorf("%s: added lines %q", tier, got)
+		}
+		if got := b.eval(t, `Array.from(document.querySelectorAll('#plan-diff-body span.ctx'), e => e.textContent).join('|')`); !strings.Contains(got, " - Keep greet.go") {
+			t.Errorf("%s: context lines %q", tier, got)
+		}
+		style := `(c) => getComputedStyle(document.querySelector('#plan-diff-body span.' + c)).backgroundColor`
+		add, del, ctx := b.eval(t, "("+style+")('add')"), b.eval(t, "("+style+")('del')"), b.eval(t, "("+style+")('ctx')")
+		if add == del || add == ctx || del == ctx {
+			t.Errorf("%s: added %s, removed %s, context %s are not styled apart", tier, add, del, ctx)
+		}
+		if n := b.eval(t, `String(document.querySelectorAll('#plan-diff img, #proposal img').length)`); n != "0" {
+			t.Errorf("%s: markup from the plan rendered: %s img elements", tier, n)
+		}
+		if title := b.eval(t, "document.title"); title == "pwned" {
+			t.Fatalf("%s: script from the plan ran", tier)
+		}
+	}
+}

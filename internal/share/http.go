@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"planbridge/handoff"
@@ -202,7 +203,24 @@ type ApprovalState struct {
 	Size       int  `json:"size"`
 	Budget     int  `json:"budget"`
 	OverBudget bool `json:"over_budget"`
+	// Diff is what changed from the previous version of the plan to the
+	// one shown (absent for a first version): unified diff text, which the
+	// page renders line by line as text, never as markup.
+	Diff *VersionDiff `json:"diff,omitempty"`
 }
+
+// VersionDiff is the diff between two plan versions as the page shows it.
+// Text is cut at [maxDiffBytes] (Clipped then says so); it does not count
+// toward Size, which is what is accepted.
+type VersionDiff struct {
+	From    int    `json:"from"`
+	To      int    `json:"to"`
+	Text    string `json:"text"`
+	Clipped bool   `json:"clipped,omitempty"`
+}
+
+// maxDiffBytes bounds the version diff a state carries.
+const maxDiffBytes = 24 << 10
 
 // Actions says what this link may do right now; Reason explains a missing
 // Accept.
@@ -226,6 +244,15 @@ func (s *Server) approvalState(sess *session.Session) ApprovalState {
 		Blockers: v.Blockers, Notice: v.Notice, Budget: s.cfg.FrameBudget}
 	if v.Body != "" {
 		a.HTML = proposal.RenderHTML(v.Body)
+	}
+	if v.Body != "" {
+		if d, err := sess.DiffVersions(0, 0); err == nil {
+			a.Diff = &VersionDiff{From: d.From, To: d.To, Text: d.Diff}
+			if len(d.Diff) > maxDiffBytes {
+				cut := strings.LastIndexByte(d.Diff[:maxDiffBytes], '\n') + 1
+				a.Diff.Text, a.Diff.Clipped = d.Diff[:cut], true
+			}
+		}
 	}
 	a.Size = len(a.HTML) + len(sel)
 	// A clipped body would be accepted unseen: that is over budget too.

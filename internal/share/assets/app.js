@@ -251,6 +251,29 @@
     render();
   }
 
+  // The diff from the previous plan version, one line per element, each
+  // set as text (never markup) and styled by its first character.
+  function renderDiff(d) {
+    const box = $('plan-diff-body');
+    box.replaceChildren();
+    if (!d || typeof d.text !== 'string') {
+      $('plan-diff').hidden = true;
+      return;
+    }
+    $('plan-diff-title').textContent = 'Changes from version ' + d.from + ' to version ' + d.to + (d.clipped ? ' (cut; the full diff is in Emacs)' : '');
+    const lines = d.text.split('\n');
+    if (lines.length && lines[lines.length - 1] === '') lines.pop();
+    for (const line of lines) {
+      let cls = 'ctx';
+      if (line.startsWith('+++') || line.startsWith('---')) cls = 'file';
+      else if (line.startsWith('@@')) cls = 'hunk';
+      else if (line.startsWith('+')) cls = 'add';
+      else if (line.startsWith('-')) cls = 'del';
+      box.appendChild(el('span', cls, line));
+    }
+    $('plan-diff').hidden = false;
+  }
+
   function setting(dl, name, value, pre) {
     dl.appendChild(el('dt', '', name));
     const dd = el('dd');
@@ -272,6 +295,7 @@
       $('proposal').replaceChildren();
       $('card-status').textContent = 'No proposal yet.';
     }
+    renderDiff(a.diff);
     const dl = $('settings');
     dl.replaceChildren();
     const sel = a.selection || {};
