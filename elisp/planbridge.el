@@ -866,14 +866,23 @@ EVENT is the notification's plist: :session, :seq, :kind and :data."
 (defvar planbridge--asking nil
   "Non-nil, dynamically, while a permission question is being asked.")
 
-(defun planbridge--answer-permission (conn id session tool arguments summary)
+(defvar planbridge--permission-kind nil
+  "The kind of the permission question being asked, dynamically.
+nil asks whether a call may run; \"scope_effects\" asks about a
+command that already ran and changed files outside the declared
+scope: yes extends the scope, no restores them.")
+
+(defun planbridge--answer-permission (conn id session tool arguments summary
+                                           &optional kind)
   "Ask about TOOL with ARGUMENTS in SESSION and answer request ID on CONN.
-SUMMARY is the backend's reason.  Questions are asked one at a time: a
+SUMMARY is the backend's reason and KIND the question's kind (see
+`planbridge--permission-kind').  Questions are asked one at a time: a
 question due while another is open waits for it."
   (if planbridge--asking
       (run-at-time 0.2 nil #'planbridge--answer-permission
-                   conn id session tool arguments summary)
-    (let ((allow (let ((planbridge--asking t))
+                   conn id session tool arguments summary kind)
+    (let ((allow (let ((planbridge--asking t)
+                       (planbridge--permission-kind kind))
                    (condition-case nil
                        (funcall planbridge-permission-function
                                 session tool arguments summary)
@@ -885,14 +894,15 @@ question due while another is open waits for it."
 
 (cl-defmethod planbridge-handle-request
   (conn (_method (eql permission/ask)) &key session tool arguments summary
-        &allow-other-keys)
+        kind &allow-other-keys)
   "Ask the person whether TOOL may run with ARGUMENTS in SESSION.
-SUMMARY is the backend's reason.  The question is asked from a timer,
-after the dispatcher has returned, and answered to CONN from there."
+SUMMARY is the backend's reason and KIND the question's kind.  The
+question is asked from a timer, after the dispatcher has returned, and
+answered to CONN from there."
   (planbridge--deferred
    (lambda (id)
      (run-at-time 0 nil #'planbridge--answer-permission
-                  conn id session tool arguments summary))))
+                  conn id session tool arguments summary kind))))
 
 (defun planbridge--json (object)
   "Return OBJECT, a parsed JSON value, as compact JSON text."
@@ -961,7 +971,9 @@ SUMMARY is the backend's reason.  Return the buffer."
         (if (member tool '("write_file" "edit_file" "apply_patch"))
             (diff-mode)
           (fundamental-mode))
-        (insert (propertize (format "The agent asks to run %s" tool)
+        (insert (propertize (if (equal planbridge--permission-kind "scope_effects")
+                                (format "A %s command changed files outside the declared scope" tool)
+                              (format "The agent asks to run %s" tool))
                             'face 'planbridge-card-heading)
                 (if (planbridge--nonempty summary) (format " (%s)" summary) "")
                 "\nAnswer \"yes\" or \"no\" in the minibuffer.\n\n")
@@ -981,12 +993,15 @@ reason) with it.  The answer is a typed \"yes\" or \"no\": a stray
 key meant for another buffer cannot answer it."
   (let ((buf (planbridge--permission-buffer session tool arguments summary)))
     (unwind-protect
-        (yes-or-no-p (format "Allow %s %s? "
-                             tool (planbridge--clip
-                                   (or (plist-get arguments :path)
-                                       (plist-get arguments :command)
-                                       (planbridge--json arguments))
-                                   60)))
+        (yes-or-no-p
+         (if (equal planbridge--permission-kind "scope_effects")
+             "Extend the scope to what it changed (no restores it)? "
+           (format "Allow %s %s? "
+                   tool (planbridge--clip
+                         (or (plist-get arguments :path)
+                             (plist-get arguments :command)
+                             (planbridge--json arguments))
+                         60))))
       (when (buffer-live-p buf)
         (dolist (win (get-buffer-window-list buf nil t))
           (quit-window nil win))

@@ -225,9 +225,11 @@ func (s *Server) askPermission(ctx context.Context, sess string, call agent.Tool
 	var res struct {
 		Allow bool `json:"allow"`
 	}
-	err := s.conn.Call(ctx, "permission/ask", map[string]any{
-		"session": sess, "tool": call.Name, "arguments": call.Arguments, "summary": reason,
-	}, &res)
+	params := map[string]any{"session": sess, "tool": call.Name, "arguments": call.Arguments, "summary": reason}
+	if k := session.AskKind(ctx); k != "" {
+		params["kind"] = k // the call already ran: allow extends the scope, deny restores
+	}
+	err := s.conn.Call(ctx, "permission/ask", params, &res)
 	if err != nil {
 		return false, err
 	}

@@ -17,16 +17,18 @@ import (
 
 // asks records permission/ask summaries and answers each with answer.
 type asks struct {
-	mu  sync.Mutex
-	got []string
+	mu    sync.Mutex
+	got   []string
+	kinds []string
 }
 
 func (a *asks) on(c *rpc.Client, answer func(summary string) bool) {
 	c.OnAsk(func(params json.RawMessage) any {
-		var p struct{ Summary string }
+		var p struct{ Summary, Kind string }
 		json.Unmarshal(params, &p)
 		a.mu.Lock()
 		a.got = append(a.got, p.Summary)
+		a.kinds = append(a.kinds, p.Kind)
 		a.mu.Unlock()
 		return map[string]bool{"allow": answer(p.Summary)}
 	})
@@ -240,6 +242,12 @@ func testBashWritesOutsideScopeAskExtendOrRestore(t *testing.T, unprivileged boo
 	}
 	if len(got) != len(wantAsks) {
 		t.Fatalf("%d asks, want %d: %q", len(got), len(wantAsks), got)
+	}
+	a.mu.Lock()
+	kinds := fmt.Sprint(a.kinds)
+	a.mu.Unlock()
+	if kinds != "[scope_effects scope_effects scope_effects scope_effects scope_effects scope_effects]" {
+		t.Errorf("ask kinds %s", kinds)
 	}
 	for i, w := range wantAsks {
 		for _, sub := range w {

@@ -2523,6 +2523,31 @@ unchanged edit sends nothing and keeps the comments."
             (should-not (planbridge-ask-permission "s-1" "bash" '(:command "rm -rf build") ""))))
       (delete-directory dir t))))
 
+(ert-deftest planbridge-test-permission-scope-effects ()
+  "A question about a command that already changed files outside the scope.
+It says what happened and asks to extend the scope, never to allow a run;
+the kind reaches the permission function from the request."
+  (let ((asked nil) (seen-kind 'unset))
+    (cl-letf (((symbol-function 'yes-or-no-p)
+               (lambda (prompt)
+                 (setq asked prompt)
+                 (with-current-buffer "*planbridge permission*"
+                   (should (string-match-p
+                            "A bash command changed files outside the declared scope (bash changed x.txt"
+                            (buffer-string))))
+                 nil)))
+      (let ((planbridge--permission-kind "scope_effects"))
+        (should-not (planbridge-ask-permission "s-1" "bash" '(:command "echo x > x.txt")
+                                               "bash changed x.txt, outside the scope"))))
+    (should (equal asked "Extend the scope to what it changed (no restores it)? "))
+    (cl-letf (((symbol-function 'jsonrpc-running-p) (lambda (_) nil)))
+      (let ((planbridge-permission-function
+             (lambda (&rest _) (setq seen-kind planbridge--permission-kind) t)))
+        (planbridge--answer-permission 'no-conn 1 "s-1" "bash" '(:command "true") "why" "scope_effects")
+        (should (equal seen-kind "scope_effects"))
+        (planbridge--answer-permission 'no-conn 2 "s-1" "bash" '(:command "true") "why")
+        (should (null seen-kind))))))
+
 (ert-deftest planbridge-test-quit-asks-while-busy ()
   "Quitting Emacs asks while a turn runs; the global indicator says so."
   (planbridge-test-with-session

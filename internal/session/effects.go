@@ -36,6 +36,20 @@ func (s *Session) watcher(plan, unattended bool) agent.Watcher {
 	return &scopeWatch{s: s, unattended: unattended}
 }
 
+// AskScopeEffects is the kind of a question about what a command already
+// changed outside the declared scope: allowing extends the scope,
+// denying restores the changes ([AskKind]).
+const AskScopeEffects = "scope_effects"
+
+type askKindKey struct{}
+
+// AskKind is the kind of the question an [Asker] is called for: "" for
+// "may this call run?", or [AskScopeEffects].
+func AskKind(ctx context.Context) string {
+	k, _ := ctx.Value(askKindKey{}).(string)
+	return k
+}
+
 // gitTree is [review.Tree] over one opened checkout.
 type gitTree struct{ r *worktree.Repo }
 
@@ -169,6 +183,7 @@ func (w *scopeWatch) after(ctx context.Context, call agent.ToolCall, base *implB
 	ask := s.m.asker
 	s.m.mu.Unlock()
 	if !w.unattended && ask != nil {
+		ctx := context.WithValue(ctx, askKindKey{}, AskScopeEffects)
 		q := fmt.Sprintf("%s changed %s, outside the scope declared by the accepted plan: extend the scope to %s? (Deny restores them as they were before the command.)", call.Name, list, list)
 		if ok, err := ask(ctx, s.id, call, q); ok && err == nil {
 			s.recordScope(func(sc *review.Scope) {
