@@ -213,5 +213,8 @@ func (ParkedView) Kind() string { return "parked" }
 // Kind makes the card an event ("approval").
 func (ApprovalView) Kind() string { return "approval" }
 
+// StepsEvent: an accepted plan's progress (its [TrackedPlan], inline).
+type StepsEvent struct{ *TrackedPlan }
+
 // Kind makes an accepted plan's progress an event ("steps").
-func (*TrackedPlan) Kind() string { return "steps" }
+func (StepsEvent) Kind() string { return "steps" }

@@ -162,21 +162,6 @@ type Info struct {
 	UpdatedAt    time.Time `json:"updated_at"`
 }
 
-// PlanRef identifies an accepted plan: its title, the sha256 of the
-// accepted text, its archive and the commit-message trailer naming it.
-type PlanRef struct {
-	Title    string `json:"title"`
-	Hash     string `json:"hash"`
-	Artifact string `json:"artifact"`
-	Status   string `json:"status"` // the implementation's: running, paused, done
-	Trailer  string `json:"trailer,omitempty"`
-}
-
-// Ref is the plan's [PlanRef].
-func (p *TrackedPlan) Ref() *PlanRef {
-	return &PlanRef{Title: p.Title, Hash: p.PlanHash(), Artifact: p.Artifact, Status: p.Status, Trailer: p.Trailer()}
-}
-
 func infoFromRow(r store.Session, busy bool) Info {
 	return Info{ID: r.ID, Workspace: r.Workspace, Title: r.Title, Plan: r.Plan, Mode: r.Mode, Busy: busy,
 		ProposalStatus: "none", BlockedTotal: r.BlockedTotal, RefusedTotal: r.RefusedTotal, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
