@@ -141,3 +141,43 @@ func TestControlFilesWatched(t *testing.T) {
 		t.Error("the hook stayed")
 	}
 }
+
+// TestBaseChangesAndDiff: a base keeps dirty files' content, so only what
+// changed after it counts; nothing is read through a link out of the root.
+func TestBaseChangesAndDiff(t *testing.T) {
+	ctx := context.Background()
+	dir, out := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\n"), 0o644)
+	os.WriteFile(filepath.Join(out, "secret"), []byte("s\n"), 0o644)
+	root := openRoot(t, dir)
+	tr := dirTree{dir}
+	var b Base
+	if err := b.Take(ctx, tr, root); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\ntwo\n"), 0o644)
+	os.Symlink(out, filepath.Join(dir, "l"))
+	cs, err := b.Changes(ctx, tr, root, []ToolEvent{{Tool: "write_file", Paths: []string{"l/secret"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, c := range cs {
+		got[c.Path] = true
+		if c.Path == "l/secret" && (c.Exists || len(c.After) != 0) {
+			t.Errorf("read through a link out of the root: %+v", c)
+		}
+	}
+	if !got["a.txt"] || !got["l"] || got["l/secret"] {
+		t.Errorf("changes %v", got)
+	}
+	d, err := b.Diff(tr, root, "a.txt")
+	if err != nil || d != "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1,2 @@\n one\n+two\n" {
+		t.Errorf("diff %q %v", d, err)
+	}
+	for _, bad := range []string{"", ".", "..", "../x", "/etc/passwd", "./a.txt", "a//b"} {
+		if CleanRel(bad) {
+			t.Errorf("CleanRel(%q)", bad)
+		}
+	}
+}

@@ -4,61 +4,29 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"planbridge/goal"
 	"planbridge/internal/agent"
 	"planbridge/internal/store"
 	"planbridge/review"
-	"planbridge/worktree"
 )
 
-// Snapshot caps of the implementation base.
-const (
-	maxSnapFile  = 1 << 20  // a dirty file larger than this keeps only its hash
-	maxSnapTotal = 32 << 20 // content kept for dirty files in all
-)
-
-// A snapshot is one file's content at the implementation's base.
-type snapshot struct {
-	Absent  bool   `json:"absent,omitempty"`
-	Hash    string `json:"hash,omitempty"`    // sha256 of the content
-	Content []byte `json:"content,omitempty"` // nil when too large (Hash only)
-}
-
-// implBase is what acceptance records so the report compares against the
-// exact state the implementation started from: HEAD, plus the content of
-// every file already dirty then (Here mode with uncommitted work).
-//
-// A base is staged in its own directory (review/<ID>/) before the commit
-// that starts its implementation, and that commit names it
-// ([TrackedPlan.Base]): there is no moment at which an implementation runs
-// without its base, and no base is ever taken from a workspace the
-// implementation has already changed.
-type implBase struct {
-	ID        string              `json:"id"`
-	Title     string              `json:"title"`
-	Hash      string              `json:"hash"`     // the accepted plan's
-	Artifact  string              `json:"artifact"` // its work:// archive
-	Workspace string              `json:"workspace"`
-	Root      string              `json:"root,omitempty"` // checkout root ("" not a checkout)
-	Prefix    string              `json:"prefix,omitempty"`
-	Head      string              `json:"head,omitempty"`
-	Dirty     map[string]snapshot `json:"dirty"` // by root-relative path
-}
+// implBase is the implementation's base ([review.Base]). It is staged in
+// its own directory (review/<ID>/) before the commit that starts its
+// implementation, and that commit names it ([TrackedPlan.Base]): there is
+// no moment at which an implementation runs without its base, and no base
+// is ever taken from a workspace the implementation has already changed.
+type implBase = review.Base
 
 // reviewDir holds the bases, tool logs and reports of a session's
 // implementations. It lies outside work://, so the model cannot reach it.
@@ -98,14 +66,7 @@ func (s *Session) baseDir() string {
 	return filepath.Join(s.m.reviewDir(s.id), p.Base)
 }
 
-const noFollow = syscall.O_NOFOLLOW
-
 var logMu sync.Mutex // orders appends to tool logs
-
-func hashOf(b []byte) string {
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
-}
 
 // stageBase snapshots the workspace ws as the base of an implementation
 // of session sess, with its declared scope, into a new base directory,
@@ -115,18 +76,13 @@ func (m *Manager) stageBase(ctx context.Context, sess, ws, title, hash, artifact
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	id := "b-" + hex.EncodeToString(rnd[:])
-	b := implBase{ID: id, Title: title, Hash: hash, Artifact: artifact, Workspace: ws, Dirty: map[string]snapshot{}}
-	if repo, err := worktree.Open(ws); err == nil {
-		b.Root, b.Prefix = repo.Root, relPrefix(repo.Root, ws)
-		_, b.Head, _ = repo.Head()
-		entries, err := repo.Status(ctx)
-		repo.Close()
+	b := implBase{ID: id, Title: title, Hash: hash, Artifact: artifact, Workspace: ws, Dirty: map[string]review.BaseFile{}}
+	if o, err := openCheckout(ws); err == nil {
+		b.Root, b.Prefix = o.tree.r.Root, relPrefix(o.tree.r.Root, ws)
+		err = b.Take(ctx, o.tree, o.root)
+		o.Close()
 		if err != nil {
-			return "", fmt.Errorf("the workspace status: %w", err)
-		}
-		total := 0
-		for _, e := range entries {
-			b.Dirty[e.Path] = readSnapshot(filepath.Join(b.Root, filepath.FromSlash(e.Path)), &total)
+			return "", err
 		}
 	}
 	root := m.reviewDir(sess)
@@ -195,37 +151,6 @@ func (m *Manager) baseCommitted(sess, base string) {
 	}
 }
 
-// readSnapshot reads a regular file without following a final symbolic
-// link; anything else is recorded by what it is (absent, or a hash of
-// its link target).
-func readSnapshot(full string, total *int) snapshot {
-	fi, err := os.Lstat(full)
-	if err != nil {
-		return snapshot{Absent: true}
-	}
-	if fi.Mode()&fs.ModeSymlink != 0 {
-		t, _ := os.Readlink(full)
-		return snapshot{Hash: hashOf([]byte("symlink:" + t))}
-	}
-	if !fi.Mode().IsRegular() {
-		return snapshot{Absent: true}
-	}
-	f, err := os.OpenFile(full, os.O_RDONLY|noFollow, 0)
-	if err != nil {
-		return snapshot{Absent: true}
-	}
-	defer f.Close()
-	data, _ := io.ReadAll(io.LimitReader(f, maxSnapFile+1))
-	if len(data) > maxSnapFile || *total+len(data) > maxSnapTotal {
-		h := sha256.New()
-		h.Write(data)
-		io.Copy(h, f)
-		return snapshot{Hash: hex.EncodeToString(h.Sum(nil))}
-	}
-	*total += len(data)
-	return snapshot{Hash: hashOf(data), Content: data}
-}
-
 func (s *Session) loadBase() (*implBase, error) {
 	dir := s.baseDir()
 	if dir == "" {
@@ -289,7 +214,7 @@ func (s *Session) logToolEvent(call agent.ToolCall, ok bool, output string) {
 		var a struct{ Command string }
 		_ = json.Unmarshal(call.Arguments, &a)
 		ev.Command = a.Command
-		ev.Exit = exitStatus(output)
+		ev.Exit = review.ExitStatus(output)
 	}
 	for _, p := range changed {
 		if !strings.HasPrefix(p, review.ControlPrefix) {
@@ -326,20 +251,6 @@ func workspaceRel(ws, p string) (string, bool) {
 		return "", false
 	}
 	return p, true
-}
-
-// exitStatus reads the "[exit status N]" line bash results end with (-1
-// when there is none: the command did not run).
-func exitStatus(output string) int {
-	out := strings.TrimRight(output, "\n")
-	i := strings.LastIndexByte(out, '\n')
-	last := out[i+1:]
-	if v, ok := strings.CutPrefix(last, "[exit status "); ok {
-		if n, err := strconv.Atoi(strings.TrimSuffix(v, "]")); err == nil {
-			return n
-		}
-	}
-	return -1
 }
 
 func readEvents(dir string) []review.ToolEvent {
@@ -440,53 +351,18 @@ func readReport(dir string) (*review.Report, error) {
 	return &r, nil
 }
 
-// changesSince lists the files whose content now differs from the base:
-// candidates are the files dirty now or at the base, and the files tool
-// calls declared they wrote.
+// changesSince lists the files changed since the base ([review.Base.Changes]);
+// none when the workspace is no checkout.
 func changesSince(ctx context.Context, base *implBase, events []review.ToolEvent) ([]review.FileChange, error) {
 	if base.Root == "" {
 		return nil, nil // not a checkout: only tool-declared writes could be listed, without a base
 	}
-	repo, err := worktree.Open(base.Root)
+	o, err := openCheckout(base.Root)
 	if err != nil {
 		return nil, err
 	}
-	defer repo.Close()
-	entries, err := repo.Status(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cand := map[string]bool{}
-	for _, e := range entries {
-		cand[e.Path] = true
-	}
-	for p := range base.Dirty {
-		cand[p] = true
-	}
-	for _, ev := range events {
-		for _, p := range ev.Paths {
-			cand[p] = true
-		}
-	}
-	var out []review.FileChange
-	total := 0
-	for p := range cand {
-		before, ok := base.Dirty[p]
-		if !ok {
-			before = snapshot{Absent: true}
-			if base.Head != "" {
-				if data, err := repo.ReadCommitFile(base.Head, p); err == nil {
-					before = snapshot{Hash: hashOf(data), Content: data}
-				}
-			}
-		}
-		after := readSnapshot(filepath.Join(base.Root, filepath.FromSlash(p)), &total)
-		if before.Absent == after.Absent && before.Hash == after.Hash {
-			continue
-		}
-		out = append(out, review.FileChange{Path: p, Before: before.Content, After: after.Content, Existed: !before.Absent, Exists: !after.Absent})
-	}
-	return out, nil
+	defer o.Close()
+	return base.Changes(ctx, o.tree, o.root, events)
 }
 
 // reportIfEnded builds the report once when the implementation has ended:
@@ -524,35 +400,17 @@ func (s *Session) FileDiff(ctx context.Context, rel string) (string, error) {
 	if err != nil {
 		return "", errorf(CodeNoReport, "no plan has been accepted in this session yet, so there is no base to compare with")
 	}
-	clean, ok := workspaceRel(base.Root, rel)
-	if base.Root == "" || !ok || clean != rel {
+	if base.Root == "" || !review.CleanRel(rel) {
 		return "", errorf(CodeInvalidParams, "%q is not a path of the checkout", rel)
 	}
-	repo, err := worktree.Open(base.Root)
+	o, err := openCheckout(base.Root)
 	if err != nil {
 		return "", err
 	}
-	defer repo.Close()
-	before, okb := base.Dirty[rel]
-	if !okb {
-		before = snapshot{Absent: true}
-		if base.Head != "" {
-			if data, err := repo.ReadCommitFile(base.Head, rel); err == nil {
-				before = snapshot{Hash: hashOf(data), Content: data}
-			}
-		}
+	defer o.Close()
+	d, err := base.Diff(o.tree, o.root, rel)
+	if errors.Is(err, review.ErrTooLarge) {
+		return "", errorf(CodeInvalidParams, "%v", err)
 	}
-	total := 0
-	after := readSnapshot(filepath.Join(base.Root, filepath.FromSlash(rel)), &total)
-	if (before.Content == nil && !before.Absent) || (after.Content == nil && !after.Absent) {
-		return "", errorf(CodeInvalidParams, "%s is too large to diff here", rel)
-	}
-	aName, bName := "a/"+rel, "b/"+rel
-	if before.Absent {
-		aName = "/dev/null"
-	}
-	if after.Absent {
-		bName = "/dev/null"
-	}
-	return review.Unified(aName, bName, string(before.Content), string(after.Content), 3), nil
+	return d, err
 }
