@@ -101,6 +101,14 @@ func checkFork(t *testing.T, ctx context.Context, c *rpc.Client, state, ws strin
 		t.Fatalf("%d forks", len(forks))
 	}
 	f := forks[0]
+	// The fork's own base: the restored edit is part of it, so the report
+	// names only what the implementation changed.
+	var rep struct {
+		Files []struct{ Path, Status string } `json:"files"`
+	}
+	if err := c.Call(ctx, "report/get", map[string]string{"session": f.ID}, &rep); err != nil || len(rep.Files) != 1 || rep.Files[0].Path != "greet.txt" || rep.Files[0].Status != "modified" {
+		t.Errorf("fork report %+v, %v", rep, err)
+	}
 	src, _ := st.GetSession(ctx, s.ID)
 	if src.ForkedTo != f.ID || f.ParentID != s.ID || f.ForkPoint == 0 {
 		t.Errorf("links: source→%q fork parent %q point %d", src.ForkedTo, f.ParentID, f.ForkPoint)

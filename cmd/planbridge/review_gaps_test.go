@@ -356,3 +356,44 @@ func testBashOutsideScopeUnattendedRestoresAndPauses(t *testing.T, unprivileged 
 		t.Fatalf("restorations %+v", r.ScopeRestored)
 	}
 }
+
+// TestReportOfGoalInWorktree: a Goal implemented in a Worktree fork gets
+// its report when the Goal completes, against the fork's own base.
+func TestReportOfGoalInWorktree(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
+	script := fmt.Sprintf(`[
+	 {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "edited by the session\n"}}]},
+	 {"text": "Noted.\n"},
+	 {"text": %q},
+	 {"text": "Implementing.\n", "tool_calls": [
+	   {"name": "edit_file", "arguments": {"path": "greet.txt", "old": "hello", "new": "hi"}},
+	   {"name": "update_goal", "arguments": {"status": "complete", "summary": "greet.txt says hi"}}]},
+	 {"text": "Goal complete.\n"}]`, planText)
+	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, script))
+	s, v := prepareFork(t, ctx, p, ws)
+	budget := int64(0)
+	v = update(t, ctx, p.c, s.ID, v.Attempt, handoff.Change{Axis: "execution", Value: "goal"})
+	v = update(t, ctx, p.c, s.ID, v.Attempt, handoff.Change{Axis: "budget", Budget: &budget})
+	if err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt, "branch": "feature/rename"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool { return e.Kind == "forked" && e.Session == s.ID })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var forked struct{ Fork string }
+	json.Unmarshal(ev.Data, &forked)
+	if _, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool { return e.Kind == "report" && e.Session == forked.Fork }); err != nil {
+		t.Fatalf("no report when the fork's Goal completed: %v", err)
+	}
+	var open struct {
+		Report *gapReport `json:"report"`
+	}
+	if err := p.c.Call(ctx, "session/open", map[string]any{"session": forked.Fork}, &open); err != nil || open.Report == nil {
+		t.Fatalf("stored report of the fork: %v %+v", err, open.Report)
+	}
+	if fmt.Sprint(fileStats(*open.Report)) != fmt.Sprint(map[string]string{"greet.txt": "modified +1 -1"}) {
+		t.Fatalf("fork Goal report files %v", fileStats(*open.Report))
+	}
+}
