@@ -45,11 +45,24 @@
                            (planbridge--report-summary-line data)
                            " (M-x planbridge-review)"))
 
+(defun planbridge--restoration-text (rs)
+  "Return restoration RS, a plist, as one line of text."
+  (format "after `%s` (%s): %s" (plist-get rs :command) (plist-get rs :by)
+          (string-join (append (plist-get rs :paths) nil) ", ")))
+
 (cl-defmethod planbridge-render-event ((_kind (eql 'scope)) data)
-  "Render DATA of a `scope' event: the person extended the scope."
-  (planbridge--insert-line 'planbridge-notice
-                           "ℹ Scope extended to "
-                           (string-join (append (plist-get data :extensions) nil) ", ")))
+  "Render DATA of a `scope' event: the scope changed.
+It was extended, or writes outside it were restored (the latest
+restoration is named)."
+  (let ((ext (append (plist-get data :extensions) nil))
+        (last (car (last (append (plist-get data :restored) nil)))))
+    (planbridge--insert-line 'planbridge-notice
+                             "ℹ Scope"
+                             (if ext (concat " extended to " (string-join ext ", ")) "")
+                             (if last
+                                 (concat (if ext ";" "") " restored outside it "
+                                         (planbridge--restoration-text last))
+                               ""))))
 
 (defun planbridge--report-insert (report)
   "Insert REPORT, a plist, as outline sections in the current buffer."
@@ -85,7 +98,14 @@
                     (plist-get v :command))))
   (let ((ext (append (plist-get report :scope_extensions) nil)))
     (when ext
-      (insert "* Scope extended to\n   " (string-join ext ", ") "\n"))))
+      (insert "* Scope extended to\n   " (string-join ext ", ") "\n")))
+  (let ((restored (append (plist-get report :scope_restored) nil)))
+    (when restored
+      (insert "* Restored outside the scope\n")
+      (dolist (rs restored)
+        (insert "   " (planbridge--restoration-text rs) "\n")
+        (seq-doseq (f (plist-get rs :failed))
+          (insert (propertize (format "   not restored: %s\n" f) 'face 'planbridge-blocked)))))))
 
 (defvar planbridge-report-mode-map
   (let ((map (make-sparse-keymap)))

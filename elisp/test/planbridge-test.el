@@ -2728,7 +2728,9 @@ The proposal becomes a draft and nothing runs."
                                  (:path "stray.txt" :status "added" :added 2 :removed 0 :outside_plan t)]
                          :validation [(:command "go test ./..." :ran t :exit 0)
                                       (:command "make lint" :ran :json-false)]
-                         :scope_extensions ["stray.txt"])))
+                         :scope_extensions ["stray.txt"]
+                         :scope_restored [(:command "echo x > out.txt" :by "person" :paths ["out.txt"]
+                                                    :failed ["big.bin: too large"])])))
     (with-temp-buffer
       (planbridge--report-insert report)
       (planbridge-report-mode)
@@ -2739,7 +2741,8 @@ The proposal becomes a draft and nothing runs."
         (should (string-match-p "^   added    stray\\.txt \\+2 -0  OUTSIDE THE PLAN$" text))
         (should (string-match-p "^   ran (exit 0)  go test \\./\\.\\.\\.$" text))
         (should (string-match-p "^   not run  make lint$" text))
-        (should (string-match-p "^\\* Scope extended to\n   stray\\.txt$" text)))
+        (should (string-match-p "^\\* Scope extended to\n   stray\\.txt$" text))
+        (should (string-match-p "^\\* Restored outside the scope\n   after `echo x > out\\.txt` (person): out\\.txt\n   not restored: big\\.bin: too large$" text)))
       (should buffer-read-only)
       ;; Sections fold: hiding the Steps body leaves its heading.
       (goto-char (point-min))
@@ -2753,6 +2756,11 @@ The proposal becomes a draft and nothing runs."
       (planbridge-session-mode)
       (planbridge--handle-event (list :seq 1 :kind "report" :data report))
       (should (string-match-p "^ℹ Implementation report: 3/3 steps · 5 files · 1 outside the plan (M-x planbridge-review)$"
+                              (planbridge-test--buffer-text)))
+      (planbridge--handle-event (list :seq 2 :kind "scope"
+                                      :data '(:paths ["a.txt"] :extensions ["stray.txt"]
+                                                     :restored [(:command "rm b" :by "unattended" :paths ["b"])])))
+      (should (string-match-p "^ℹ Scope extended to stray\\.txt; restored outside it after `rm b` (unattended): b$"
                               (planbridge-test--buffer-text))))))
 
 (ert-deftest planbridge-test-review-buffer-file-diff ()

@@ -207,6 +207,13 @@
     if ((d.scope_extensions || []).length) {
       section('Scope extended to').appendChild(el('div', '', d.scope_extensions.join(', ')));
     }
+    if ((d.scope_restored || []).length) {
+      const rs = section('Restored outside the scope');
+      for (const r of d.scope_restored) {
+        rs.appendChild(el('div', 'report-restored', 'after ' + (r.command || '') + ' (' + (r.by || '') + '): ' + (r.paths || []).join(', ')));
+        for (const f of r.failed || []) rs.appendChild(el('div', 'report-file outside', 'not restored: ' + f));
+      }
+    }
     $('report').hidden = false;
   }
 
