@@ -3,6 +3,7 @@ package review
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -179,5 +180,21 @@ func TestBaseChangesAndDiff(t *testing.T) {
 		if CleanRel(bad) {
 			t.Errorf("CleanRel(%q)", bad)
 		}
+	}
+}
+
+func TestScopeOutside(t *testing.T) {
+	sc := Scope{Paths: []string{"internal/foo", "README.md"}, Extensions: []string{"docs/x.md"}}
+	var cs []Change
+	for _, p := range []string{"ws/internal/foo/a.go", "ws/internal/foobar.go", "ws/README.md", "ws/docs/x.md", "other/y.go", "ws/.git/hooks/x", ".git/hooks/pre-commit"} {
+		cs = append(cs, Change{Path: p})
+	}
+	_, paths := sc.Outside(cs, "ws/")
+	if fmt.Sprint(paths) != "[ws/internal/foobar.go other/y.go ws/.git/hooks/x .git/hooks/pre-commit]" {
+		t.Fatalf("outside %q", paths)
+	}
+	sc.Extend([]string{"ws/internal/foobar.go", "ws/internal/foobar.go"}, "ws/")
+	if fmt.Sprint(sc.Extensions) != "[docs/x.md internal/foobar.go]" {
+		t.Fatalf("extensions %q", sc.Extensions)
 	}
 }

@@ -87,3 +87,28 @@ func (s Scope) Allows(rel string) bool {
 	}
 	return false
 }
+
+// Outside returns the changes a command made outside the scope, and their
+// paths: control files always, paths outside the workspace (root-relative
+// paths not under prefix, the workspace within the checkout), and paths
+// the scope does not allow.
+func (s Scope) Outside(changes []Change, prefix string) (outside []Change, paths []string) {
+	for _, c := range changes {
+		rel, inWS := strings.CutPrefix(c.Path, prefix)
+		if strings.HasPrefix(c.Path, ControlPrefix) || !inWS || !s.Allows(rel) {
+			outside = append(outside, c)
+			paths = append(paths, c.Path)
+		}
+	}
+	return outside, paths
+}
+
+// Extend adds the root-relative paths (under prefix) to the extensions.
+func (s *Scope) Extend(paths []string, prefix string) {
+	for _, p := range paths {
+		rel := strings.TrimPrefix(p, prefix)
+		if !slices.Contains(s.Extensions, rel) {
+			s.Extensions = append(s.Extensions, rel)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 
@@ -162,17 +161,12 @@ func (w *scopeWatch) after(ctx context.Context, call agent.ToolCall, base *implB
 	if err != nil || sc == nil || !sc.Declared() {
 		return ""
 	}
-	var outside []review.Change
-	var paths, changed []string
+	var changed []string
 	for _, c := range changes {
 		changed = append(changed, c.Path)
-		rel, inWS := strings.CutPrefix(c.Path, base.Prefix)
-		if strings.HasPrefix(c.Path, review.ControlPrefix) || !inWS || !sc.Allows(rel) {
-			outside = append(outside, c)
-			paths = append(paths, c.Path)
-		}
 	}
 	s.noteChanged(call.ID, changed)
+	outside, paths := sc.Outside(changes, base.Prefix)
 	if len(outside) == 0 {
 		return ""
 	}
@@ -186,14 +180,7 @@ func (w *scopeWatch) after(ctx context.Context, call agent.ToolCall, base *implB
 		ctx := context.WithValue(ctx, askKindKey{}, AskScopeEffects)
 		q := fmt.Sprintf("%s changed %s, outside the scope declared by the accepted plan: extend the scope to %s? (Deny restores them as they were before the command.)", call.Name, list, list)
 		if ok, err := ask(ctx, s.id, call, q); ok && err == nil {
-			s.recordScope(func(sc *review.Scope) {
-				for _, p := range paths {
-					rel := strings.TrimPrefix(p, base.Prefix)
-					if !slices.Contains(sc.Extensions, rel) {
-						sc.Extensions = append(sc.Extensions, rel)
-					}
-				}
-			})
+			s.recordScope(func(sc *review.Scope) { sc.Extend(paths, base.Prefix) })
 			return "[planbridge: this command changed " + list + " outside the declared scope; the person extended the scope to them]"
 		}
 		return w.restore(a.Command, outside, o, "person")
