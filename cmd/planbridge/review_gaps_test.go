@@ -207,13 +207,15 @@ func TestBashWritesOutsideScopeAskExtendOrRestore(t *testing.T) {
 func testBashWritesOutsideScopeAskExtendOrRestore(t *testing.T, unprivileged bool) {
 	ctx := ctxT(t)
 	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n", "tracked.txt": "keep me\n", "other.txt": "other\n", "docs/a.md": "# A\n"})
-	evil := t.TempDir()
+	evil, state := t.TempDir(), t.TempDir()
 	commit := "git -c user.name=t -c user.email=t@t commit -qm"
 	impl := []string{
 		bashCall("printf 'hi\\n' > greet.txt"),
 		bashCall("echo x > outside.txt; rm tracked.txt; ln -s /etc/passwd link; printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit"),
 		bashCall("echo y > kept.txt"),
 		bashCall("echo z >> kept.txt"),
+		// planbridge's own records lie outside the workspace, not out of reach.
+		bashCall("for f in " + state + "/sessions/*/review/b-*/scope.json; do printf '{\"paths\":[\".\"]}' > \"$f\"; done; echo q > widened.txt"),
 		bashCall("echo t > trace.txt; rm trace.txt"),
 		bashCall("mkdir -p sub && mv other.txt sub/renamed.txt"),
 		bashCall("rm -rf docs && ln -s " + evil + " docs"),
@@ -222,7 +224,7 @@ func testBashWritesOutsideScopeAskExtendOrRestore(t *testing.T, unprivileged boo
 	}
 	script := fmt.Sprintf(`[{"text": %q}, {"text": "Implementing.", "tool_calls": [%s]}, {"text": "Done."}]`, scopedPlan, strings.Join(impl, ","))
 	sp := writeScript(t, script)
-	p := startServeAs(t, unprivileged, t.TempDir(), []string{ws, filepath.Dir(sp), evil}, "--engine", "script", "--script", sp)
+	p := startServeAs(t, unprivileged, state, []string{ws, filepath.Dir(sp), evil}, "--engine", "script", "--script", sp)
 	var a asks
 	a.on(p.c, func(s string) bool { return strings.Contains(s, "kept.txt") })
 	s, v := proposeAndWait(t, ctx, p, ws)
@@ -235,6 +237,7 @@ func testBashWritesOutsideScopeAskExtendOrRestore(t *testing.T, unprivileged boo
 	wantAsks := [][]string{
 		{".git/hooks/pre-commit", "link", "outside.txt", "tracked.txt"},
 		{"extend the scope to kept.txt?"},
+		{"extend the scope to widened.txt?"},
 		{"other.txt", "sub/renamed.txt"},
 		{"docs", "docs/a.md"},
 		{"many/", "and 2980 more"},
@@ -246,7 +249,7 @@ func testBashWritesOutsideScopeAskExtendOrRestore(t *testing.T, unprivileged boo
 	a.mu.Lock()
 	kinds := fmt.Sprint(a.kinds)
 	a.mu.Unlock()
-	if kinds != "[scope_effects scope_effects scope_effects scope_effects scope_effects scope_effects]" {
+	if kinds != "[scope_effects scope_effects scope_effects scope_effects scope_effects scope_effects scope_effects]" {
 		t.Errorf("ask kinds %s", kinds)
 	}
 	for i, w := range wantAsks {
@@ -283,7 +286,7 @@ func testBashWritesOutsideScopeAskExtendOrRestore(t *testing.T, unprivileged boo
 		t.Fatal(err)
 	}
 	r := getReport(t, ctx, p.c, s.ID)
-	if fmt.Sprint(r.ScopeExtensions) != "[kept.txt]" || len(r.ScopeRestored) != 5 {
+	if fmt.Sprint(r.ScopeExtensions) != "[kept.txt]" || len(r.ScopeRestored) != 6 {
 		t.Fatalf("extensions %v, %d restorations: %+v", r.ScopeExtensions, len(r.ScopeRestored), r.ScopeRestored)
 	}
 	for _, rs := range r.ScopeRestored {
@@ -291,7 +294,7 @@ func testBashWritesOutsideScopeAskExtendOrRestore(t *testing.T, unprivileged boo
 			t.Errorf("restoration %+v", rs)
 		}
 	}
-	if n := len(r.ScopeRestored[3].Paths); n != 3000 {
+	if n := len(r.ScopeRestored[4].Paths); n != 3000 {
 		t.Errorf("restored %d of the 3000 files", n)
 	}
 	files := fileStats(r)
@@ -304,14 +307,20 @@ func testBashWritesOutsideScopeAskExtendOrRestore(t *testing.T, unprivileged boo
 		}
 	}
 	// The model was told what happened to its command's effects.
-	told := 0
+	told, records := 0, 0
 	for _, e := range p.c.Events() {
 		if e.Kind == "tool_result" && strings.Contains(string(e.Data), "they were restored as they were before it") {
 			told++
 		}
+		if e.Kind == "tool_result" && strings.Contains(string(e.Data), "changed planbridge's own records of the implementation (scope.json)") {
+			records++
+		}
 	}
-	if told != 5 {
-		t.Errorf("%d tool results tell of a restoration, want 5", told)
+	if told != 6 || records != 1 {
+		t.Errorf("%d tool results tell of a restoration (want 6), %d of the records restored (want 1)", told, records)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "widened.txt")); err == nil {
+		t.Error("a command widened its own scope")
 	}
 }
 

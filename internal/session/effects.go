@@ -3,8 +3,11 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -134,14 +137,73 @@ func (w *scopeWatch) Before(ctx context.Context, call agent.ToolCall) (func(cont
 	if err != nil {
 		return nil, err
 	}
+	dir := s.baseDir()
+	recs, err := readRecords(dir)
+	if err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context, out string) string {
-		note := w.after(ctx, call, base, snap)
-		if note == "" {
+		var notes []string
+		if touched := w.s.restoreRecords(dir, recs); len(touched) > 0 {
+			notes = append(notes, "[planbridge: this command changed planbridge's own records of the implementation ("+strings.Join(touched, ", ")+"); they were restored]")
+		}
+		if note := w.after(ctx, call, base, snap); note != "" {
+			notes = append(notes, note)
+		}
+		if len(notes) == 0 {
 			return out
 		}
 		// First, so the result still ends with its exit status line.
-		return note + "\n" + out
+		return strings.Join(notes, "\n") + "\n" + out
 	}, nil
+}
+
+// recordFiles are the implementation's own records in its base directory.
+// An unconfined command can reach them (they lie outside the workspace,
+// not out of its reach): it could widen its own scope or rewrite its base.
+// Each watched command is checked not to have changed them.
+var recordFiles = []string{"base.json", "scope.json", "tools.jsonl"}
+
+// readRecords reads the record files (a nil entry: absent).
+func readRecords(dir string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, name := range recordFiles {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		out[name] = b
+	}
+	return out, nil
+}
+
+// restoreRecords puts back the record files a command changed and names
+// them (telling the person too).
+func (s *Session) restoreRecords(dir string, before map[string][]byte) []string {
+	var touched []string
+	for _, name := range recordFiles {
+		p := filepath.Join(dir, name)
+		now, err := os.ReadFile(p)
+		if err != nil {
+			now = nil
+		}
+		if string(now) == string(before[name]) && (now == nil) == (before[name] == nil) {
+			continue
+		}
+		touched = append(touched, name)
+		if before[name] == nil {
+			err = os.RemoveAll(p)
+		} else {
+			err = store.WriteFileAtomic(p, before[name], 0o600)
+		}
+		if err != nil {
+			s.m.log.Error("restore an implementation record", "session", s.id, "file", name, "err", err)
+		}
+	}
+	if len(touched) > 0 {
+		s.emit(NoticeEvent{Message: "A command changed planbridge's records of the implementation (" + strings.Join(touched, ", ") + "); they were restored."})
+	}
+	return touched
 }
 
 // after compares the checkout with snap and settles what the command
