@@ -17,8 +17,13 @@
 // tracked steps, the files changed since the base and the logged tool
 // calls: per-step files and diffstat, files outside the plan, steps done
 // with no change and steps not done, Validation commands matched against
-// bash calls. [DeriveScope] and [Scope] are the declared scope the gate
-// holds during the implementation.
+// bash calls. [Base] is the state an implementation started from (HEAD
+// and the content of the files dirty then), against which [Base.Changes]
+// and [Base.Diff] compare. [TrackedPlan] is the accepted plan's progress
+// (steps, [TrackedPlan.SetStep], what survives a compaction) and
+// [ValidateTodos] the agent's scratch list. [DeriveScope] and [Scope] are
+// the declared scope the gate holds during the implementation;
+// [Scope.Outside] is what of a command's changes lies outside it.
 //
 // [Take] and [Snapshot.Changes] observe what a command whose writes cannot
 // be declared in advance (an unconfined shell command) changed: the paths
@@ -27,8 +32,8 @@
 // Only net effects are seen, within stated bounds ([MaxWatchedPaths],
 // [MaxWatchedFile], [MaxWatchedTotal], [MaxCommitPaths]). [Restore] puts
 // changes back as they were, never writing through a symbolic link.
-// These are the one place the package touches files, through the
-// [os.Root]s it is given.
+// These and [Base] are the one place the package touches files, through
+// the [os.Root]s it is given.
 //
 // [Cite] is the model of what a plan names, shared by the checks: code
 // spans and words outside fenced code blocks, paths recognised by a "/" or

@@ -28,6 +28,10 @@
 //     with "id: SEQ", so a reconnecting page resumes where it stopped. The
 //     page reads it with fetch() and a stream reader because EventSource
 //     cannot send the key header.
+//   - Every tier sees the proposal as safe HTML and, after a revision, the
+//     diff from the previous version ([ApprovalState.Diff], cut at 24 KiB),
+//     which the page renders one line per element as text, added and
+//     removed lines styled apart; the implementation report, read-only.
 //   - Worktree handoff: when a shared session emits "forked", the fork is
 //     shared at the same tiers and expiry, each connected page gets an
 //     "open" frame with the link of its own tier, and the old room ends
