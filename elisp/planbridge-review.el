@@ -99,6 +99,11 @@ restoration is named)."
   (let ((ext (append (plist-get report :scope_extensions) nil)))
     (when ext
       (insert "* Scope extended to\n   " (string-join ext ", ") "\n")))
+  (let ((unsettled (append (plist-get report :scope_unsettled) nil)))
+    (when unsettled
+      (insert "* Not held to the scope (stopped before its effects were compared)\n")
+      (dolist (c unsettled)
+        (insert (propertize (format "   `%s`\n" c) 'face 'planbridge-blocked)))))
   (let ((restored (append (plist-get report :scope_restored) nil)))
     (when restored
       (insert "* Restored outside the scope\n")

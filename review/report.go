@@ -49,6 +49,7 @@ type Input struct {
 	Events            []ToolEvent
 	ScopeExtensions   []string
 	ScopeRestored     []Restoration
+	ScopeUnsettled    []string
 }
 
 // A FileStat is one changed file in a [Report].
@@ -91,6 +92,9 @@ type Report struct {
 	Validation      []ValidationRun `json:"validation"`
 	ScopeExtensions []string        `json:"scope_extensions"`
 	ScopeRestored   []Restoration   `json:"scope_restored"`
+	// ScopeUnsettled are commands stopped before their effects were held
+	// to the scope (see [Scope.Unsettled]).
+	ScopeUnsettled []string `json:"scope_unsettled"`
 	Summary         string          `json:"summary"`
 }
 
@@ -101,7 +105,7 @@ type Report struct {
 // steps not done; the Validation commands matched against the bash calls.
 func Build(in Input) Report {
 	r := Report{Title: in.Title, Hash: in.Hash, Base: in.Base, ScopeExtensions: append([]string{}, in.ScopeExtensions...),
-		ScopeRestored: append([]Restoration{}, in.ScopeRestored...),
+		ScopeRestored: append([]Restoration{}, in.ScopeRestored...), ScopeUnsettled: append([]string{}, in.ScopeUnsettled...),
 		Files:         []FileStat{}, Outside: []string{}, DoneNoChange: []string{}, NotDone: []string{}, Validation: []ValidationRun{}}
 	planPaths := Cite(in.Body).Names()
 	stepOf := map[string]map[string]bool{} // path -> step ids
@@ -344,6 +348,9 @@ func (r Report) Text() string {
 	}
 	if len(r.ScopeExtensions) > 0 {
 		fmt.Fprintf(&b, "\nScope extended to: %s\n", strings.Join(r.ScopeExtensions, ", "))
+	}
+	for _, c := range r.ScopeUnsettled {
+		fmt.Fprintf(&b, "\nNOT HELD TO THE SCOPE (stopped before its effects were compared): `%s`\n", c)
 	}
 	for _, rs := range r.ScopeRestored {
 		fmt.Fprintf(&b, "\nRestored outside the scope (%s) after `%s`: %s\n", rs.By, rs.Command, strings.Join(rs.Paths, ", "))

@@ -16,6 +16,10 @@ type Scope struct {
 	Extensions []string `json:"extensions,omitempty"` // granted by the person during the implementation
 	// Restored are the writes outside the scope that were put back.
 	Restored []Restoration `json:"restored,omitempty"`
+	// Unsettled are the commands the process stopped during (a crash, a
+	// kill) before what they changed was compared with the scope: their
+	// effects were neither asked about nor restored.
+	Unsettled []string `json:"unsettled,omitempty"`
 }
 
 // A Restoration is one command's writes outside the scope, put back as

@@ -406,3 +406,56 @@ func TestReportOfGoalInWorktree(t *testing.T) {
 		t.Fatalf("fork Goal report files %v", fileStats(*open.Report))
 	}
 }
+
+// TestKilledDuringWatchedCommandIsUnsettled: the process is SIGKILLed
+// while a watched command runs, after it wrote outside the scope. Nothing
+// asked or restored, and the report says so after the restart instead of
+// passing the command off as held.
+func TestKilledDuringWatchedCommandIsUnsettled(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
+	cmd := "echo x > outside.txt; sleep 3"
+	script := writeScript(t, fmt.Sprintf(`[{"text": %q}, {"text": "Implementing.", "tool_calls": [%s]}, {"text": "Done."}]`, scopedPlan, bashCall(cmd)))
+	state := t.TempDir()
+	p := startServe(t, state, "--engine", "script", "--script", script)
+	p.c.OnAsk(func(json.RawMessage) any { t.Error("asked before the command ended"); return map[string]bool{"allow": false} })
+	s, v := proposeAndWait(t, ctx, p, ws)
+	v = update(t, ctx, p.c, s.ID, v.Attempt, handoffChange("mode", "full-auto"))
+	if err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(ws, "outside.txt")); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the command never wrote")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+	p2 := startServe(t, state, "--engine", "script", "--script", script)
+	if err := p2.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "/review"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		gapReport
+		Unsettled []string `json:"scope_unsettled"`
+	}
+	if err := p2.c.Call(ctx, "report/get", map[string]string{"session": s.ID}, &r); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(r.Unsettled) != "["+cmd+"]" || fmt.Sprint(r.Outside) != "[outside.txt]" {
+		t.Fatalf("unsettled %q, outside %q", r.Unsettled, r.Outside)
+	}
+	// Built again, it still says so: the mark became a record.
+	if err := p2.c.Call(ctx, "report/get", map[string]string{"session": s.ID}, &r); err != nil || len(r.Unsettled) != 1 {
+		t.Fatalf("second report: unsettled %q, %v", r.Unsettled, err)
+	}
+	code, out, _ := runBinary(t, "", "report", "--state-dir", state, s.ID)
+	if code != 0 || !strings.Contains(out, "NOT HELD TO THE SCOPE (stopped before its effects were compared): `"+cmd+"`") {
+		t.Fatalf("report text: %d\n%s", code, out)
+	}
+}

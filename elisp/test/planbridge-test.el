@@ -2730,7 +2730,8 @@ The proposal becomes a draft and nothing runs."
                                       (:command "make lint" :ran :json-false)]
                          :scope_extensions ["stray.txt"]
                          :scope_restored [(:command "echo x > out.txt" :by "person" :paths ["out.txt"]
-                                                    :failed ["big.bin: too large"])])))
+                                                    :failed ["big.bin: too large"])]
+                         :scope_unsettled ["make dist"])))
     (with-temp-buffer
       (planbridge--report-insert report)
       (planbridge-report-mode)
@@ -2742,6 +2743,7 @@ The proposal becomes a draft and nothing runs."
         (should (string-match-p "^   ran (exit 0)  go test \\./\\.\\.\\.$" text))
         (should (string-match-p "^   not run  make lint$" text))
         (should (string-match-p "^\\* Scope extended to\n   stray\\.txt$" text))
+        (should (string-match-p "^\\* Not held to the scope (stopped before its effects were compared)\n   `make dist`$" text))
         (should (string-match-p "^\\* Restored outside the scope\n   after `echo x > out\\.txt` (person): out\\.txt\n   not restored: big\\.bin: too large$" text)))
       (should buffer-read-only)
       ;; Sections fold: hiding the Steps body leaves its heading.

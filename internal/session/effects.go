@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"planbridge/internal/agent"
 	"planbridge/internal/store"
@@ -138,11 +139,20 @@ func (w *scopeWatch) Before(ctx context.Context, call agent.ToolCall) (func(cont
 		return nil, err
 	}
 	dir := s.baseDir()
+	var a struct{ Command string }
+	_ = json.Unmarshal(call.Arguments, &a)
+	// The mark first: it may record an earlier process's unsettled
+	// command in the scope, which the records below then include.
+	if err := s.beginWatch(dir, a.Command); err != nil {
+		return nil, err
+	}
 	recs, err := readRecords(dir)
 	if err != nil {
+		s.endWatch(dir)
 		return nil, err
 	}
 	return func(ctx context.Context, out string) string {
+		defer s.endWatch(dir)
 		var notes []string
 		if touched := w.s.restoreRecords(dir, recs); len(touched) > 0 {
 			notes = append(notes, "[planbridge: this command changed planbridge's own records of the implementation ("+strings.Join(touched, ", ")+"); they were restored]")
@@ -162,7 +172,7 @@ func (w *scopeWatch) Before(ctx context.Context, call agent.ToolCall) (func(cont
 // An unconfined command can reach them (they lie outside the workspace,
 // not out of its reach): it could widen its own scope or rewrite its base.
 // Each watched command is checked not to have changed them.
-var recordFiles = []string{"base.json", "scope.json", "tools.jsonl"}
+var recordFiles = []string{"base.json", "scope.json", "tools.jsonl", watchFile}
 
 // readRecords reads the record files (a nil entry: absent).
 func readRecords(dir string) (map[string][]byte, error) {
@@ -310,4 +320,56 @@ func (s *Session) takeChanged(callID string) []string {
 	p := s.watched[callID]
 	delete(s.watched, callID)
 	return p
+}
+
+// watchFile marks, in the base directory, a watched command in flight.
+// It outlives the process only when the process stopped during the
+// command: that command's effects were never held to the scope.
+const watchFile = "watching"
+
+// watching counts this process's watched commands in flight, by base
+// directory (guarded by watchMu).
+var (
+	watchMu  sync.Mutex
+	watching = map[string]int{}
+)
+
+// beginWatch records a command in flight, durably, first turning a mark
+// left by an earlier process into a record of the scope (unsettled).
+func (s *Session) beginWatch(dir, command string) error {
+	s.settleLeftWatch(dir)
+	watchMu.Lock()
+	watching[dir]++
+	watchMu.Unlock()
+	if err := store.WriteFileAtomic(filepath.Join(dir, watchFile), []byte(command), 0o600); err != nil {
+		s.endWatch(dir)
+		return err
+	}
+	return nil
+}
+
+func (s *Session) endWatch(dir string) {
+	watchMu.Lock()
+	defer watchMu.Unlock()
+	if watching[dir]--; watching[dir] <= 0 {
+		delete(watching, dir)
+		os.Remove(filepath.Join(dir, watchFile))
+	}
+}
+
+// settleLeftWatch turns a mark no command of this process holds (left by
+// a process that stopped during that command) into a record of the scope:
+// the command is unsettled.
+func (s *Session) settleLeftWatch(dir string) {
+	watchMu.Lock()
+	defer watchMu.Unlock()
+	if watching[dir] > 0 {
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(dir, watchFile))
+	if err != nil {
+		return
+	}
+	s.recordScope(func(sc *review.Scope) { sc.Unsettled = append(sc.Unsettled, string(b)) })
+	os.Remove(filepath.Join(dir, watchFile))
 }

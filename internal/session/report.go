@@ -300,8 +300,9 @@ func (s *Session) Report(ctx context.Context) (review.Report, error) {
 	if err != nil {
 		return review.Report{}, err
 	}
+	s.settleLeftWatch(dir)
 	if sc, err := s.loadScope(); err == nil && sc != nil {
-		in.ScopeExtensions, in.ScopeRestored = sc.Extensions, sc.Restored
+		in.ScopeExtensions, in.ScopeRestored, in.ScopeUnsettled = sc.Extensions, sc.Restored, sc.Unsettled
 	}
 	r := review.Build(in)
 	data, _ := json.Marshal(r)

@@ -207,6 +207,10 @@
     if ((d.scope_extensions || []).length) {
       section('Scope extended to').appendChild(el('div', '', d.scope_extensions.join(', ')));
     }
+    if ((d.scope_unsettled || []).length) {
+      const us = section('Not held to the scope (stopped before its effects were compared)');
+      for (const c of d.scope_unsettled) us.appendChild(el('div', 'report-file outside', c));
+    }
     if ((d.scope_restored || []).length) {
       const rs = section('Restored outside the scope');
       for (const r of d.scope_restored) {
