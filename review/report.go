@@ -95,7 +95,7 @@ type Report struct {
 	// ScopeUnsettled are commands stopped before their effects were held
 	// to the scope (see [Scope.Unsettled]).
 	ScopeUnsettled []string `json:"scope_unsettled"`
-	Summary         string          `json:"summary"`
+	Summary        string   `json:"summary"`
 }
 
 // Build makes the report: each changed file with its diffstat and the
@@ -106,7 +106,7 @@ type Report struct {
 func Build(in Input) Report {
 	r := Report{Title: in.Title, Hash: in.Hash, Base: in.Base, ScopeExtensions: append([]string{}, in.ScopeExtensions...),
 		ScopeRestored: append([]Restoration{}, in.ScopeRestored...), ScopeUnsettled: append([]string{}, in.ScopeUnsettled...),
-		Files:         []FileStat{}, Outside: []string{}, DoneNoChange: []string{}, NotDone: []string{}, Validation: []ValidationRun{}}
+		Files: []FileStat{}, Outside: []string{}, DoneNoChange: []string{}, NotDone: []string{}, Validation: []ValidationRun{}}
 	planPaths := Cite(in.Body).Names()
 	stepOf := map[string]map[string]bool{} // path -> step ids
 	for _, e := range in.Events {

@@ -418,7 +418,10 @@ func TestKilledDuringWatchedCommandIsUnsettled(t *testing.T) {
 	script := writeScript(t, fmt.Sprintf(`[{"text": %q}, {"text": "Implementing.", "tool_calls": [%s]}, {"text": "Done."}]`, scopedPlan, bashCall(cmd)))
 	state := t.TempDir()
 	p := startServe(t, state, "--engine", "script", "--script", script)
-	p.c.OnAsk(func(json.RawMessage) any { t.Error("asked before the command ended"); return map[string]bool{"allow": false} })
+	p.c.OnAsk(func(json.RawMessage) any {
+		t.Error("asked before the command ended")
+		return map[string]bool{"allow": false}
+	})
 	s, v := proposeAndWait(t, ctx, p, ws)
 	v = update(t, ctx, p.c, s.ID, v.Attempt, handoffChange("mode", "full-auto"))
 	if err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil); err != nil {
