@@ -291,9 +291,12 @@ var ErrNotRestorable = errors.New("its content before the command was not kept (
 // first, so a directory or link the command put in a parent's place is
 // gone before anything is written under it; nothing is written through a
 // symbolic link (an [os.Root], and every parent is checked to be a real
-// directory). It returns the paths restored and, for each one it could
-// not restore, why.
-func Restore(root, git *os.Root, changes []Change) (restored []string, failed map[string]error) {
+// directory). Nothing is lost: what a path holds when it is restored
+// (read again then, since it may have changed since [Snapshot.Changes]) is
+// first copied into keep at the same path (nil keeps nothing), and a path
+// whose content is too large to copy is left as it is. It returns the
+// paths restored and, for each one it could not restore, why.
+func Restore(root, git, keep *os.Root, changes []Change) (restored []string, failed map[string]error) {
 	failed = map[string]error{}
 	cs := append([]Change(nil), changes...)
 	sort.SliceStable(cs, func(i, j int) bool {
@@ -306,12 +309,13 @@ func Restore(root, git *os.Root, changes []Change) (restored []string, failed ma
 		}
 		return cs[i].Path < cs[j].Path
 	})
+	total := 0
 	for _, c := range cs {
 		r, p := root, c.Path
 		if rest, ok := strings.CutPrefix(p, ControlPrefix); ok && git != nil {
 			r, p = git, rest
 		}
-		if err := restoreOne(r, p, c); err != nil {
+		if err := restoreOne(r, p, c, keep, &total); err != nil {
 			failed[c.Path] = err
 			continue
 		}
@@ -320,7 +324,11 @@ func Restore(root, git *os.Root, changes []Change) (restored []string, failed ma
 	return restored, failed
 }
 
-func restoreOne(r *os.Root, p string, c Change) error {
+// ErrNotKept: a path's current content is too large to keep a copy of,
+// so it is not restored (that would lose it).
+var ErrNotKept = errors.New("its content now is too large to keep a copy of, so it was left as it is")
+
+func restoreOne(r *os.Root, p string, c Change, keep *os.Root, total *int) error {
 	if !c.Restorable() {
 		return ErrNotRestorable
 	}
@@ -328,6 +336,9 @@ func restoreOne(r *os.Root, p string, c Change) error {
 		return nil // a directory stays; what the command put under it is its own change
 	}
 	if err := realParents(r, p); err != nil {
+		return err
+	}
+	if err := keepCopy(r, p, keep, c.Path, total); err != nil {
 		return err
 	}
 	if fi, err := r.Lstat(p); err == nil {
@@ -376,6 +387,30 @@ func restoreOne(r *os.Root, p string, c Change) error {
 		return werr
 	}
 	return fmt.Errorf("its earlier kind %q cannot be restored", c.Before.Kind)
+}
+
+// keepCopy copies what p holds now (a file or link) into keep at name.
+func keepCopy(r *os.Root, p string, keep *os.Root, name string, total *int) error {
+	if keep == nil {
+		return nil
+	}
+	now := readState(r, p, total)
+	switch now.Kind {
+	case 'f', 'x', 'l':
+	default:
+		return nil // absent, a directory, or no content to lose
+	}
+	if !now.Kept {
+		return ErrNotKept
+	}
+	if err := keep.MkdirAll(path.Dir(name), 0o700); err != nil {
+		return fmt.Errorf("keep a copy: %w", err)
+	}
+	keep.Remove(name) // an earlier copy of the same restoration
+	if now.Kind == 'l' {
+		return keep.Symlink(string(now.Data), name)
+	}
+	return keep.WriteFile(name, now.Data, 0o600)
 }
 
 // realParents checks that every existing parent of p is a real directory.

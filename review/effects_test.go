@@ -68,7 +68,7 @@ func TestRestoreNeverWritesThroughALink(t *testing.T) {
 	}
 	// Restoring only a/b.txt (as if a were in scope) must refuse, not
 	// write into the link's target.
-	done, failed := Restore(root, nil, []Change{byPath["a/b.txt"]})
+	done, failed := Restore(root, nil, nil, []Change{byPath["a/b.txt"]})
 	if len(done) != 0 || failed["a/b.txt"] == nil {
 		t.Fatalf("restored through a link: %v %v", done, failed)
 	}
@@ -76,9 +76,17 @@ func TestRestoreNeverWritesThroughALink(t *testing.T) {
 		t.Fatalf("wrote into the link's target: %v", ents)
 	}
 	// All of it: the link goes first, then a/b.txt and run.sh come back.
-	done, failed = Restore(root, nil, cs)
+	keepDir := t.TempDir()
+	done, failed = Restore(root, nil, openRoot(t, keepDir), cs)
 	if len(done) != 3 || len(failed) != 0 {
 		t.Fatalf("restore: %v %v", done, failed)
+	}
+	// What the command left is kept, not lost.
+	if l, err := os.Readlink(filepath.Join(keepDir, "run.sh")); err != nil || l != "/etc/passwd" {
+		t.Errorf("kept run.sh: %q %v", l, err)
+	}
+	if l, err := os.Readlink(filepath.Join(keepDir, "a")); err != nil || l != out {
+		t.Errorf("kept a: %q %v", l, err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "a", "b.txt")); string(b) != "b\n" {
 		t.Errorf("a/b.txt %q", b)
@@ -107,7 +115,7 @@ func TestRestoreRefusesWhatWasNotKept(t *testing.T) {
 	if len(cs) != 1 || cs[0].Restorable() {
 		t.Fatalf("changes %+v", cs)
 	}
-	_, failed := Restore(root, nil, cs)
+	_, failed := Restore(root, nil, nil, cs)
 	if !errors.Is(failed["big.bin"], ErrNotRestorable) {
 		t.Fatalf("failed %v", failed)
 	}
@@ -132,7 +140,8 @@ func TestControlFilesWatched(t *testing.T) {
 	if len(cs) != 2 || cs[0].Path != ".git/config" || cs[1].Path != ".git/hooks/pre-commit" {
 		t.Fatalf("changes %+v", cs)
 	}
-	if done, failed := Restore(root, git, cs); len(done) != 2 || len(failed) != 0 {
+	keepDir := t.TempDir()
+	if done, failed := Restore(root, git, openRoot(t, keepDir), cs); len(done) != 2 || len(failed) != 0 {
 		t.Fatalf("restore %v %v", done, failed)
 	}
 	if b, _ := os.ReadFile(filepath.Join(gitDir, "config")); string(b) != "[core]\n" {
@@ -140,6 +149,9 @@ func TestControlFilesWatched(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(gitDir, "hooks", "pre-commit")); err == nil {
 		t.Error("the hook stayed")
+	}
+	if b, _ := os.ReadFile(filepath.Join(keepDir, ".git", "config")); string(b) != "[core]\n\tfsmonitor = evil\n" {
+		t.Errorf("kept config %q", b)
 	}
 }
 
@@ -196,5 +208,25 @@ func TestScopeOutside(t *testing.T) {
 	sc.Extend([]string{"ws/internal/foobar.go", "ws/internal/foobar.go"}, "ws/")
 	if fmt.Sprint(sc.Extensions) != "[docs/x.md internal/foobar.go]" {
 		t.Fatalf("extensions %q", sc.Extensions)
+	}
+}
+
+// TestRestoreKeepsNothingItCannotCopy: a path whose current content is too
+// large to copy is not restored, so nothing is lost.
+func TestRestoreKeepsNothingItCannotCopy(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "f.txt"), []byte("small\n"), 0o644)
+	root := openRoot(t, dir)
+	tr := dirTree{dir}
+	snap, _ := Take(ctx, tr, root, nil)
+	os.WriteFile(filepath.Join(dir, "f.txt"), make([]byte, MaxWatchedFile+1), 0o644)
+	cs, _ := snap.Changes(ctx, tr, root, nil)
+	_, failed := Restore(root, nil, openRoot(t, t.TempDir()), cs)
+	if !errors.Is(failed["f.txt"], ErrNotKept) {
+		t.Fatalf("failed %v", failed)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, "f.txt")); fi.Size() != MaxWatchedFile+1 {
+		t.Error("a file whose content could not be kept was restored over")
 	}
 }

@@ -354,6 +354,9 @@ func (r Report) Text() string {
 	}
 	for _, rs := range r.ScopeRestored {
 		fmt.Fprintf(&b, "\nRestored outside the scope (%s) after `%s`: %s\n", rs.By, rs.Command, strings.Join(rs.Paths, ", "))
+		if rs.Kept != "" {
+			fmt.Fprintf(&b, "  what it left is kept in %s\n", rs.Kept)
+		}
 		for _, f := range rs.Failed {
 			fmt.Fprintf(&b, "  not restored: %s\n", f)
 		}

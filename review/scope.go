@@ -31,6 +31,9 @@ type Restoration struct {
 	// By is "person" (the person chose to restore) or "unattended" (no
 	// person could answer: restored, and the implementation paused).
 	By string `json:"by"`
+	// Kept is where what the command had left in the restored paths is
+	// kept (a directory of the session's state, by the same paths).
+	Kept string `json:"kept,omitempty"`
 }
 
 // DeriveScope is the scope an accepted plan declares: the paths named in

@@ -48,6 +48,7 @@ type gapReport struct {
 		Paths   []string `json:"paths"`
 		Failed  []string `json:"failed"`
 		By      string   `json:"by"`
+		Kept    string   `json:"kept"`
 	} `json:"scope_restored"`
 }
 
@@ -293,6 +294,13 @@ func testBashWritesOutsideScopeAskExtendOrRestore(t *testing.T, unprivileged boo
 		if rs.By != "person" || len(rs.Failed) != 0 || len(rs.Paths) == 0 {
 			t.Errorf("restoration %+v", rs)
 		}
+	}
+	// Nothing is lost: what the command left is kept in the state.
+	if b, err := os.ReadFile(filepath.Join(state, r.ScopeRestored[0].Kept, "outside.txt")); err != nil || string(b) != "x\n" {
+		t.Errorf("kept outside.txt: %q %v (kept in %q)", b, err, r.ScopeRestored[0].Kept)
+	}
+	if b, err := os.ReadFile(filepath.Join(state, r.ScopeRestored[0].Kept, ".git/hooks/pre-commit")); err != nil || !strings.Contains(string(b), "pwned") {
+		t.Errorf("kept hook: %q %v", b, err)
 	}
 	if n := len(r.ScopeRestored[4].Paths); n != 3000 {
 		t.Errorf("restored %d of the 3000 files", n)

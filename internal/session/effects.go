@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -264,8 +265,25 @@ func (w *scopeWatch) after(ctx context.Context, call agent.ToolCall, base *implB
 
 // restore puts the changes back and records that in the scope.
 func (w *scopeWatch) restore(command string, cs []review.Change, o *opened, by string) string {
-	done, failed := review.Restore(o.root, o.git, cs)
-	rs := review.Restoration{Command: command, Paths: done, By: by}
+	// What the command left is kept beside the implementation's records:
+	// restoring never loses it (another process may have written there).
+	n := 1
+	if sc, err := w.s.loadScope(); err == nil && sc != nil {
+		n = len(sc.Restored) + 1
+	}
+	rel := filepath.Join("restored", strconv.Itoa(n))
+	dir := filepath.Join(w.s.baseDir(), rel)
+	var keep *os.Root
+	if err := os.MkdirAll(dir, 0o700); err == nil {
+		keep, _ = os.OpenRoot(dir)
+	}
+	if keep == nil {
+		return "[planbridge: this command changed " + listPaths(pathsOf(cs)) + " outside the declared scope; they could not be restored (no place to keep what it left)]"
+	}
+	defer keep.Close()
+	done, failed := review.Restore(o.root, o.git, keep, cs)
+	kept, _ := filepath.Rel(w.s.m.st.Dir(), dir)
+	rs := review.Restoration{Command: command, Paths: done, By: by, Kept: filepath.ToSlash(kept)}
 	if rs.Paths == nil {
 		rs.Paths = []string{}
 	}
@@ -372,4 +390,12 @@ func (s *Session) settleLeftWatch(dir string) {
 	}
 	s.recordScope(func(sc *review.Scope) { sc.Unsettled = append(sc.Unsettled, string(b)) })
 	os.Remove(filepath.Join(dir, watchFile))
+}
+
+func pathsOf(cs []review.Change) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Path
+	}
+	return out
 }
