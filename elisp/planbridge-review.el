@@ -109,6 +109,8 @@ restoration is named)."
       (insert "* Restored outside the scope\n")
       (dolist (rs restored)
         (insert "   " (planbridge--restoration-text rs) "\n")
+        (when (planbridge--nonempty (plist-get rs :kept))
+          (insert (format "   what it left is kept in %s\n" (plist-get rs :kept))))
         (seq-doseq (f (plist-get rs :failed))
           (insert (propertize (format "   not restored: %s\n" f) 'face 'planbridge-blocked)))))))
 

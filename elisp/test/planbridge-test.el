@@ -2729,7 +2729,7 @@ The proposal becomes a draft and nothing runs."
                          :validation [(:command "go test ./..." :ran t :exit 0)
                                       (:command "make lint" :ran :json-false)]
                          :scope_extensions ["stray.txt"]
-                         :scope_restored [(:command "echo x > out.txt" :by "person" :paths ["out.txt"]
+                         :scope_restored [(:command "echo x > out.txt" :by "person" :paths ["out.txt"] :kept "sessions/s/review/b/restored/1"
                                                     :failed ["big.bin: too large"])]
                          :scope_unsettled ["make dist"])))
     (with-temp-buffer
@@ -2744,7 +2744,7 @@ The proposal becomes a draft and nothing runs."
         (should (string-match-p "^   not run  make lint$" text))
         (should (string-match-p "^\\* Scope extended to\n   stray\\.txt$" text))
         (should (string-match-p "^\\* Not held to the scope (stopped before its effects were compared)\n   `make dist`$" text))
-        (should (string-match-p "^\\* Restored outside the scope\n   after `echo x > out\\.txt` (person): out\\.txt\n   not restored: big\\.bin: too large$" text)))
+        (should (string-match-p "^\\* Restored outside the scope\n   after `echo x > out\\.txt` (person): out\\.txt\n   what it left is kept in sessions/s/review/b/restored/1\n   not restored: big\\.bin: too large$" text)))
       (should buffer-read-only)
       ;; Sections fold: hiding the Steps body leaves its heading.
       (goto-char (point-min))

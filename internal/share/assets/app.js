@@ -214,7 +214,8 @@
     if ((d.scope_restored || []).length) {
       const rs = section('Restored outside the scope');
       for (const r of d.scope_restored) {
-        rs.appendChild(el('div', 'report-restored', 'after ' + (r.command || '') + ' (' + (r.by || '') + '): ' + (r.paths || []).join(', ')));
+        rs.appendChild(el('div', 'report-restored', 'after ' + (r.command || '') + ' (' + (r.by || '') + '): ' + (r.paths || []).join(', ') +
+          (r.kept ? ' — what it left is kept in the host\'s state directory' : '')));
         for (const f of r.failed || []) rs.appendChild(el('div', 'report-file outside', 'not restored: ' + f));
       }
     }
