@@ -28,8 +28,9 @@ type Restoration struct {
 	Command string   `json:"command"`
 	Paths   []string `json:"paths"`            // restored
 	Failed  []string `json:"failed,omitempty"` // "path: why" for each one that could not be
-	// By is "person" (the person chose to restore) or "unattended" (no
-	// person could answer: restored, and the implementation paused).
+	// By is "person" (the person chose to restore), "no answer" (the
+	// question was interrupted or timed out) or "unattended" (no person
+	// could answer: restored, and the implementation paused).
 	By string `json:"by"`
 	// Kept is where what the command had left in the restored paths is
 	// kept (a directory of the session's state, by the same paths).

@@ -252,11 +252,16 @@ func (w *scopeWatch) after(ctx context.Context, call agent.ToolCall, base *implB
 	if !w.unattended && ask != nil {
 		ctx := context.WithValue(ctx, askKindKey{}, AskScopeEffects)
 		q := fmt.Sprintf("%s changed %s, outside the scope declared by the accepted plan: extend the scope to %s? (Deny restores them as they were before the command.)", call.Name, list, list)
-		if ok, err := ask(ctx, s.id, call, q); ok && err == nil {
+		ok, err := ask(ctx, s.id, call, q)
+		if ok && err == nil {
 			s.recordScope(func(sc *review.Scope) { sc.Extend(paths, base.Prefix) })
 			return "[planbridge: this command changed " + list + " outside the declared scope; the person extended the scope to them]"
 		}
-		return w.restore(a.Command, outside, o, "person")
+		by := "person"
+		if err != nil {
+			by = "no answer" // interrupted, timed out, or the client went away
+		}
+		return w.restore(a.Command, outside, o, by)
 	}
 	note := w.restore(a.Command, outside, o, "unattended")
 	s.pauseForScope(call.Name + " changed " + list + ", outside the declared scope, where no person could answer; restored")
