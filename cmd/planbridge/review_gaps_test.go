@@ -470,3 +470,56 @@ func TestKilledDuringWatchedCommandIsUnsettled(t *testing.T) {
 		t.Fatalf("report text: %d\n%s", code, out)
 	}
 }
+
+// TestBashOutsideScopeFromShareLinkRestoresAndPauses: a prompt sent from a
+// share link runs a turn no person can answer for: its bash command's
+// write outside the scope is restored and the implementation pauses,
+// nobody is asked.
+func TestBashOutsideScopeFromShareLinkRestoresAndPauses(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
+	script := writeScript(t, fmt.Sprintf(`[{"text": %q},
+	 {"text": "Editing.", "tool_calls": [%s]},
+	 {"text": "First part done."},
+	 {"expect_contains": ["tidy up from the browser"], "text": "Tidying.", "tool_calls": [%s]},
+	 {"text": "Tidied."}]`, scopedPlan,
+		bashCall("sed -i s/hello/hi/ greet.txt"),
+		bashCall("echo x > from-browser.txt")))
+	p := startServe(t, t.TempDir(), "--engine", "script", "--script", script, "--share-listen", "127.0.0.1:0")
+	p.c.OnAsk(func(m json.RawMessage) any { t.Errorf("a share-link turn asked: %s", m); return map[string]bool{"allow": true} })
+	s, v := proposeAndWait(t, ctx, p, ws)
+	v = update(t, ctx, p.c, s.ID, v.Attempt, handoffChange("mode", "full-auto"))
+	if err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitTurnEnd(t, ctx, p.c, 2)
+	// Full-auto, so the command itself needs no permission: only its
+	// effects are in question.
+	if err := p.c.Call(ctx, "session/setPermissionMode", map[string]string{"session": s.ID, "mode": "full-auto"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var shared struct{ Links []shareLink }
+	if err := p.c.Call(ctx, "share/start", map[string]any{"session": s.ID, "tiers": []string{"full"}}, &shared); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := sharePrompt(t, shared.Links[0].URL, "tidy up from the browser"); code != 200 {
+		t.Fatalf("share prompt: %d %s", code, body)
+	}
+	waitTurnEnd(t, ctx, p.c, 3)
+	if _, err := os.Stat(filepath.Join(ws, "from-browser.txt")); err == nil {
+		t.Error("the share-link turn's write outside the scope stayed")
+	}
+	var tr struct {
+		Plan struct{ Status, Reason string } `json:"plan"`
+	}
+	if err := p.c.Call(ctx, "session/tracking", map[string]string{"session": s.ID}, &tr); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Plan.Status != "paused" || !strings.Contains(tr.Plan.Reason, "from-browser.txt") {
+		t.Fatalf("tracking %+v", tr)
+	}
+	r := getReport(t, ctx, p.c, s.ID)
+	if len(r.ScopeRestored) != 1 || r.ScopeRestored[0].By != "unattended" {
+		t.Fatalf("restorations %+v", r.ScopeRestored)
+	}
+}
