@@ -486,7 +486,10 @@ func TestBashOutsideScopeFromShareLinkRestoresAndPauses(t *testing.T) {
 		bashCall("sed -i s/hello/hi/ greet.txt"),
 		bashCall("echo x > from-browser.txt")))
 	p := startServe(t, t.TempDir(), "--engine", "script", "--script", script, "--share-listen", "127.0.0.1:0")
-	p.c.OnAsk(func(m json.RawMessage) any { t.Errorf("a share-link turn asked: %s", m); return map[string]bool{"allow": true} })
+	p.c.OnAsk(func(m json.RawMessage) any {
+		t.Errorf("a share-link turn asked: %s", m)
+		return map[string]bool{"allow": true}
+	})
 	s, v := proposeAndWait(t, ctx, p, ws)
 	v = update(t, ctx, p.c, s.ID, v.Attempt, handoffChange("mode", "full-auto"))
 	if err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil); err != nil {
