@@ -19,7 +19,10 @@
 // marked directory, its ref lock) and nothing else.
 // [ExcludeForks] adds /.worktrees/ to the repository's info/exclude, once
 // and only when it is not ignored already, so `git status` in the main
-// checkout does not list the forks.
+// checkout does not list the forks. [Repo.ReadCommitEntry] reads one
+// committed entry (file, executable, link or submodule) and
+// [Repo.ChangedPaths] lists the paths two commits differ in (what `git
+// diff --name-only --no-renames` lists).
 //
 // go-git provides reference access and the fallback object store. The
 // status walk, the index reader and writer, the ignore matcher (a
