@@ -230,3 +230,29 @@ func TestRestoreKeepsNothingItCannotCopy(t *testing.T) {
 		t.Error("a file whose content could not be kept was restored over")
 	}
 }
+
+// TestRestoreOddNames: names like options, with a newline or not UTF-8
+// are paths like any other.
+func TestRestoreOddNames(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	root := openRoot(t, dir)
+	tr := dirTree{dir}
+	snap, _ := Take(ctx, tr, root, nil)
+	names := []string{"-rf", "--help", "a\nb", "\xff\xfe", " lead"}
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, _ := snap.Changes(ctx, tr, root, nil)
+	if len(cs) != len(names) {
+		t.Fatalf("changes %+v", cs)
+	}
+	if done, failed := Restore(root, nil, openRoot(t, t.TempDir()), cs); len(done) != len(names) || len(failed) != 0 {
+		t.Fatalf("restore %q %v", done, failed)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left %v", ents)
+	}
+}
