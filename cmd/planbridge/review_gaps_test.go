@@ -422,7 +422,10 @@ func TestReportOfGoalInWorktree(t *testing.T) {
 func TestKilledDuringWatchedCommandIsUnsettled(t *testing.T) {
 	ctx := ctxT(t)
 	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
-	cmd := "echo x > outside.txt; sleep 3"
+	// The command waits for the test: it is in flight when the process is
+	// killed, and ends (it outlives the process) once the test says so.
+	release := filepath.Join(t.TempDir(), "release")
+	cmd := "echo x > outside.txt; while [ ! -e " + release + " ]; do sleep 0.05; done"
 	script := writeScript(t, fmt.Sprintf(`[{"text": %q}, {"text": "Implementing.", "tool_calls": [%s]}, {"text": "Done."}]`, scopedPlan, bashCall(cmd)))
 	state := t.TempDir()
 	p := startServe(t, state, "--engine", "script", "--script", script)
@@ -447,6 +450,7 @@ func TestKilledDuringWatchedCommandIsUnsettled(t *testing.T) {
 	}
 	p.cmd.Process.Kill()
 	p.cmd.Wait()
+	os.WriteFile(release, nil, 0o644)
 	p2 := startServe(t, state, "--engine", "script", "--script", script)
 	if err := p2.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "/review"}, nil); err != nil {
 		t.Fatal(err)
