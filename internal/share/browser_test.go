@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"planbridge/handoff"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +12,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"planbridge/handoff"
+	"planbridge/internal/agent"
+	"planbridge/internal/session"
 	"planbridge/internal/share"
 )
 
@@ -430,5 +433,48 @@ func TestBrowserShowsRenderedVersionDiff(t *testing.T) {
 		if title := b.eval(t, "document.title"); title == "pwned" {
 			t.Fatalf("%s: script from the plan ran", tier)
 		}
+	}
+}
+
+// TestBrowserReportShowsRestorations: what a bash command wrote outside
+// the scope, restored, shows in the report on the page as text.
+func TestBrowserReportShowsRestorations(t *testing.T) {
+	plan := "<proposed_plan>\n# Greet\n\n## Key Changes\n1. Change hello to hi in greet.txt\n</proposed_plan>\n"
+	steps := []string{fmt.Sprintf(`{"text": %q}`, plan),
+		`{"text": "Implementing.", "tool_calls": [` +
+			`{"name": "edit_file", "arguments": {"path": "greet.txt", "old": "hello", "new": "hi"}},` +
+			`{"name": "bash", "arguments": {"command": "echo x > '<img src=x onerror=document.title=1>.txt'"}}]}`,
+		`{"text": "Done.\n"}`}
+	f := newFixtureWith(t, gitWorkspace(t), steps, func(c *session.Config) { c.Shell = agent.BashShell{} })
+	if _, err := f.sess.Submit(f.ctx, "/plan greet"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sess.Wait(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	v := f.sess.Approval()
+	v, err := f.sess.UpdateSelection(f.ctx, v.Attempt, handoff.Change{Axis: "mode", Value: "full-auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.sess.Accept(f.ctx, v.Attempt, ""); err != nil {
+		t.Fatal(err)
+	}
+	// No person is attached: the write outside the scope is restored and
+	// the implementation pauses.
+	waitFor(t, "the pause", func() bool { p := f.sess.TrackedPlan(); return p != nil && p.Status == session.ImplPaused })
+	if _, err := f.sess.Report(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	view := f.share(share.View)[share.View]
+	b := newBrowser(t)
+	b.do(t, chromedp.Navigate(view.URL), chromedp.WaitVisible(chromedp.CSS("#report")))
+	b.waitText(t, "#report-body", "Restored outside the scope")
+	b.waitText(t, "#report-body", "(unattended): <img src=x onerror=document.title=1>.txt")
+	if n := b.eval(t, `String(document.querySelectorAll('#report img').length)`); n != "0" {
+		t.Fatalf("a path rendered as markup: %s img elements", n)
+	}
+	if _, err := os.Stat(filepath.Join(f.sess.Info().Workspace, "<img src=x onerror=document.title=1>.txt")); err == nil {
+		t.Error("the write outside the scope stayed")
 	}
 }

@@ -136,6 +136,13 @@ func (f *fixture) forkOf() string {
 
 func newFixtureIn(t *testing.T, ws string, steps []string, opts ...option) *fixture {
 	t.Helper()
+	return newFixtureWith(t, ws, steps, nil, opts...)
+}
+
+// newFixtureWith is newFixtureIn whose session manager's configuration
+// tune may change first (nil: none).
+func newFixtureWith(t *testing.T, ws string, steps []string, tune func(*session.Config), opts ...option) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	st, err := store.Open(ctx, t.TempDir())
@@ -152,7 +159,11 @@ func newFixtureIn(t *testing.T, ws string, steps []string, opts ...option) *fixt
 	}
 	logs := &syncBuffer{}
 	lg := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	mgr := session.NewManager(session.Config{Store: st, Engine: sc, Logger: lg})
+	mcfg := session.Config{Store: st, Engine: sc, Logger: lg}
+	if tune != nil {
+		tune(&mcfg)
+	}
+	mgr := session.NewManager(mcfg)
 	sess, err := mgr.Create(ctx, ws)
 	if err != nil {
 		t.Fatal(err)
