@@ -53,7 +53,9 @@ func TestCloseKillsWhatLeftTheGroup(t *testing.T) {
 	for _, how := range []string{"close", "exit"} {
 		t.Run(how, func(t *testing.T) {
 			pidfile := filepath.Join(t.TempDir(), "pid")
-			script := fmt.Sprintf(`setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > %s; `, pidfile)
+			// The pid is written from inside the new session, so the test
+			// never looks at the child before setsid has run.
+			script := fmt.Sprintf(`setsid sh -c 'echo $$ > %s; exec sleep 1000' </dev/null >/dev/null 2>&1 & `, pidfile)
 			if how == "exit" {
 				script += "sleep 0.2; exit 3"
 			} else {
