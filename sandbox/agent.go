@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -122,8 +123,18 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	if l.LandlockABI == 0 {
 		return nil, ErrNoAgentConfinement
 	}
+	if !l.Root && !l.UserNS {
+		return nil, ErrNoAgentMounts
+	}
 	return &Agent{cfg: cfg, layers: l, launch: launch}, nil
 }
+
+// ErrNoAgentMounts is returned by [NewAgent] when this process is not
+// root and cannot create a user namespace: the agent's private mount
+// namespace, which keeps it from changing the metadata of files it owns
+// (chmod, chown, utimes, xattrs; Landlock does not cover those), cannot
+// be made, so the agent must not be started as if it were confined.
+var ErrNoAgentMounts = errors.New("sandbox: no user namespaces for this user: the agent's read-only mount namespace cannot be made (Landlock alone leaves chmod, utimes and xattrs open)")
 
 // Summary says which layers confine the agent on this machine, e.g.
 // "landlock ABI 7 (writes: 2 dirs, tcp connect: 443), seccomp (socket:
@@ -134,7 +145,8 @@ func (a *Agent) Summary() string {
 	if n := len(a.cfg.Writable); n > 0 {
 		w = fmt.Sprintf("%d own dir(s) and /dev/null", n)
 	}
-	s := fmt.Sprintf("landlock ABI %d (reads: all, writes: %s", l.LandlockABI, w)
+	s := "private mount namespace (everything read-only but its own dirs: no chmod, chown, utimes or xattr elsewhere), "
+	s += fmt.Sprintf("landlock ABI %d (reads: all, writes: %s", l.LandlockABI, w)
 	if l.LandlockABI >= 4 {
 		s += fmt.Sprintf(", tcp connect only to port(s) %v, no tcp bind", a.cfg.ConnectPorts)
 	} else {
@@ -195,8 +207,11 @@ func (a *Agent) Wrap(cmd *exec.Cmd) error {
 	argv := append([]string{path}, cmd.Args[1:]...)
 	ports := append([]uint16(nil), a.cfg.ConnectPorts...)
 	sort.Slice(ports, func(i, j int) bool { return ports[i] < ports[j] })
+	if err := privateMounts(cmd); err != nil {
+		return err
+	}
 	sp := spec{Profile: profileAgent, Write: a.cfg.Writable, Ports: ports, Agent: a.cfg.Limits, Dir: dir,
-		Landlock: true, Argv: argv}
+		Landlock: true, ReadOnlyMounts: true, Argv: argv}
 	enc, err := sp.encode()
 	if err != nil {
 		return err
@@ -208,12 +223,84 @@ func (a *Agent) Wrap(cmd *exec.Cmd) error {
 
 const profileAgent = "agent"
 
+// privateMounts makes cmd start in a mount namespace of its own, where the
+// launcher can make every mount read-only but the writable directories
+// (see [readOnlyMounts]): Landlock confines writes to file contents and
+// names, but changing a file's mode, owner, times or extended attributes
+// is no Landlock right at all, and a read-only mount refuses every one of
+// them. As root the new mount namespace needs nothing else (a program run
+// as another user keeps CAP_SYS_ADMIN across the change, as an ambient
+// capability the launcher drops with the rest); as any other user it
+// comes with a user namespace that maps the user to itself, and
+// CAP_SYS_ADMIN and CAP_SETPCAP in that namespace only, likewise ambient.
+func privateMounts(cmd *exec.Cmd) error {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	a := cmd.SysProcAttr
+	if a.Cloneflags&(unix.CLONE_NEWUSER|unix.CLONE_NEWNS) != 0 || len(a.UidMappings) > 0 || len(a.GidMappings) > 0 {
+		return fmt.Errorf("sandbox: the agent command already asks for namespaces")
+	}
+	a.Cloneflags |= unix.CLONE_NEWNS
+	// CAP_SETPCAP too, so that the launcher can empty the bounding set.
+	launcherCaps := []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+	if os.Geteuid() == 0 {
+		if a.Credential != nil && a.Credential.Uid != 0 {
+			a.AmbientCaps = append(a.AmbientCaps, launcherCaps...)
+		}
+		return nil
+	}
+	if a.Credential != nil {
+		return fmt.Errorf("sandbox: only root may run the agent as another user")
+	}
+	a.Cloneflags |= unix.CLONE_NEWUSER
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
+	a.GidMappingsEnableSetgroups = false
+	// The user is not uid 0 in its namespace, so exec would drop the
+	// namespace's capabilities: keep CAP_SYS_ADMIN (in the namespace
+	// only) for the launcher, which drops it after the mounts.
+	a.AmbientCaps = append(a.AmbientCaps, launcherCaps...)
+	return nil
+}
+
+// readOnlyMounts runs in the launcher, in the mount namespace of
+// [privateMounts] and before the capabilities go: nothing propagates to
+// or from the outside, every mount becomes read-only, and each writable
+// directory is bound onto itself writable. Devices (/dev/null) stay
+// writable on a read-only mount; Landlock decides which.
+func readOnlyMounts(writable []string) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make the mounts private: %w", err)
+	}
+	for _, w := range writable {
+		if err := unix.Mount(w, w, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s: %w", w, err)
+		}
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return fmt.Errorf("make every mount read-only: %w", err)
+	}
+	for _, w := range writable {
+		if err := unix.MountSetattr(unix.AT_FDCWD, w, 0, &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}); err != nil {
+			return fmt.Errorf("make %s writable: %w", w, err)
+		}
+	}
+	return nil
+}
+
 // confineAgentAndExec is the launcher's inner stage for the agent profile.
 func confineAgentAndExec(sp spec) error {
 	lim := sp.Agent.withDefaults()
 	nproc := lim.Processes
 	if os.Geteuid() != 0 && !freshUserNS() {
 		nproc += uint64(countProcesses(os.Getuid()))
+	}
+	if !sp.ReadOnlyMounts {
+		return fmt.Errorf("the agent profile needs its read-only mounts")
+	}
+	if err := readOnlyMounts(sp.Write); err != nil {
+		return err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)

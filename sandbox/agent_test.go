@@ -3,6 +3,8 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -31,6 +33,13 @@ try { fs.renameSync(ws + '/notes.txt', state + '/stolen'); out.push('rename:move
 try { out.push('read:' + JSON.stringify(fs.readFileSync(ws + '/notes.txt', 'utf8'))); } catch (e) { out.push('read:' + e.code); }
 const sh = cp.spawnSync('/bin/sh', ['-c', 'echo hi > ' + ws + '/sh.txt; echo $?'], { encoding: 'utf8' });
 out.push('sh:' + sh.stdout.trim());
+// Metadata is no Landlock right: mode (git records the x bit; a setuid
+// bit on a file the user owns), times, and the same on .git.
+const meta = (name, f) => { try { f(); out.push(name + ':changed'); } catch (e) { out.push(name + ':' + e.code); } };
+meta('chmod', () => fs.chmodSync(ws + '/notes.txt', 0o4777));
+meta('chmodgit', () => fs.chmodSync(ws + '/.git', 0o777));
+meta('utimes', () => fs.utimesSync(ws + '/notes.txt', 1, 1));
+meta('chmodown', () => { fs.chmodSync(state + '/ok.txt', 0o640); fs.utimesSync(state + '/ok.txt', 2, 2); });
 const conn = (name, port, host) => new Promise(r => {
   const s = net.connect({ port: +port, host: host || '127.0.0.1' });
   s.on('connect', () => { out.push(name + ':connected'); s.end(); r(); });
@@ -57,14 +66,59 @@ const unix = () => new Promise(r => {
 
 // TestAgentProfile: node under the agent profile, as root and as nobody,
 // can write only its own directories, connect only to the allowed port,
-// bind nothing and open no unix socket; the workspace stays byte-identical.
+// bind nothing and open no unix socket, and change no file's mode or
+// times outside its own directories; the workspace stays identical, to
+// the modes and modification times. As nobody both ways: started by root
+// (a Credential) and started by a planbridge that itself runs as nobody
+// (the user namespace path).
 func TestAgentProfile(t *testing.T) {
-	for _, uid := range []int{0, 65534} {
-		t.Run(fmt.Sprint(uid), func(t *testing.T) { testAgentProfile(t, uid) })
+	for _, c := range []struct {
+		name   string
+		uid    int
+		parent bool
+	}{{"0", 0, false}, {"65534", 65534, false}, {"65534-parent", 65534, true}} {
+		t.Run(c.name, func(t *testing.T) { testAgentProfile(t, c.uid, c.parent) })
 	}
 }
 
-func testAgentProfile(t *testing.T, uid int) {
+// agentParentSpec is what a test tells the agentParent helper.
+type agentParentSpec struct {
+	Writable []string
+	Ports    []uint16
+	Argv     []string
+	Dir      string
+	Env      []string
+}
+
+// agentParent is the test binary run as an unprivileged planbridge: it
+// confines the command of spec (JSON) under the agent profile, runs it
+// with this process's stdout and stderr and exits with its status.
+func agentParent(spec string) int {
+	var sp agentParentSpec
+	if err := json.Unmarshal([]byte(spec), &sp); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ag, err := NewAgent(AgentConfig{Writable: sp.Writable, ConnectPorts: sp.Ports})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	cmd := exec.Command(sp.Argv[0], sp.Argv[1:]...)
+	cmd.Dir, cmd.Env = sp.Dir, sp.Env
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := ag.Wrap(cmd); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func testAgentProfile(t *testing.T, uid int, parent bool) {
 	if Probe().LandlockABI < 4 {
 		t.Fatalf("this test needs Landlock ABI ≥ 4 (the kernel has %d)", Probe().LandlockABI)
 	}
@@ -119,15 +173,25 @@ func testAgentProfile(t *testing.T, uid int) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "-e", agentProbe, "--", f.ws, state, strconv.Itoa(okPort), strconv.Itoa(badPort))
-	cmd.Dir = f.ws
-	cmd.Env = []string{"PATH=" + fixedPath, "HOME=" + state, "TMPDIR=" + tmp}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if uid != 0 {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}
-	}
-	if err := ag.Wrap(cmd); err != nil {
-		t.Fatal(err)
+	argv := []string{node, "-e", agentProbe, "--", f.ws, state, strconv.Itoa(okPort), strconv.Itoa(badPort)}
+	env := []string{"PATH=" + fixedPath, "HOME=" + state, "TMPDIR=" + tmp}
+	var cmd *exec.Cmd
+	if parent {
+		b, _ := json.Marshal(agentParentSpec{Writable: []string{state}, Ports: []uint16{uint16(okPort)}, Argv: argv, Dir: f.ws, Env: env})
+		cmd = exec.CommandContext(ctx, "setpriv", "--reuid="+strconv.Itoa(uid), "--regid="+strconv.Itoa(uid), "--clear-groups",
+			filepath.Join(f.bin, "helper"))
+		cmd.Env = []string{"SANDBOX_TEST_AGENT_PARENT=" + string(b)}
+	} else {
+		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir = f.ws
+		cmd.Env = env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if uid != 0 {
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}
+		}
+		if err := ag.Wrap(cmd); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -135,8 +199,8 @@ func testAgentProfile(t *testing.T, uid int) {
 		t.Fatalf("confined node: %v\n%s", err, out.String())
 	}
 	got := strings.TrimSpace(out.String())
-	want := `ws:EACCES state:written tmp:written mkdir:EACCES unlink:EACCES rename:EACCES read:"alpha\nbeta\n" sh:2 ` +
-		`okport:connected badport:EACCES bind:EACCES unix:EACCES`
+	want := `ws:EROFS state:written tmp:written mkdir:EROFS unlink:EROFS rename:EXDEV read:"alpha\nbeta\n" sh:2 ` +
+		`chmod:EROFS chmodgit:EROFS utimes:EROFS chmodown:changed okport:connected badport:EACCES bind:EACCES unix:EACCES`
 	if got != want {
 		t.Errorf("confined node as uid %d:\n got %s\nwant %s", uid, got, want)
 	}
@@ -151,7 +215,8 @@ func testAgentProfile(t *testing.T, uid int) {
 	}
 }
 
-// treeOf lists every path under root with its mode and content.
+// treeOf lists every path under root with its mode, size, modification
+// time and a hash of its content.
 func treeOf(t *testing.T, root string) string {
 	t.Helper()
 	var b strings.Builder
@@ -159,10 +224,10 @@ func treeOf(t *testing.T, root string) string {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(&b, "%s %v %d", strings.TrimPrefix(p, root), fi.Mode(), fi.Size())
+		fmt.Fprintf(&b, "%s %v %d %d", strings.TrimPrefix(p, root), fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
 		if fi.Mode().IsRegular() {
 			c, _ := os.ReadFile(p)
-			fmt.Fprintf(&b, " %q", c)
+			fmt.Fprintf(&b, " %x", sha256.Sum256(c))
 		}
 		b.WriteString("\n")
 		return nil

@@ -72,7 +72,14 @@
 //
 // [NewAgent] and [Agent.Wrap] confine a long-lived agent process (a node
 // coding agent) instead of a read-only command: through the same launcher
-// (Profile "agent" in its spec), without bwrap, it sets no_new_privs,
+// (Profile "agent" in its spec), without bwrap, it first makes every mount
+// read-only but the writable directories, in a mount namespace of its own
+// (as root a plain CLONE_NEWNS; as any other user with a user namespace
+// mapping the user to itself, so [NewAgent] fails with [ErrNoAgentMounts]
+// where those are disabled): changing a file's mode, owner, times or
+// extended attributes is no Landlock right, and a read-only mount refuses
+// them all (chmod +x of a tracked file, a setuid bit on a file the user
+// owns, a .git made world-writable). Then it sets no_new_privs,
 // drops capabilities, applies Landlock (V9 best effort: the whole file
 // system readable and executable; writes only beneath the given writable
 // directories and to /dev/null; TCP connect only to the given ports and

@@ -72,6 +72,9 @@ type spec struct {
 	Write   []string    `json:"write,omitempty"`
 	Ports   []uint16    `json:"ports,omitempty"`
 	Agent   AgentLimits `json:"agent_limits,omitempty"`
+	// ReadOnlyMounts: the launcher starts in a mount namespace of its own
+	// and makes every mount but the Write directories read-only.
+	ReadOnlyMounts bool `json:"ro_mounts,omitempty"`
 }
 
 func (s spec) encode() (string, error) {

