@@ -188,3 +188,64 @@ func TestPlanAgentWithoutLandlock(t *testing.T) {
 		t.Fatalf("opt-out with Landlock: %v %s", err, cmd.Path)
 	}
 }
+
+// TestPlanAgentDirsFollowNoLink: the Plan agent may write its own
+// directory, so between two starts it can replace its home, its tmp or a
+// directory of its home with a link: to the workspace, or to the person's
+// real ~/.claude. planbridge, unconfined, then creates and seeds those
+// directories for the next start; it must follow none of those links,
+// or it writes copies of the person's credentials into the workspace, or
+// one agent's configuration over another's real one.
+func TestPlanAgentDirsFollowNoLink(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "acp")
+	ws, real := t.TempDir(), t.TempDir()
+	write := func(p, s string) {
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(real, ".claude", "settings.json"), "claude settings")
+	write(filepath.Join(real, ".claude", ".credentials.json"), "claude creds")
+	write(filepath.Join(real, ".gemini", "settings.json"), "gemini settings")
+	write(filepath.Join(real, ".claude.json"), "{}")
+	cfg := acpConfig(agent.EngineConfig{Kind: "acp", Command: []string{"/bin/true"}}, state, nil)
+	confine := func() {
+		t.Helper()
+		cmd := exec.Command("/bin/true")
+		cmd.Env = []string{"HOME=" + real}
+		if err := cfg.Confine(cmd, agent.Confinement{Plan: true, Writable: []string{state}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	confine()
+	before := treeHash(t, ws)
+	realBefore := treeHash(t, real)
+	root := filepath.Join(state, "plan")
+	home := filepath.Join(root, "home")
+	// What a Plan agent can leave behind in its own directory.
+	os.RemoveAll(filepath.Join(home, ".claude"))
+	os.Symlink(ws, filepath.Join(home, ".claude"))
+	os.RemoveAll(filepath.Join(home, ".gemini"))
+	os.Symlink(filepath.Join(real, ".claude"), filepath.Join(home, ".gemini"))
+	confine()
+	os.RemoveAll(home)
+	os.Symlink(ws, home)
+	os.RemoveAll(filepath.Join(root, "tmp"))
+	os.Symlink(real, filepath.Join(root, "tmp"))
+	confine()
+	if after := treeHash(t, ws); after != before {
+		t.Errorf("seeding the Plan agent's home wrote the workspace:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	if after := treeHash(t, real); after != realBefore {
+		t.Errorf("seeding the Plan agent's home wrote the real home:\nbefore\n%s\nafter\n%s", realBefore, after)
+	}
+	for _, d := range []string{home, filepath.Join(root, "tmp"), filepath.Join(home, ".claude")} {
+		if fi, err := os.Lstat(d); err != nil || !fi.IsDir() {
+			t.Errorf("%s is not a directory again: %v %v", d, fi, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(home, ".claude", ".credentials.json")); string(b) != "claude creds" {
+		t.Errorf("the private home is not seeded: %q %v", b, err)
+	}
+}
