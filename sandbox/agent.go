@@ -157,7 +157,7 @@ func (a *Agent) Summary() string {
 	}
 	s += ")"
 	if l.Seccomp {
-		fam := "inet, inet6"
+		fam := "tcp and udp over inet, inet6"
 		if agentUnixAllowed(l.LandlockABI) {
 			fam += ", unix (pathname connects limited by landlock)"
 		}
@@ -365,8 +365,8 @@ func restrictAgentLandlock(sp spec) error {
 	return ll.LandlockRestrictSelf(fd, flags)
 }
 
-// installAgentSeccomp: socket(2) only for AF_INET and AF_INET6 (and
-// AF_UNIX when unix is set), io_uring, keyrings, bpf, perf events and
+// installAgentSeccomp: socket(2) only for TCP and UDP over AF_INET and
+// AF_INET6 (and AF_UNIX when unix is set), io_uring, keyrings, bpf, perf events and
 // userfaultfd denied, as in the shell profile.
 func installAgentSeccomp(unixOK bool) error {
 	arch := seccompArch()
@@ -395,19 +395,35 @@ func installAgentSeccomp(unixOK bool) error {
 		}
 		prog = append(prog, unix.SockFilter{Code: jeq, K: nr, Jf: 1}, unix.SockFilter{Code: ret, K: denied})
 	}
-	families := []uint32{unix.AF_INET, unix.AF_INET6}
-	if unixOK {
-		families = append(families, unix.AF_UNIX)
-	}
 	// nr != socket: allow. Else load the low word of args[0] (the
 	// family; seccomp_data.args at offset 16, little-endian on the
-	// supported architectures) and allow only the families.
+	// supported architectures). AF_UNIX when unixOK; AF_INET and
+	// AF_INET6 only as TCP (SOCK_STREAM, protocol 0 or IPPROTO_TCP:
+	// Landlock's connect rules hold for TCP alone, and an IPPROTO_MPTCP
+	// stream would reach every port) or UDP (SOCK_DGRAM, 0 or
+	// IPPROTO_UDP: DNS); no ICMP, SCTP or other protocols.
 	prog = append(prog, unix.SockFilter{Code: jeq, K: unix.SYS_SOCKET, Jt: 1}, unix.SockFilter{Code: ret, K: allow},
 		unix.SockFilter{Code: ldAbs, K: 16})
-	for _, f := range families {
-		prog = append(prog, unix.SockFilter{Code: jeq, K: f, Jf: 1}, unix.SockFilter{Code: ret, K: allow})
+	if unixOK {
+		prog = append(prog, unix.SockFilter{Code: jeq, K: unix.AF_UNIX, Jf: 1}, unix.SockFilter{Code: ret, K: allow})
 	}
-	prog = append(prog, unix.SockFilter{Code: ret, K: denied})
+	const andK = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
+	prog = append(prog,
+		/* 0 */ unix.SockFilter{Code: jeq, K: unix.AF_INET, Jt: 1},
+		/* 1 */ unix.SockFilter{Code: jeq, K: unix.AF_INET6, Jf: 11}, // → 13 deny
+		/* 2 */ unix.SockFilter{Code: ldAbs, K: 24}, // args[1], the type
+		/* 3 */ unix.SockFilter{Code: andK, K: 0xf}, // without SOCK_NONBLOCK, SOCK_CLOEXEC
+		/* 4 */ unix.SockFilter{Code: jeq, K: unix.SOCK_STREAM, Jf: 3}, // → 8
+		/* 5 */ unix.SockFilter{Code: ldAbs, K: 32}, // args[2], the protocol
+		/* 6 */ unix.SockFilter{Code: jeq, K: 0, Jt: 5}, // → 12 allow
+		/* 7 */ unix.SockFilter{Code: jeq, K: unix.IPPROTO_TCP, Jt: 4, Jf: 5},
+		/* 8 */ unix.SockFilter{Code: jeq, K: unix.SOCK_DGRAM, Jf: 4},
+		/* 9 */ unix.SockFilter{Code: ldAbs, K: 32},
+		/* 10 */ unix.SockFilter{Code: jeq, K: 0, Jt: 1},
+		/* 11 */ unix.SockFilter{Code: jeq, K: unix.IPPROTO_UDP, Jt: 0, Jf: 1},
+		/* 12 */ unix.SockFilter{Code: ret, K: allow},
+		/* 13 */ unix.SockFilter{Code: ret, K: denied},
+	)
 	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fp)), 0, 0)
 }

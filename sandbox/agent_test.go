@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // agentProbe is the node program the agent-profile test runs confined: it
@@ -245,5 +248,95 @@ func TestAgentProfileRefusesBadConfig(t *testing.T) {
 		if _, err := NewAgent(AgentConfig{Writable: []string{w}, Launcher: "/bin/true"}); err == nil {
 			t.Errorf("NewAgent accepted writable %q", w)
 		}
+	}
+}
+
+// socketsHelper runs under the agent profile: it tries a TCP connect to
+// the allowed port addr and every other kind of inet socket, printing one
+// word per attempt (the errno, or what it could do).
+func socketsHelper(addr string) int {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	sa := &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	try := func(name string, typ, proto int, conn bool) {
+		fd, err := unix.Socket(unix.AF_INET, typ|unix.SOCK_CLOEXEC, proto)
+		if err != nil {
+			fmt.Printf("%s:%v ", name, unix.ErrnoName(err.(unix.Errno)))
+			return
+		}
+		defer unix.Close(fd)
+		if !conn {
+			fmt.Printf("%s:socket ", name)
+			return
+		}
+		if err := unix.Connect(fd, sa); err != nil {
+			fmt.Printf("%s:%v ", name, unix.ErrnoName(err.(unix.Errno)))
+			return
+		}
+		fmt.Printf("%s:connected ", name)
+	}
+	try("tcp", unix.SOCK_STREAM, 0, true)
+	try("tcpproto", unix.SOCK_STREAM, unix.IPPROTO_TCP, true)
+	try("udp", unix.SOCK_DGRAM, 0, false)
+	try("udpproto", unix.SOCK_DGRAM, unix.IPPROTO_UDP, false)
+	try("mptcp", unix.SOCK_STREAM, unix.IPPROTO_MPTCP, true)
+	try("sctp", unix.SOCK_STREAM, unix.IPPROTO_SCTP, true)
+	try("seqpacket", unix.SOCK_SEQPACKET, 0, false)
+	try("ping", unix.SOCK_DGRAM, unix.IPPROTO_ICMP, false)
+	fmt.Println()
+	return 0
+}
+
+// TestAgentProfileSocketProtocols: Landlock's connect rules hold for TCP
+// only, so the agent may make TCP and UDP sockets and nothing else of the
+// inet families: an IPPROTO_MPTCP stream reached every port (the kernel
+// runs MPTCP here), SCTP and ICMP are refused too. As root and as nobody.
+func TestAgentProfileSocketProtocols(t *testing.T) {
+	for _, uid := range []int{0, 65534} {
+		t.Run(fmt.Sprint(uid), func(t *testing.T) {
+			f := newFixture(t, uid)
+			state := worldDir(t, uid)
+			os.Chown(state, uid, uid)
+			// The allowed port: everything but TCP to it must fail.
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			go func() {
+				for {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					c.Close()
+				}
+			}()
+			port := l.Addr().(*net.TCPAddr).Port
+			ag, err := NewAgent(AgentConfig{Writable: []string{state}, Launcher: filepath.Join(f.bin, "helper")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(filepath.Join(f.bin, "helper"))
+			cmd.Env = []string{"SANDBOX_TEST_HELPER=sockets", "SANDBOX_TEST_ADDR=" + l.Addr().String()}
+			cmd.Dir = state
+			if uid != 0 {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}}
+			}
+			if err := ag.Wrap(cmd); err != nil {
+				t.Fatal(err)
+			}
+			out, err := cmd.CombinedOutput()
+			got := strings.TrimSpace(string(out))
+			// The port is not among ConnectPorts: TCP is refused by
+			// Landlock (EACCES at connect), the others at socket(2).
+			want := "tcp:EACCES tcpproto:EACCES udp:socket udpproto:socket mptcp:EACCES sctp:EACCES seqpacket:EACCES ping:EACCES"
+			if err != nil || got != want {
+				t.Errorf("sockets under the agent profile (port %d) as uid %d: %v\n got %s\nwant %s", port, uid, err, got, want)
+			}
+		})
 	}
 }
