@@ -349,7 +349,8 @@ func TestDoctorACP(t *testing.T) {
 	}
 	if !strings.Contains(out, "ok   agent      Plan agent process under the sandbox agent profile: ") ||
 		!strings.Contains(out, "landlock ABI ") || !strings.Contains(out, "writes: its own state directory and /dev/null only") ||
-		!strings.Contains(out, "seccomp (socket: inet, inet6 only") || !strings.Contains(out, "no tcp bind") {
+		!strings.Contains(out, "seccomp (socket: tcp and udp over inet, inet6 only") || !strings.Contains(out, "no tcp bind") ||
+		!strings.Contains(out, "private mount namespace (everything read-only but its own dirs") {
 		t.Errorf("doctor does not say what confines the Plan agent:\n%s", out)
 	}
 	out, err = run("planbridge-no-such-agent --acp")
