@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -123,18 +124,69 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	if l.LandlockABI == 0 {
 		return nil, ErrNoAgentConfinement
 	}
-	if !l.Root && !l.UserNS {
-		return nil, ErrNoAgentMounts
+	if err := probeAgentMounts(launch); err != nil {
+		return nil, err
 	}
 	return &Agent{cfg: cfg, layers: l, launch: launch}, nil
 }
 
-// ErrNoAgentMounts is returned by [NewAgent] when this process is not
-// root and cannot create a user namespace: the agent's private mount
-// namespace, which keeps it from changing the metadata of files it owns
-// (chmod, chown, utimes, xattrs; Landlock does not cover those), cannot
-// be made, so the agent must not be started as if it were confined.
-var ErrNoAgentMounts = errors.New("sandbox: no user namespaces for this user: the agent's read-only mount namespace cannot be made (Landlock alone leaves chmod, utimes and xattrs open)")
+// ErrNoAgentMounts is returned by [NewAgent] when the agent's private
+// mount namespace cannot be made here (not root, and user namespaces
+// disabled or denied their capabilities, as AppArmor does on some
+// distributions): it keeps the agent from changing the metadata of files
+// it owns (chmod, chown, utimes, xattrs; Landlock does not cover those),
+// so the agent must not be started as if it were confined. It is an
+// [ErrNoAgentConfinement] for errors.Is.
+var ErrNoAgentMounts error = noMountsError{}
+
+type noMountsError struct{}
+
+func (noMountsError) Error() string {
+	return "sandbox: no private mount namespace for this user (user namespaces disabled or denied): the agent's files would be read-only to Landlock only, which leaves chmod, utimes and xattrs open"
+}
+
+func (noMountsError) Is(target error) bool { return target == ErrNoAgentConfinement }
+
+const profileMountProbe = "mount-probe"
+
+var (
+	mountProbeMu sync.Mutex
+	mountProbed  = map[string]error{} // by launcher
+)
+
+// probeAgentMounts checks once per launcher, by starting it, that the
+// launcher can make its read-only mount namespace here (as root it can).
+func probeAgentMounts(launch string) error {
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	mountProbeMu.Lock()
+	defer mountProbeMu.Unlock()
+	if err, ok := mountProbed[launch]; ok {
+		return err
+	}
+	err := func() error {
+		if !Probe().UserNS {
+			return ErrNoAgentMounts
+		}
+		enc, err := spec{Profile: profileMountProbe, Argv: []string{"probe"}}.encode()
+		if err != nil {
+			return err
+		}
+		cmd := exec.Command(launch, launcherArg, enc)
+		cmd.Args[0] = "planbridge-agent-mount-probe"
+		cmd.Env = []string{}
+		if err := privateMounts(cmd); err != nil {
+			return err
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%w: %v %s", ErrNoAgentMounts, err, out)
+		}
+		return nil
+	}()
+	mountProbed[launch] = err
+	return err
+}
 
 // Summary says which layers confine the agent on this machine, e.g.
 // "landlock ABI 7 (writes: 2 dirs, tcp connect: 443), seccomp (socket:

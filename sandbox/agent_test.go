@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -91,6 +92,7 @@ type agentParentSpec struct {
 	Argv     []string
 	Dir      string
 	Env      []string
+	Launcher string
 }
 
 // agentParent is the test binary run as an unprivileged planbridge: it
@@ -102,9 +104,9 @@ func agentParent(spec string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	ag, err := NewAgent(AgentConfig{Writable: sp.Writable, ConnectPorts: sp.Ports})
+	ag, err := NewAgent(AgentConfig{Writable: sp.Writable, ConnectPorts: sp.Ports, Launcher: sp.Launcher})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintln(os.Stderr, err, errors.Is(err, ErrNoAgentConfinement))
 		return 2
 	}
 	cmd := exec.Command(sp.Argv[0], sp.Argv[1:]...)
@@ -338,5 +340,21 @@ func TestAgentProfileSocketProtocols(t *testing.T) {
 				t.Errorf("sockets under the agent profile (port %d) as uid %d: %v\n got %s\nwant %s", port, uid, err, got, want)
 			}
 		})
+	}
+}
+
+// TestAgentProfileFailsClosedWithoutMounts: a user whose launcher cannot
+// make the read-only mount namespace (here a launcher that fails, as one
+// does where user namespaces are denied) gets no agent profile: the error
+// says why and is an ErrNoAgentConfinement.
+func TestAgentProfileFailsClosedWithoutMounts(t *testing.T) {
+	f := newFixture(t, 65534)
+	b, _ := json.Marshal(agentParentSpec{Writable: []string{f.ws}, Argv: []string{"/bin/true"}, Dir: f.ws, Launcher: "/bin/false"})
+	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", filepath.Join(f.bin, "helper"))
+	cmd.Env = []string{"SANDBOX_TEST_AGENT_PARENT=" + string(b)}
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 ||
+		!strings.Contains(string(out), "no private mount namespace for this user") || !strings.HasSuffix(strings.TrimSpace(string(out)), " true") {
+		t.Errorf("NewAgent as nobody with a launcher that cannot mount: %v\n%s", err, out)
 	}
 }

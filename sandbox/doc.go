@@ -75,8 +75,9 @@
 // (Profile "agent" in its spec), without bwrap, it first makes every mount
 // read-only but the writable directories, in a mount namespace of its own
 // (as root a plain CLONE_NEWNS; as any other user with a user namespace
-// mapping the user to itself, so [NewAgent] fails with [ErrNoAgentMounts]
-// where those are disabled): changing a file's mode, owner, times or
+// mapping the user to itself, which [NewAgent] tries once by starting the
+// launcher, failing with [ErrNoAgentMounts] where user namespaces are
+// disabled or denied their capabilities): changing a file's mode, owner, times or
 // extended attributes is no Landlock right, and a read-only mount refuses
 // them all (chmod +x of a tracked file, a setuid bit on a file the user
 // owns, a .git made world-writable). Then it sets no_new_privs,

@@ -102,6 +102,12 @@ func launch(arg string) error {
 	if sp.Profile == profileAgent {
 		return confineAgentAndExec(sp)
 	}
+	if sp.Profile == profileMountProbe {
+		if err := readOnlyMounts(nil); err != nil {
+			return err
+		}
+		os.Exit(0)
+	}
 	return confineAndExec(sp)
 }
 
