@@ -262,6 +262,9 @@ func (a *Agent) Wrap(cmd *exec.Cmd) error {
 	if err := privateMounts(cmd); err != nil {
 		return err
 	}
+	if err := noTerminal(cmd.SysProcAttr); err != nil {
+		return err
+	}
 	sp := spec{Profile: profileAgent, Write: a.cfg.Writable, Ports: ports, Agent: a.cfg.Limits, Dir: dir,
 		Landlock: true, ReadOnlyMounts: true, Argv: argv}
 	enc, err := sp.encode()
@@ -313,6 +316,21 @@ func privateMounts(cmd *exec.Cmd) error {
 	// namespace's capabilities: keep CAP_SYS_ADMIN (in the namespace
 	// only) for the launcher, which drops it after the mounts.
 	a.AmbientCaps = append(a.AmbientCaps, launcherCaps...)
+	return nil
+}
+
+// noTerminal makes the agent the leader of a session of its own, so it
+// has no controlling terminal: planbridge started from a shell would
+// otherwise hand it the person's terminal, where TIOCSTI pushes input to
+// the shell that reads it (run unconfined); Landlock ABI ≥ 5 denies
+// ioctls on devices the agent opens, but not on a terminal passed as one
+// of its descriptors, and older ABIs not at all. A new session is a new
+// process group too, whose id is the agent's pid, as Setpgid gives.
+func noTerminal(a *syscall.SysProcAttr) error {
+	if a.Setpgid && a.Pgid != 0 || a.Setctty || a.Foreground {
+		return fmt.Errorf("sandbox: the agent cannot join a process group or take a terminal")
+	}
+	a.Setpgid, a.Setsid = false, true
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -356,5 +358,79 @@ func TestAgentProfileFailsClosedWithoutMounts(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 ||
 		!strings.Contains(string(out), "no private mount namespace for this user") || !strings.HasSuffix(strings.TrimSpace(string(out)), " true") {
 		t.Errorf("NewAgent as nobody with a launcher that cannot mount: %v\n%s", err, out)
+	}
+}
+
+// ttyHelper runs under the agent profile with a terminal as its stderr
+// (and its parent's controlling terminal): it tries to open /dev/tty and
+// to push input to the terminal through stderr (TIOCSTI), printing the
+// errno of each.
+func ttyHelper() int {
+	word := func(err error) string {
+		if err == nil {
+			return "ok"
+		}
+		if e, ok := err.(unix.Errno); ok {
+			return unix.ErrnoName(e)
+		}
+		return err.Error()
+	}
+	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err == nil {
+		unix.Close(fd)
+	}
+	c := byte('#')
+	_, _, e := unix.Syscall(unix.SYS_IOCTL, 2, unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
+	var serr error
+	if e != 0 {
+		serr = e
+	}
+	fmt.Printf("devtty:%s tiocsti:%s\n", word(err), word(serr))
+	return 0
+}
+
+// TestAgentProfileNoTerminal: planbridge started from a terminal does not
+// hand it to the agent: the agent is in a session of its own, /dev/tty
+// does not open, and TIOCSTI on a terminal it holds as a descriptor (the
+// person's shell would read and run the input, unconfined) is refused.
+// As root and as a nobody parent.
+func TestAgentProfileNoTerminal(t *testing.T) {
+	for _, uid := range []int{0, 65534} {
+		t.Run(fmt.Sprint(uid), func(t *testing.T) {
+			f := newFixture(t, uid)
+			state := worldDir(t, uid)
+			os.Chown(state, uid, uid)
+			m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+				t.Fatal(err)
+			}
+			n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pts, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pts.Close()
+			os.Chown(pts.Name(), uid, uid)
+			go io.Copy(io.Discard, m)
+			b, _ := json.Marshal(agentParentSpec{Writable: []string{state}, Argv: []string{filepath.Join(f.bin, "helper")}, Dir: state,
+				Env: []string{"SANDBOX_TEST_HELPER=tty"}})
+			cmd := exec.Command("setpriv", "--reuid="+strconv.Itoa(uid), "--regid="+strconv.Itoa(uid), "--clear-groups", filepath.Join(f.bin, "helper"))
+			cmd.Env = []string{"SANDBOX_TEST_AGENT_PARENT=" + string(b)}
+			// The parent (planbridge) has the terminal as its controlling
+			// one and passes it on as stderr, as a shell would.
+			cmd.Stdin, cmd.Stderr = pts, pts
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+			out, err := cmd.Output()
+			if got := strings.TrimSpace(string(out)); err != nil || got != "devtty:ENXIO tiocsti:EPERM" {
+				t.Errorf("the agent and the terminal as uid %d: %v\n got %q\nwant %q", uid, err, got, "devtty:ENXIO tiocsti:EPERM")
+			}
+		})
 	}
 }

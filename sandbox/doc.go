@@ -80,7 +80,9 @@
 // disabled or denied their capabilities): changing a file's mode, owner, times or
 // extended attributes is no Landlock right, and a read-only mount refuses
 // them all (chmod +x of a tracked file, a setuid bit on a file the user
-// owns, a .git made world-writable). Then it sets no_new_privs,
+// owns, a .git made world-writable). It runs in a session of its own, so
+// it has no controlling terminal (TIOCSTI would push input to the shell
+// of the terminal planbridge was started from). Then it sets no_new_privs,
 // drops capabilities, applies Landlock (V9 best effort: the whole file
 // system readable and executable; writes only beneath the given writable
 // directories and to /dev/null; TCP connect only to the given ports and
