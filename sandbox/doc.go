@@ -80,7 +80,10 @@
 // disabled or denied their capabilities): changing a file's mode, owner, times or
 // extended attributes is no Landlock right, and a read-only mount refuses
 // them all (chmod +x of a tracked file, a setuid bit on a file the user
-// owns, a .git made world-writable). It runs in a session of its own, so
+// owns, a .git made world-writable). The same clone makes a pid namespace
+// whose first process is the agent (with its own /proc where the kernel
+// allows the mount): when the agent ends, every process it left, one in
+// a session of its own included, is killed. It runs in a session of its own, so
 // it has no controlling terminal (TIOCSTI would push input to the shell
 // of the terminal planbridge was started from). Then it sets no_new_privs,
 // drops capabilities, applies Landlock (V9 best effort: the whole file

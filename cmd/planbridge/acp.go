@@ -394,7 +394,7 @@ func acpConfinementText(ports []uint16, optOut bool) string {
 	// once an agent starts): name it for what every Plan agent gets.
 	sum := strings.Replace(ag.Summary(), "writes: /dev/null only", "writes: its own state directory and /dev/null only", 1)
 	return "Plan agent process under the sandbox agent profile: workspace and everything else read-only, writes only to its own state directory (private home and tmp); " +
-		sum + "; no bwrap, pid or network namespace (/proc visible; other processes' entries guarded by Landlock's ptrace scoping)"
+		sum + "; no bwrap, no network namespace (UDP not restricted)"
 }
 
 func newACP(cfg agent.EngineConfig, stateDir string, lg *slog.Logger, acps *acpEngines) (agent.Engine, error) {
