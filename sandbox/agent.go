@@ -176,7 +176,7 @@ func probeAgentMounts(launch string) error {
 		cmd := exec.Command(launch, launcherArg, enc)
 		cmd.Args[0] = "planbridge-agent-mount-probe"
 		cmd.Env = []string{}
-		if err := privateMounts(cmd); err != nil {
+		if err := agentNamespaces(cmd); err != nil {
 			return err
 		}
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -198,7 +198,7 @@ func (a *Agent) Summary() string {
 		w = fmt.Sprintf("%d own dir(s) and /dev/null", n)
 	}
 	s := "private mount namespace (everything read-only but its own dirs: no chmod, chown, utimes or xattr elsewhere), " +
-		"pid namespace (nothing outlives it), own session (no terminal), "
+		"pid and ipc namespaces (nothing outlives it, no shared memory of others), own session (no terminal), "
 	s += fmt.Sprintf("landlock ABI %d (reads: all, writes: %s", l.LandlockABI, w)
 	if l.LandlockABI >= 4 {
 		s += fmt.Sprintf(", tcp connect only to port(s) %v, no tcp bind", a.cfg.ConnectPorts)
@@ -260,7 +260,7 @@ func (a *Agent) Wrap(cmd *exec.Cmd) error {
 	argv := append([]string{path}, cmd.Args[1:]...)
 	ports := append([]uint16(nil), a.cfg.ConnectPorts...)
 	sort.Slice(ports, func(i, j int) bool { return ports[i] < ports[j] })
-	if err := privateMounts(cmd); err != nil {
+	if err := agentNamespaces(cmd); err != nil {
 		return err
 	}
 	if err := noTerminal(cmd.SysProcAttr); err != nil {
@@ -279,7 +279,7 @@ func (a *Agent) Wrap(cmd *exec.Cmd) error {
 
 const profileAgent = "agent"
 
-// privateMounts makes cmd start in a mount namespace of its own, where the
+// agentNamespaces makes cmd start in a mount namespace of its own, where the
 // launcher can make every mount read-only but the writable directories
 // (see [readOnlyMounts]): Landlock confines writes to file contents and
 // names, but changing a file's mode, owner, times or extended attributes
@@ -289,19 +289,23 @@ const profileAgent = "agent"
 // capability the launcher drops with the rest); as any other user it
 // comes with a user namespace that maps the user to itself, and
 // CAP_SYS_ADMIN and CAP_SETPCAP in that namespace only, likewise ambient.
-func privateMounts(cmd *exec.Cmd) error {
+func agentNamespaces(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	a := cmd.SysProcAttr
-	if a.Cloneflags&(unix.CLONE_NEWUSER|unix.CLONE_NEWNS) != 0 || len(a.UidMappings) > 0 || len(a.GidMappings) > 0 {
+	if a.Cloneflags&(unix.CLONE_NEWUSER|unix.CLONE_NEWNS|unix.CLONE_NEWPID|unix.CLONE_NEWIPC) != 0 || len(a.UidMappings) > 0 || len(a.GidMappings) > 0 {
 		return fmt.Errorf("sandbox: the agent command already asks for namespaces")
 	}
 	// And a pid namespace: the agent is its first process, and when it
 	// ends the kernel kills every process left in it (one that left the
 	// agent's session and process group included), so nothing it started
 	// outlives it.
-	a.Cloneflags |= unix.CLONE_NEWNS | unix.CLONE_NEWPID
+	// And an IPC namespace: System V shared memory, semaphores and
+	// message queues, and POSIX message queues, are no files Landlock
+	// could guard; in the machine's namespace the agent could attach to
+	// another process's shared memory (of its user) and write it.
+	a.Cloneflags |= unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC
 	// CAP_SETPCAP too, so that the launcher can empty the bounding set.
 	launcherCaps := []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
 	if os.Geteuid() == 0 {
@@ -340,7 +344,7 @@ func noTerminal(a *syscall.SysProcAttr) error {
 }
 
 // readOnlyMounts runs in the launcher, in the mount namespace of
-// [privateMounts] and before the capabilities go: nothing propagates to
+// [agentNamespaces] and before the capabilities go: nothing propagates to
 // or from the outside, every mount becomes read-only, and each writable
 // directory is bound onto itself writable. Devices (/dev/null) stay
 // writable on a read-only mount; Landlock decides which.

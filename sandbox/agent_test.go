@@ -487,3 +487,65 @@ func TestAgentProfileNothingOutlivesTheAgent(t *testing.T) {
 		})
 	}
 }
+
+// shmHelper runs under the agent profile: it looks up the System V shared
+// memory segment of key and writes into it, printing what it could do.
+func shmHelper(key string) int {
+	k, _ := strconv.Atoi(key)
+	id, err := unix.SysvShmGet(k, 0, 0)
+	if err != nil {
+		fmt.Println("shmget:" + unix.ErrnoName(err.(unix.Errno)))
+		return 0
+	}
+	b, err := unix.SysvShmAttach(id, 0, 0)
+	if err != nil {
+		fmt.Println("shmat:" + unix.ErrnoName(err.(unix.Errno)))
+		return 0
+	}
+	copy(b, "PWNED")
+	unix.SysvShmDetach(b)
+	fmt.Println("written")
+	return 0
+}
+
+// TestAgentProfileOtherProcessesSharedMemory: a System V shared memory
+// segment of another process (mode 0666, so any user could attach) is
+// out of the agent's reach: it has an IPC namespace of its own. As root
+// and as nobody.
+func TestAgentProfileOtherProcessesSharedMemory(t *testing.T) {
+	for _, uid := range []int{0, 65534} {
+		t.Run(fmt.Sprint(uid), func(t *testing.T) {
+			f := newFixture(t, uid)
+			state := worldDir(t, uid)
+			key := 0x5eed0000 + os.Getpid()%0xffff + uid
+			id, err := unix.SysvShmGet(key, 4096, unix.IPC_CREAT|unix.IPC_EXCL|0o666)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+			mem, err := unix.SysvShmAttach(id, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.SysvShmDetach(mem)
+			copy(mem, "original")
+			ag, err := NewAgent(AgentConfig{Writable: []string{state}, Launcher: filepath.Join(f.bin, "helper")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(filepath.Join(f.bin, "helper"))
+			cmd.Env = []string{"SANDBOX_TEST_HELPER=shm", "SANDBOX_TEST_ADDR=" + strconv.Itoa(key)}
+			cmd.Dir = state
+			if uid != 0 {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}}
+			}
+			if err := ag.Wrap(cmd); err != nil {
+				t.Fatal(err)
+			}
+			out, err := cmd.CombinedOutput()
+			if got := strings.TrimSpace(string(out)); err != nil || got != "shmget:ENOENT" || string(mem[:8]) != "original" {
+				t.Errorf("the agent and another process's shared memory as uid %d: %v %q, memory %q", uid, err, got, mem[:8])
+			}
+		})
+	}
+}

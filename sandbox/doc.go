@@ -83,7 +83,9 @@
 // owns, a .git made world-writable). The same clone makes a pid namespace
 // whose first process is the agent (with its own /proc where the kernel
 // allows the mount): when the agent ends, every process it left, one in
-// a session of its own included, is killed. It runs in a session of its own, so
+// a session of its own included, is killed; and an IPC namespace, so no
+// System V or POSIX IPC object of another process (shared memory it could
+// write) is reachable. It runs in a session of its own, so
 // it has no controlling terminal (TIOCSTI would push input to the shell
 // of the terminal planbridge was started from). Then it sets no_new_privs,
 // drops capabilities, applies Landlock (V9 best effort: the whole file

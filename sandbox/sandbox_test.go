@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if p := os.Getenv("SANDBOX_TEST_AGENT_PARENT"); p != "" {
 		os.Exit(agentParent(p))
 	}
+	if os.Getenv("SANDBOX_TEST_HELPER") == "shm" {
+		os.Exit(shmHelper(os.Getenv("SANDBOX_TEST_ADDR")))
+	}
 	if os.Getenv("SANDBOX_TEST_HELPER") == "tty" {
 		os.Exit(ttyHelper())
 	}
