@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -217,7 +218,10 @@ func (a *Agent) Summary() string {
 		s += ", seccomp (socket: " + fam + " only; io_uring, keyctl, bpf, perf denied)"
 	}
 	procs := "rlimit"
-	if l.Root {
+	switch {
+	case l.cgroupRoot != "":
+		procs = fmt.Sprintf("pids cgroup, %d", a.cfg.Limits.Processes)
+	case l.Root:
 		procs = "not bounded as root"
 	}
 	return s + ", capabilities dropped, no_new_privs, rlimits (data, file size, files; processes: " + procs + ")"
@@ -268,6 +272,15 @@ func (a *Agent) Wrap(cmd *exec.Cmd) error {
 	}
 	sp := spec{Profile: profileAgent, Write: a.cfg.Writable, Ports: ports, Agent: a.cfg.Limits, Dir: dir,
 		Landlock: true, ReadOnlyMounts: true, Argv: argv}
+	// RLIMIT_NPROC bounds every user but uid 0; uid 0 gets a pids
+	// cgroup where one can be made.
+	if a.layers.cgroupRoot != "" && (cmd.SysProcAttr.Credential == nil || cmd.SysProcAttr.Credential.Uid == 0) {
+		cg, err := newAgentCgroup(a.layers.cgroupRoot, a.cfg.Limits.Processes)
+		if err != nil {
+			return fmt.Errorf("sandbox: the agent's pids cgroup: %w", err)
+		}
+		sp.CgroupDir = cg
+	}
 	enc, err := sp.encode()
 	if err != nil {
 		return err
@@ -328,6 +341,59 @@ func agentNamespaces(cmd *exec.Cmd) error {
 	return nil
 }
 
+// Agent cgroups are named planbridge-agent-PID-SEQ-new (PID the
+// creating planbridge's) until the launcher has joined one and renamed it
+// -run. Nothing waits for an agent to end, so each new one first removes
+// the -run cgroups that are empty (rmdir refuses the others) and the -new
+// ones whose creator is gone.
+const agentCgroupPrefix = "planbridge-agent-"
+
+// newAgentCgroup sweeps root of finished agent cgroups and makes a new one
+// bounded to max processes and threads; it returns its directory.
+func newAgentCgroup(root string, max uint64) (string, error) {
+	ents, _ := os.ReadDir(root)
+	for _, e := range ents {
+		n := e.Name()
+		if !e.IsDir() || !strings.HasPrefix(n, agentCgroupPrefix) {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(n, "-run"):
+			os.Remove(filepath.Join(root, n))
+		case strings.HasSuffix(n, "-new"):
+			var pid, seq int
+			if _, err := fmt.Sscanf(n, agentCgroupPrefix+"%d-%d-new", &pid, &seq); err == nil && pid != os.Getpid() &&
+				errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
+				os.Remove(filepath.Join(root, n))
+			}
+		}
+	}
+	dir := filepath.Join(root, fmt.Sprintf("%s%d-%d-new", agentCgroupPrefix, os.Getpid(), cgroupSeq.Add(1)))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(fmt.Sprint(max)), 0); err != nil {
+		os.Remove(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// joinAgentCgroup runs in the launcher, before its capabilities go: it
+// moves the launcher (and so the agent and all it starts) into dir and
+// marks the cgroup as in use.
+func joinAgentCgroup(dir string) error {
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte("0"), 0); err != nil {
+		return fmt.Errorf("join the pids cgroup: %w", err)
+	}
+	if strings.HasSuffix(dir, "-new") {
+		if err := os.Rename(dir, strings.TrimSuffix(dir, "-new")+"-run"); err != nil {
+			return fmt.Errorf("mark the pids cgroup: %w", err)
+		}
+	}
+	return nil
+}
+
 // noTerminal makes the agent the leader of a session of its own, so it
 // has no controlling terminal: planbridge started from a shell would
 // otherwise hand it the person's terminal, where TIOCSTI pushes input to
@@ -385,6 +451,11 @@ func confineAgentAndExec(sp spec) error {
 	}
 	if !sp.ReadOnlyMounts {
 		return fmt.Errorf("the agent profile needs its read-only mounts")
+	}
+	if sp.CgroupDir != "" {
+		if err := joinAgentCgroup(sp.CgroupDir); err != nil {
+			return err
+		}
 	}
 	if err := readOnlyMounts(sp.Write); err != nil {
 		return err

@@ -549,3 +549,80 @@ func TestAgentProfileOtherProcessesSharedMemory(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentProfileProcessLimit: a fork bomb in the agent stops at its
+// process limit as root too (uid 0 is exempt from RLIMIT_NPROC: a pids
+// cgroup bounds it), and the cgroup of a finished agent is removed when
+// the next one starts. As root and as nobody (RLIMIT_NPROC).
+func TestAgentProfileProcessLimit(t *testing.T) {
+	if Probe().cgroupRoot == "" {
+		t.Fatalf("this test runs as root with a writable pids cgroup hierarchy (probe: %s)", Probe().Processes)
+	}
+	for _, uid := range []int{0, 65534} {
+		t.Run(fmt.Sprint(uid), func(t *testing.T) {
+			f := newFixture(t, uid)
+			state := worldDir(t, uid)
+			ag, err := NewAgent(AgentConfig{Writable: []string{state}, Launcher: filepath.Join(f.bin, "helper"),
+				Limits: AgentLimits{Processes: 30}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// 200 children that wait on a pipe: the limit must stop it.
+			bomb := `import os
+r, w = os.pipe()
+n = 0
+for i in range(200):
+    try:
+        pid = os.fork()
+    except OSError as e:
+        print("stopped", n < 30, e.strerror); break
+    if pid == 0:
+        os.close(w); os.read(r, 1); os._exit(0)
+    n += 1
+else:
+    print("forked", n)
+`
+			cmd := exec.Command("/usr/bin/python3", "-c", bomb)
+			cmd.Dir = state
+			cmd.Env = []string{"PATH=" + fixedPath}
+			if uid != 0 {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}}
+			}
+			if err := ag.Wrap(cmd); err != nil {
+				t.Fatal(err)
+			}
+			var sp spec
+			if err := json.Unmarshal([]byte(cmd.Args[2]), &sp); err != nil || (sp.CgroupDir == "") != (uid != 0) {
+				t.Fatalf("the launcher's spec as uid %d (a cgroup for uid 0 only, RLIMIT_NPROC bounds the others): %v %+v", uid, err, sp)
+			}
+			out, err := cmd.CombinedOutput()
+			// As nobody the limit counts the user's processes elsewhere
+			// too (30 more than those): it stops, maybe later.
+			want := "stopped True Resource temporarily unavailable"
+			got := strings.TrimSpace(string(out))
+			if uid != 0 {
+				got = strings.Replace(got, "stopped False", "stopped True", 1)
+			}
+			if err != nil || got != want {
+				t.Errorf("fork bomb in the agent as uid %d: %v %q", uid, err, got)
+			}
+			if uid != 0 {
+				return
+			}
+			run := strings.TrimSuffix(sp.CgroupDir, "-new") + "-run"
+			if _, err := os.Stat(run); err != nil {
+				t.Errorf("the agent's cgroup: %v", err)
+			}
+			next := exec.Command("/bin/true")
+			if err := ag.Wrap(next); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(run); !os.IsNotExist(err) {
+				t.Errorf("the finished agent's cgroup %s is still there: %v", run, err)
+			}
+			var nsp spec
+			json.Unmarshal([]byte(next.Args[2]), &nsp)
+			os.Remove(nsp.CgroupDir) // never started
+		})
+	}
+}

@@ -99,7 +99,9 @@
 // where Landlock covers unix connects, and denies io_uring,
 // keyrings, bpf, perf events and userfaultfd, and agent-sized limits
 // (RLIMIT_DATA 8 GiB, file size 1 GiB, 8192 files, processes by
-// RLIMIT_NPROC, which does not bound uid 0; no CPU or address-space cap).
+// RLIMIT_NPROC, which does not bound uid 0: an agent run as uid 0 joins a
+// pids cgroup of its own where a pids hierarchy is writable, removed when
+// the next agent starts; no CPU or address-space cap).
 // Without Landlock [NewAgent] fails ([ErrNoAgentConfinement]) rather than
 // start an agent that looks confined. planbridge runs every Plan turn's
 // ACP agent under this profile, with its own directory (a private home

@@ -75,6 +75,9 @@ type spec struct {
 	// ReadOnlyMounts: the launcher starts in a mount namespace of its own
 	// and makes every mount but the Write directories read-only.
 	ReadOnlyMounts bool `json:"ro_mounts,omitempty"`
+	// CgroupDir is the agent's pids cgroup, which the launcher joins
+	// (root only, where a pids hierarchy is writable).
+	CgroupDir string `json:"cgroup_dir,omitempty"`
 }
 
 func (s spec) encode() (string, error) {
