@@ -215,7 +215,7 @@ func (a *Agent) Summary() string {
 		if agentUnixAllowed(l.LandlockABI) {
 			fam += ", unix (pathname connects limited by landlock)"
 		}
-		s += ", seccomp (socket: " + fam + " only; io_uring, keyctl, bpf, perf denied)"
+		s += ", seccomp (socket: " + fam + " only; no TCP Fast Open; io_uring, keyctl, bpf, perf denied)"
 	}
 	procs := "rlimit"
 	switch {
@@ -524,7 +524,7 @@ func restrictAgentLandlock(sp spec) error {
 }
 
 // installAgentSeccomp: socket(2) only for TCP and UDP over AF_INET and
-// AF_INET6 (and AF_UNIX when unix is set), io_uring, keyrings, bpf, perf events and
+// AF_INET6 (and AF_UNIX when unix is set), no send with MSG_FASTOPEN, io_uring, keyrings, bpf, perf events and
 // userfaultfd denied, as in the shell profile.
 func installAgentSeccomp(unixOK bool) error {
 	arch := seccompArch()
@@ -553,6 +553,24 @@ func installAgentSeccomp(unixOK bool) error {
 		}
 		prog = append(prog, unix.SockFilter{Code: jeq, K: nr, Jf: 1}, unix.SockFilter{Code: ret, K: denied})
 	}
+	// A send with MSG_FASTOPEN on a TCP socket connects it (TCP Fast
+	// Open) without connect(2), and Landlock's connect rules never see
+	// it: the agent reached every port that way. sendto and sendmmsg
+	// carry the flags in args[3], sendmsg in args[2].
+	const jset = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+	prog = append(prog,
+		/* 0 */ unix.SockFilter{Code: jeq, K: unix.SYS_SENDTO, Jt: 1},
+		/* 1 */ unix.SockFilter{Code: jeq, K: unix.SYS_SENDMMSG, Jf: 4}, // → 6
+		/* 2 */ unix.SockFilter{Code: ldAbs, K: 16 + 3*8},
+		/* 3 */ unix.SockFilter{Code: jset, K: unix.MSG_FASTOPEN, Jf: 1},
+		/* 4 */ unix.SockFilter{Code: ret, K: denied},
+		/* 5 */ unix.SockFilter{Code: ret, K: allow},
+		/* 6 */ unix.SockFilter{Code: jeq, K: unix.SYS_SENDMSG, Jf: 4}, // → 11, nr still loaded
+		/* 7 */ unix.SockFilter{Code: ldAbs, K: 16 + 2*8},
+		/* 8 */ unix.SockFilter{Code: jset, K: unix.MSG_FASTOPEN, Jf: 1},
+		/* 9 */ unix.SockFilter{Code: ret, K: denied},
+		/* 10 */ unix.SockFilter{Code: ret, K: allow},
+	)
 	// nr != socket: allow. Else load the low word of args[0] (the
 	// family; seccomp_data.args at offset 16, little-endian on the
 	// supported architectures). AF_UNIX when unixOK; AF_INET and

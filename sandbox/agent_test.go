@@ -290,6 +290,27 @@ func socketsHelper(addr string) int {
 	try("sctp", unix.SOCK_STREAM, unix.IPPROTO_SCTP, true)
 	try("seqpacket", unix.SOCK_SEQPACKET, 0, false)
 	try("ping", unix.SOCK_DGRAM, unix.IPPROTO_ICMP, false)
+	// TCP Fast Open: a send that connects, without connect(2).
+	sends := []struct {
+		name string
+		send func(fd int) error
+	}{
+		{"tfo-sendto", func(fd int) error { return unix.Sendto(fd, []byte("x"), unix.MSG_FASTOPEN, sa) }},
+		{"tfo-sendmsg", func(fd int) error { return unix.Sendmsg(fd, []byte("x"), nil, sa, unix.MSG_FASTOPEN) }},
+	}
+	for _, s := range sends {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			fmt.Printf("%s:socket-%v ", s.name, err)
+			continue
+		}
+		if err := s.send(fd); err != nil {
+			fmt.Printf("%s:%v ", s.name, unix.ErrnoName(err.(unix.Errno)))
+		} else {
+			fmt.Printf("%s:sent ", s.name)
+		}
+		unix.Close(fd)
+	}
 	fmt.Println()
 	return 0
 }
@@ -297,7 +318,9 @@ func socketsHelper(addr string) int {
 // TestAgentProfileSocketProtocols: Landlock's connect rules hold for TCP
 // only, so the agent may make TCP and UDP sockets and nothing else of the
 // inet families: an IPPROTO_MPTCP stream reached every port (the kernel
-// runs MPTCP here), SCTP and ICMP are refused too. As root and as nobody.
+// runs MPTCP here), SCTP and ICMP are refused too; and no send may connect
+// a TCP socket with MSG_FASTOPEN (Landlock sees only connect(2); Fast
+// Open reached every port). As root and as nobody.
 func TestAgentProfileSocketProtocols(t *testing.T) {
 	for _, uid := range []int{0, 65534} {
 		t.Run(fmt.Sprint(uid), func(t *testing.T) {
@@ -337,7 +360,8 @@ func TestAgentProfileSocketProtocols(t *testing.T) {
 			got := strings.TrimSpace(string(out))
 			// The port is not among ConnectPorts: TCP is refused by
 			// Landlock (EACCES at connect), the others at socket(2).
-			want := "tcp:EACCES tcpproto:EACCES udp:socket udpproto:socket mptcp:EACCES sctp:EACCES seqpacket:EACCES ping:EACCES"
+			want := "tcp:EACCES tcpproto:EACCES udp:socket udpproto:socket mptcp:EACCES sctp:EACCES seqpacket:EACCES ping:EACCES " +
+				"tfo-sendto:EACCES tfo-sendmsg:EACCES"
 			if err != nil || got != want {
 				t.Errorf("sockets under the agent profile (port %d) as uid %d: %v\n got %s\nwant %s", port, uid, err, got, want)
 			}

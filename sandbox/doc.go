@@ -95,7 +95,9 @@
 // ABI ≥ 6; pathname unix sockets unreachable at ABI ≥ 9), a seccomp filter
 // that allows socket(2) only for TCP and UDP over AF_INET and AF_INET6
 // (Landlock's port rules hold for TCP alone: an IPPROTO_MPTCP stream, or
-// SCTP, would reach any port; no ICMP either), AF_UNIX too at ABI ≥ 9,
+// SCTP, would reach any port; no ICMP either) and no send with
+// MSG_FASTOPEN (TCP Fast Open connects without connect(2), unseen by
+// Landlock), AF_UNIX too at ABI ≥ 9,
 // where Landlock covers unix connects, and denies io_uring,
 // keyrings, bpf, perf events and userfaultfd, and agent-sized limits
 // (RLIMIT_DATA 8 GiB, file size 1 GiB, 8192 files, processes by
