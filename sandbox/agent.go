@@ -215,7 +215,7 @@ func (a *Agent) Summary() string {
 		if agentUnixAllowed(l.LandlockABI) {
 			fam += ", unix (pathname connects limited by landlock)"
 		}
-		s += ", seccomp (socket: " + fam + " only; no TCP Fast Open; io_uring, keyctl, bpf, perf denied)"
+		s += ", seccomp (socket: " + fam + " only; no listen, no TCP Fast Open; io_uring, keyctl, bpf, perf denied)"
 	}
 	procs := "rlimit"
 	switch {
@@ -524,7 +524,8 @@ func restrictAgentLandlock(sp spec) error {
 }
 
 // installAgentSeccomp: socket(2) only for TCP and UDP over AF_INET and
-// AF_INET6 (and AF_UNIX when unix is set), no send with MSG_FASTOPEN, io_uring, keyrings, bpf, perf events and
+// AF_INET6 (and AF_UNIX when unix is set), no listen(2), no send with
+// MSG_FASTOPEN, io_uring, keyrings, bpf, perf events and
 // userfaultfd denied, as in the shell profile.
 func installAgentSeccomp(unixOK bool) error {
 	arch := seccompArch()
@@ -553,6 +554,10 @@ func installAgentSeccomp(unixOK bool) error {
 		}
 		prog = append(prog, unix.SockFilter{Code: jeq, K: nr, Jf: 1}, unix.SockFilter{Code: ret, K: denied})
 	}
+	// listen(2) on a socket never bound binds it to a free port itself,
+	// out of Landlock's bind rule: the agent listened on every address.
+	// It serves no one, so it listens on nothing.
+	prog = append(prog, unix.SockFilter{Code: jeq, K: unix.SYS_LISTEN, Jf: 1}, unix.SockFilter{Code: ret, K: denied})
 	// A send with MSG_FASTOPEN on a TCP socket connects it (TCP Fast
 	// Open) without connect(2), and Landlock's connect rules never see
 	// it: the agent reached every port that way. sendto and sendmmsg

@@ -290,6 +290,15 @@ func socketsHelper(addr string) int {
 	try("sctp", unix.SOCK_STREAM, unix.IPPROTO_SCTP, true)
 	try("seqpacket", unix.SOCK_SEQPACKET, 0, false)
 	try("ping", unix.SOCK_DGRAM, unix.IPPROTO_ICMP, false)
+	// listen(2) without bind(2) binds a free port itself.
+	if fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err == nil {
+		if err := unix.Listen(fd, 1); err != nil {
+			fmt.Printf("listen:%v ", unix.ErrnoName(err.(unix.Errno)))
+		} else {
+			fmt.Printf("listen:listening ")
+		}
+		unix.Close(fd)
+	}
 	// TCP Fast Open: a send that connects, without connect(2).
 	sends := []struct {
 		name string
@@ -320,7 +329,9 @@ func socketsHelper(addr string) int {
 // inet families: an IPPROTO_MPTCP stream reached every port (the kernel
 // runs MPTCP here), SCTP and ICMP are refused too; and no send may connect
 // a TCP socket with MSG_FASTOPEN (Landlock sees only connect(2); Fast
-// Open reached every port). As root and as nobody.
+// Open reached every port), and no socket may listen (listen(2) binds an
+// unbound socket to a free port itself, unseen by Landlock's bind rule).
+// As root and as nobody.
 func TestAgentProfileSocketProtocols(t *testing.T) {
 	for _, uid := range []int{0, 65534} {
 		t.Run(fmt.Sprint(uid), func(t *testing.T) {
@@ -361,7 +372,7 @@ func TestAgentProfileSocketProtocols(t *testing.T) {
 			// The port is not among ConnectPorts: TCP is refused by
 			// Landlock (EACCES at connect), the others at socket(2).
 			want := "tcp:EACCES tcpproto:EACCES udp:socket udpproto:socket mptcp:EACCES sctp:EACCES seqpacket:EACCES ping:EACCES " +
-				"tfo-sendto:EACCES tfo-sendmsg:EACCES"
+				"listen:EACCES tfo-sendto:EACCES tfo-sendmsg:EACCES"
 			if err != nil || got != want {
 				t.Errorf("sockets under the agent profile (port %d) as uid %d: %v\n got %s\nwant %s", port, uid, err, got, want)
 			}

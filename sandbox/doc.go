@@ -97,7 +97,8 @@
 // (Landlock's port rules hold for TCP alone: an IPPROTO_MPTCP stream, or
 // SCTP, would reach any port; no ICMP either) and no send with
 // MSG_FASTOPEN (TCP Fast Open connects without connect(2), unseen by
-// Landlock), AF_UNIX too at ABI ≥ 9,
+// Landlock) and no listen(2) (which binds an unbound socket to a free
+// port, unseen by Landlock's bind rule), AF_UNIX too at ABI ≥ 9,
 // where Landlock covers unix connects, and denies io_uring,
 // keyrings, bpf, perf events and userfaultfd, and agent-sized limits
 // (RLIMIT_DATA 8 GiB, file size 1 GiB, 8192 files, processes by
