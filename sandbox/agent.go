@@ -498,6 +498,14 @@ func confineAgentAndExec(sp spec) error {
 			return fmt.Errorf("setrlimit %d: %w", l.res, err)
 		}
 	}
+	// The agent gets its stdin, stdout and stderr and no other
+	// descriptor: one planbridge inherited without close-on-exec (from
+	// the shell or editor that started it) would reach the agent open,
+	// past every rule Landlock and the mounts apply when a file is
+	// opened.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("close the inherited descriptors: %w", err)
+	}
 	return fmt.Errorf("exec %s: %w", sp.Argv[0], unix.Exec(sp.Argv[0], sp.Argv, os.Environ()))
 }
 

@@ -661,3 +661,55 @@ else:
 		})
 	}
 }
+
+// TestAgentProfileInheritsNoDescriptors: a descriptor planbridge holds
+// without close-on-exec (one inherited from whatever started it: here a
+// workspace file opened for writing) does not reach the agent, nor a
+// command of the read-only sandbox; through it they wrote the workspace
+// past Landlock and the read-only mounts, which check a file when it is
+// opened. As root and as nobody.
+func TestAgentProfileInheritsNoDescriptors(t *testing.T) {
+	for _, uid := range []int{0, 65534} {
+		t.Run(fmt.Sprint(uid), func(t *testing.T) {
+			f := newFixture(t, uid)
+			state := worldDir(t, uid)
+			os.Chown(state, uid, uid)
+			before := treeOf(t, f.ws)
+			// No O_CLOEXEC: every child of this process inherits it.
+			fd, err := syscall.Open(filepath.Join(f.ws, "notes.txt"), syscall.O_WRONLY|syscall.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer syscall.Close(fd)
+			ag, err := NewAgent(AgentConfig{Writable: []string{state}, Launcher: filepath.Join(f.bin, "helper")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("/bin/sh", "-c", fmt.Sprintf(`echo pwned >&%d && echo wrote || echo refused`, fd))
+			cmd.Dir = state
+			cmd.Env = []string{"PATH=" + fixedPath}
+			if uid != 0 {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}}
+			}
+			if err := ag.Wrap(cmd); err != nil {
+				t.Fatal(err)
+			}
+			out, err := cmd.Output()
+			if got := strings.TrimSpace(string(out)); err != nil || got != "refused" {
+				t.Errorf("the agent and an inherited descriptor as uid %d: %v %q", uid, err, got)
+			}
+			// The read-only runner's profile, with bwrap and without.
+			for _, noBwrap := range []bool{false, true} {
+				// Its file size limit 0 stops a write; not a truncation.
+				prog := fmt.Sprintf("import os\ntry:\n  os.ftruncate(%d, 0); print('truncated')\nexcept OSError: print('refused')", fd)
+				got, code := f.run(t, f.sandbox(t, noBwrap, Limits{}), nil, "/usr/bin/python3", "-c", prog)
+				if strings.TrimSpace(got) != "refused" {
+					t.Errorf("the read-only sandbox (no bwrap: %v) and an inherited descriptor as uid %d: %d %q", noBwrap, uid, code, got)
+				}
+			}
+			if after := treeOf(t, f.ws); after != before {
+				t.Errorf("the workspace changed through an inherited descriptor")
+			}
+		})
+	}
+}

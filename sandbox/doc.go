@@ -14,7 +14,9 @@
 // into the sandbox) → program; without it, launcher → program. The
 // launcher joins the pids cgroup through a descriptor its parent opened,
 // then, on one OS thread, sets no_new_privs, drops capabilities, applies
-// Landlock and seccomp, sets the limits and execs. A launcher that cannot
+// Landlock and seccomp, sets the limits, closes every descriptor but
+// stdin, stdout and stderr (one inherited without close-on-exec would be
+// open past every rule applied at open) and execs. A launcher that cannot
 // set a layer up exits [ExitSetup] and the program never runs. Start and
 // finish a process with [Start] and [Wait] (or [Run]), which remove the
 // cgroup. The layers, each applied when this machine has it and reported

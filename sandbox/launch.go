@@ -267,6 +267,12 @@ func confineAndExec(sp spec) error {
 	if err := setLimits(sp.Limits, nproc); err != nil {
 		return err
 	}
+	// No descriptor but stdin, stdout and stderr (the cgroup's is used
+	// above): one inherited without close-on-exec would be open past
+	// every rule that applies when a file is opened.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("close the inherited descriptors: %w", err)
+	}
 	return fmt.Errorf("exec %s: %w", sp.Argv[0], syscall.Exec(path, sp.Argv, env))
 }
 
