@@ -199,7 +199,7 @@ func (a *Agent) Summary() string {
 		w = fmt.Sprintf("%d own dir(s) and /dev/null", n)
 	}
 	s := "private mount namespace (everything read-only but its own dirs: no chmod, chown, utimes or xattr elsewhere), " +
-		"pid and ipc namespaces (nothing outlives it, no shared memory of others), own session (no terminal), "
+		"ipc namespace (no shared memory of others), own session (no terminal), "
 	s += fmt.Sprintf("landlock ABI %d (reads: all, writes: %s", l.LandlockABI, w)
 	if l.LandlockABI >= 4 {
 		s += fmt.Sprintf(", tcp connect only to port(s) %v, no tcp bind", a.cfg.ConnectPorts)
@@ -310,15 +310,11 @@ func agentNamespaces(cmd *exec.Cmd) error {
 	if a.Cloneflags&(unix.CLONE_NEWUSER|unix.CLONE_NEWNS|unix.CLONE_NEWPID|unix.CLONE_NEWIPC) != 0 || len(a.UidMappings) > 0 || len(a.GidMappings) > 0 {
 		return fmt.Errorf("sandbox: the agent command already asks for namespaces")
 	}
-	// And a pid namespace: the agent is its first process, and when it
-	// ends the kernel kills every process left in it (one that left the
-	// agent's session and process group included), so nothing it started
-	// outlives it.
 	// And an IPC namespace: System V shared memory, semaphores and
 	// message queues, and POSIX message queues, are no files Landlock
 	// could guard; in the machine's namespace the agent could attach to
 	// another process's shared memory (of its user) and write it.
-	a.Cloneflags |= unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC
+	a.Cloneflags |= unix.CLONE_NEWNS | unix.CLONE_NEWIPC
 	// CAP_SETPCAP too, so that the launcher can empty the bounding set.
 	launcherCaps := []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
 	if os.Geteuid() == 0 {
@@ -417,14 +413,6 @@ func noTerminal(a *syscall.SysProcAttr) error {
 func readOnlyMounts(writable []string) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make the mounts private: %w", err)
-	}
-	if os.Getpid() == 1 {
-		// The pid namespace's own /proc, so that the pids the agent
-		// sees and those of /proc agree (it kills its commands' trees
-		// by them). Where a user namespace may not mount one (the
-		// outer /proc has parts hidden under other mounts) the outer
-		// one stays: pids then differ, nothing is more open.
-		unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 	}
 	for _, w := range writable {
 		if err := unix.Mount(w, w, "", unix.MS_BIND, ""); err != nil {

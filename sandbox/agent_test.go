@@ -470,59 +470,6 @@ func TestAgentProfileNoTerminal(t *testing.T) {
 	}
 }
 
-// TestAgentProfileNothingOutlivesTheAgent: a process the agent starts in
-// a session of its own (out of reach of a kill of the agent's process
-// group) ends with the agent: the pid namespace dies with its first
-// process. The daemon holds the stdout pipe, which reaches EOF only when
-// the last process holding it has ended. As root and as nobody.
-func TestAgentProfileNothingOutlivesTheAgent(t *testing.T) {
-	for _, uid := range []int{0, 65534} {
-		t.Run(fmt.Sprint(uid), func(t *testing.T) {
-			f := newFixture(t, uid)
-			state := worldDir(t, uid)
-			os.Chown(state, uid, uid)
-			ag, err := NewAgent(AgentConfig{Writable: []string{state}, Launcher: filepath.Join(f.bin, "helper")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The daemon says it runs (through a fifo), then sleeps; the
-			// agent exits as soon as it has heard it.
-			cmd := exec.Command("/bin/sh", "-c", `mkfifo "$S/f"; (setsid sh -c 'echo daemon-up > "$S/f"; exec sleep 60' &); read -r line < "$S/f"; echo "agent saw $line"`)
-			cmd.Env = []string{"S=" + state, "PATH=" + fixedPath}
-			cmd.Dir = state
-			if uid != 0 {
-				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}}
-			}
-			if err := ag.Wrap(cmd); err != nil {
-				t.Fatal(err)
-			}
-			r, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan []byte)
-			go func() {
-				b, _ := io.ReadAll(r) // EOF once nothing holds the pipe
-				done <- b
-			}()
-			select {
-			case b := <-done:
-				if got := strings.TrimSpace(string(b)); got != "agent saw daemon-up" {
-					t.Errorf("output %q", got)
-				}
-			case <-time.After(30 * time.Second): // a hang guard: the daemon sleeps 60 s
-				t.Fatal("a process the agent started in its own session outlived the agent")
-			}
-			if err := cmd.Wait(); err != nil {
-				t.Errorf("agent: %v", err)
-			}
-		})
-	}
-}
-
 // shmHelper runs under the agent profile: it looks up the System V shared
 // memory segment of key and writes into it, printing what it could do.
 func shmHelper(key string) int {
@@ -647,6 +594,18 @@ else:
 			run := strings.TrimSuffix(sp.CgroupDir, "-new") + "-run"
 			if _, err := os.Stat(run); err != nil {
 				t.Errorf("the agent's cgroup: %v", err)
+			}
+			// The bomb's children end when it does (their pipe
+			// closes); wait for the cgroup to be empty.
+			for i := 0; ; i++ {
+				b, err := os.ReadFile(filepath.Join(run, "cgroup.procs"))
+				if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+					break
+				}
+				if i > 2000 { // 20 s: a hang guard
+					t.Fatalf("the bomb's processes do not end: %s", b)
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
 			next := exec.Command("/bin/true")
 			if err := ag.Wrap(next); err != nil {

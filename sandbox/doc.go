@@ -82,10 +82,8 @@
 // disabled or denied their capabilities): changing a file's mode, owner, times or
 // extended attributes is no Landlock right, and a read-only mount refuses
 // them all (chmod +x of a tracked file, a setuid bit on a file the user
-// owns, a .git made world-writable). The same clone makes a pid namespace
-// whose first process is the agent (with its own /proc where the kernel
-// allows the mount): when the agent ends, every process it left, one in
-// a session of its own included, is killed; and an IPC namespace, so no
+// owns, a .git made world-writable). The same clone makes an IPC
+// namespace, so no
 // System V or POSIX IPC object of another process (shared memory it could
 // write) is reachable. It runs in a session of its own, so
 // it has no controlling terminal (TIOCSTI would push input to the shell
@@ -112,8 +110,11 @@
 // ACP agent under this profile, with its own directory (a private home
 // and tmp) as the one writable directory and the model endpoints' ports;
 // [Agent.Summary] is what doctor and /plan status show. /proc stays visible (no pid
-// namespace); other processes' entries that need ptrace access (environ,
-// mem) are refused by Landlock's ptrace scoping. UDP is not restricted.
+// namespace: Claude Code as its first process often failed to stop its
+// commands on cancel); other processes' entries that need ptrace access
+// (environ, mem) are refused by Landlock's ptrace scoping. A process the
+// agent starts in a session of its own outlives a kill of its process
+// group (still confined). UDP is not restricted (any port).
 //
 // # Not covered
 //
