@@ -22,7 +22,9 @@ func TestPlanAgentInheritsNoDescriptors(t *testing.T) {
 			bin := t.TempDir()
 			os.Chmod(bin, 0o755)
 			script := filepath.Join(bin, "fds-agent")
-			os.WriteFile(script, []byte("#!/bin/sh\nexec /bin/ls /proc/self/fd > \"$HOME/fds.txt\"\n"), 0o755)
+			// The script keeps its stdout (the ACP pipe) open until the
+			// list is in place: planbridge sees the agent end only then.
+			os.WriteFile(script, []byte("#!/bin/sh\n/bin/ls /proc/self/fd > \"$HOME/fds.tmp\" && mv \"$HOME/fds.tmp\" \"$HOME/fds.txt\"\nexit 1\n"), 0o755)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang guard
 			defer cancel()
 			p := startServeAs(t, who == "nobody", state, []string{ws}, "--log", filepath.Join(state, "serve.log"))
