@@ -149,6 +149,13 @@ type acpProc struct {
 	turns    map[string]*acpTurn    // by ACP session id, while a turn runs
 }
 
+// idle says no turn runs on the agent.
+func (a *acpProc) idle() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.turns) == 0
+}
+
 type acpSession struct {
 	id    string
 	modes *acp.ModeState
@@ -200,6 +207,15 @@ func (e *ACP) start(ctx context.Context, plan bool) (*acpProc, error) {
 func (e *ACP) agent(ctx context.Context, plan bool) (*acpProc, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if plan {
+		// The unconfined agent of earlier turns may have left commands
+		// running (Claude Code's background Bash): a Plan turn stops it
+		// first, with all it started, unless a turn still runs on it.
+		if o := e.agents[false]; o != nil && o.idle() {
+			delete(e.agents, false)
+			o.proc.Close(2 * time.Second)
+		}
+	}
 	if a := e.agents[plan]; a != nil {
 		if a.proc.Conn.Err() == nil {
 			return a, nil
@@ -280,6 +296,11 @@ func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
 				// session on the same process, with the conversation as
 				// context; the old one is closed where the agent can.
 				a.forget(t, sess.id, ended)
+				// An agent may answer the cancel and leave the commands it
+				// started running (Claude Code does, now and then): where no
+				// other turn uses the process, it is stopped with all it
+				// started, and the next turn starts a fresh one.
+				e.retire(a, sess.id, ended)
 				return res, fmt.Errorf("acp turn: %w", ctx.Err())
 			}
 			return res, e.crashed(a, err)
@@ -298,6 +319,37 @@ func (e *ACP) RunTurn(ctx context.Context, t *Turn) (TurnResult, error) {
 		}
 		return res, nil
 	}
+}
+
+// retire stops agent a after an interrupted turn (session sid) once it
+// has answered the cancelled prompt (ended) or a few seconds passed,
+// unless another turn runs on it: Close kills its group and every process
+// carrying its marker, so nothing the interrupted turn started lives on.
+func (e *ACP) retire(a *acpProc, sid string, ended <-chan struct{}) {
+	a.mu.Lock()
+	busy := false
+	for id := range a.turns {
+		if id != sid {
+			busy = true
+		}
+	}
+	a.mu.Unlock()
+	if busy {
+		return
+	}
+	e.mu.Lock()
+	for k, v := range e.agents {
+		if v == a {
+			delete(e.agents, k)
+		}
+	}
+	e.mu.Unlock()
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+	case <-a.proc.Done():
+	}
+	a.proc.Close(2 * time.Second)
 }
 
 // maxACPFollowUps bounds the prompts of one turn (see [ACP.RunTurn]).
