@@ -194,12 +194,8 @@ func AddWorktreeWith(ctx context.Context, repoDir, path, branch string, opt AddO
 	}
 	// The refusals name what is in the way but suggest deleting nothing:
 	// this function did not make it, so it may be somebody's work.
-	exists, err := r.branchExists(branch)
-	if err != nil {
-		return nil, err
-	}
-	if exists {
-		return nil, fmt.Errorf("worktree: add %s: %w: %s (choose another branch name)", path, ErrBranchExists, branch)
+	if err := r.checkBranchFree(branch); err != nil {
+		return nil, fmt.Errorf("worktree: add %s: %w (choose another branch name)", path, err)
 	}
 	if name := r.registeredWorktree(path); name != "" {
 		return nil, fmt.Errorf("worktree: add %s: %w: registered as worktree %s (choose another path)", path, ErrPathExists, name)
@@ -452,11 +448,7 @@ func (r *Repo) createBranch(name string, commit [20]byte) error {
 		werr = cerr
 	}
 	if werr == nil {
-		if exists, err := r.branchExists(name); err != nil {
-			werr = err
-		} else if exists {
-			werr = fmt.Errorf("%w: %s", ErrBranchExists, name)
-		}
+		werr = r.checkBranchFree(name)
 	}
 	if werr == nil {
 		werr = os.Rename(lock, ref)
@@ -464,6 +456,21 @@ func (r *Repo) createBranch(name string, commit [20]byte) error {
 	if werr != nil {
 		os.Remove(lock)
 		return fmt.Errorf("worktree: create branch %s: %w", name, werr)
+	}
+	return nil
+}
+
+// checkBranchFree refuses, with [ErrBranchExists], a branch name that
+// exists or that an existing branch stops ([Repo.branchConflict]).
+func (r *Repo) checkBranchFree(name string) error {
+	have, err := r.branchConflict(name)
+	switch {
+	case err != nil:
+		return err
+	case have == name:
+		return fmt.Errorf("%w: %s", ErrBranchExists, name)
+	case have != "":
+		return fmt.Errorf("%w: %s stops %s (a branch cannot be both a name and a directory of names)", ErrBranchExists, have, name)
 	}
 	return nil
 }

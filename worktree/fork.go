@@ -214,6 +214,19 @@ func isEmptyDir(dir string) bool {
 	return len(names) == 0
 }
 
+// BranchConflict returns the existing branch of the repository holding
+// dir that stops a new branch name from being created: name itself, or a
+// branch that is a directory of it or has it as a directory, loose or
+// packed (git refuses those too). It returns "" when name is free.
+func BranchConflict(dir, name string) (string, error) {
+	r, err := Open(dir)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	return r.branchConflict(name)
+}
+
 // BranchExists reports whether refs/heads/name exists in the repository
 // holding dir.
 func BranchExists(dir, name string) (bool, error) {
