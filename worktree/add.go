@@ -216,15 +216,13 @@ func AddWorktreeWith(ctx context.Context, repoDir, path, branch string, opt AddO
 		}
 	}()
 
-	// 1. The branch, created exclusively so a concurrent creator loses.
-	if err := r.createBranch(branch, commit); err != nil {
-		return nil, err
-	}
-	undo = append(undo, func() { r.deleteBranchIf(branch, commit) })
-
-	// 2. The administrative directory and the worktree's .git file. The
-	// directory is locked only until both point at each other, so that
-	// `git worktree prune` cannot remove it meanwhile, and a crash during
+	// 1. The administrative directory (for an owner, marked before it is
+	// in place), then 2. the branch, created exclusively so a concurrent
+	// creator loses. A branch of an owner's is thus never without the
+	// owner's mark: [Discard] deletes a branch only on that proof. The
+	// directory is locked only until it and the worktree's .git file point
+	// at each other, so that `git worktree prune` cannot remove it
+	// meanwhile, and a crash during
 	// the long checkout leaves a worktree that the cleanup command (git
 	// worktree remove --force, which refuses locked worktrees) removes.
 	if opt.Owner != "" {
@@ -240,6 +238,10 @@ func AddWorktreeWith(ctx context.Context, repoDir, path, branch string, opt AddO
 	}
 	undo = append(undo, func() { os.RemoveAll(a.GitDir) })
 	opt.failpoint("worktree.admin")
+	if err := r.createBranch(branch, commit); err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { r.deleteBranchIf(branch, commit) })
 	if createdDir != "" {
 		undo = append(undo, func() { os.RemoveAll(createdDir) })
 	} else {
