@@ -907,15 +907,19 @@ func (m *Manager) isClosed() bool {
 // approval card closes as interrupted, its proposal a draft: an
 // interruption is never an approval.
 func (s *Session) Interrupt() {
-	s.stopTurn()
+	dropped := s.stopTurn()
 	s.interruptApproval(context.Background(), true)
+	if dropped > 0 {
+		s.changed() // the queue emptied, even with no turn to end
+	}
 }
 
-// stopTurn cancels the running turn and drops queued prompts.
-func (s *Session) stopTurn() {
+// stopTurn cancels the running turn and drops queued prompts, returning
+// how many it dropped.
+func (s *Session) stopTurn() (dropped int) {
 	s.mu.Lock()
 	cancel := s.cancel
-	dropped := len(s.queue)
+	dropped = len(s.queue)
 	s.queue = nil
 	s.mu.Unlock()
 	if dropped > 0 {
@@ -927,6 +931,7 @@ func (s *Session) stopTurn() {
 		cancel()
 		s.emit(NoticeEvent{Message: fmt.Sprintf("interrupted (%d queued prompt(s) dropped)", dropped)})
 	}
+	return dropped
 }
 
 // Wait blocks until no turn is running (for tests and the demo).
