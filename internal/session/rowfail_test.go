@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"testing"
 
@@ -105,5 +106,40 @@ func TestFailedPostureCommitChangesNothing(t *testing.T) {
 	defer off.mu.Unlock()
 	if off.row.Plan || off.row.PlanEpisode != ep {
 		t.Errorf("a failed EnterPlan left plan=%v episode %d (was %d)", off.row.Plan, off.row.PlanEpisode, ep)
+	}
+}
+
+// TestNoPromptAfterHandOverToFork: a planning session that handed its
+// implementation to a Worktree fork takes no prompt, whichever way it
+// comes (submitted, queued, a share link's): nothing is stored or run.
+func TestNoPromptAfterHandOverToFork(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := NewManager(Config{Store: st})
+	defer m.Close()
+	s, err := m.Create(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.row.ForkedTo = "the-fork"
+	s.mu.Unlock()
+	for name, send := range map[string]func() (SubmitResult, error){
+		"submit": func() (SubmitResult, error) { return s.Submit(ctx, "go on") },
+		"queue":  func() (SubmitResult, error) { return s.Queue("go on") },
+		"guest":  func() (SubmitResult, error) { return s.QueueGuest("go on") },
+	} {
+		_, err := send()
+		var se *Error
+		if !errors.As(err, &se) || se.Code != CodeSessionEnded {
+			t.Errorf("%s after the hand-over: %v, want %s", name, err, CodeSessionEnded)
+		}
+	}
+	if q, _ := st.QueuedInputs(ctx, s.ID()); len(q) != 0 || s.Info().Queued != 0 || s.Info().Busy {
+		t.Fatalf("a prompt was taken after the hand-over: %+v", q)
 	}
 }

@@ -705,6 +705,11 @@ func (s *Session) prompt(ctx context.Context, text string) (queued bool, err err
 // promptAs is [Session.prompt] for a person (guest false) or a share
 // link's guest; the guest mark is stored with the queue entry.
 func (s *Session) promptAs(ctx context.Context, text string, guest bool) (queued bool, err error) {
+	if fork := s.Info().ForkedTo; fork != "" {
+		// As [Session.Submit]: the implementation moved to the fork, so no
+		// prompt (a queued one, a share link's) runs here any more.
+		return false, &Error{Code: CodeSessionEnded, Message: "this planning session continued in its Worktree fork " + fork + "; open that session"}
+	}
 	if err := s.queueRoom(); err != nil {
 		return false, err // nothing stored
 	}
