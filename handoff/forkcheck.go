@@ -46,7 +46,9 @@ func ForkBlockers(st ForkState) []string {
 
 // BranchBlocker says why a fork on branch cannot start in the checkout at
 // root ("" if it can), in the words the card shows and the refusal uses:
-// an invalid name, an existing branch, or an existing fork directory
+// an invalid name, an existing branch (or one git would not create
+// beside it: "plan" stops "plan/x", "plan/x/y" stops "plan/x", loose or
+// packed), or an existing fork directory
 // ([ForkDir]). Checked before acceptance, so that whatever exists at the
 // fork's branch or directory afterwards is the fork's own. Nothing it
 // names was made by planbridge, so the words suggest no deletion.
@@ -54,8 +56,11 @@ func BranchBlocker(root, branch string) string {
 	if err := worktree.ValidBranchName(branch); err != nil {
 		return fmt.Sprintf("branch %q: %v", branch, err)
 	}
-	if exists, err := worktree.BranchExists(root, branch); err != nil || exists {
+	switch have, err := worktree.BranchConflict(root, branch); {
+	case err != nil || have == branch:
 		return fmt.Sprintf("branch %s already exists; choose another branch name", branch)
+	case have != "":
+		return fmt.Sprintf("branch %s cannot be created next to the existing branch %s; choose another branch name", branch, have)
 	}
 	if dir := ForkDir(root, branch); exists(dir) {
 		return fmt.Sprintf("%s already exists; choose another branch name, or move that directory away yourself", dir)

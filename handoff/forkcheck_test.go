@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,5 +133,50 @@ func TestForkRecord(t *testing.T) {
 	}
 	if rec.Selection.Location != Worktree || rec.Step != StepForked || rec.Fork.Session != "s-f" {
 		t.Errorf("the source's record changed: %+v", rec)
+	}
+}
+
+// TestBranchBlockerAgreesWithGit asks real git, in a fresh copy of the
+// repository for each name, whether `git branch NAME` succeeds: the card's
+// blocker is empty exactly when it does (a branch that is a directory of
+// the name or has it as a directory, loose or packed, stops it; a tag or
+// a remote-tracking ref of the same name does not).
+func TestBranchBlockerAgreesWithGit(t *testing.T) {
+	git := func(dir string, args ...string) error {
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("git %v: %v: %s", args, err, out)
+		}
+		return nil
+	}
+	setup := func(t *testing.T) string {
+		root := gitRepo(t, map[string]string{"a.txt": "a\n"})
+		for _, args := range [][]string{
+			{"branch", "plan"}, {"branch", "deep/a/b"}, {"branch", "pk/x"}, {"branch", "pkd"},
+			{"tag", "tagonly"}, {"update-ref", "refs/remotes/origin/remote-only", "HEAD"},
+			{"pack-refs", "--all"},
+			{"branch", "loose/x/y"},
+		} {
+			if err := git(root, args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return root
+	}
+	for _, name := range []string{
+		"plan/x", "plan", "deep/a", "deep", "deep/a/b/c", "deep/b", "pk/x/y", "pk", "pk/x", "pkd",
+		"loose/x", "loose", "loose/x/y/z", "loose/z",
+		"tagonly", "remote-only", "origin/remote-only", "refs/heads/q", "é/ü", "free",
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := setup(t)
+			blocker := BranchBlocker(root, name)
+			gitErr := git(root, "branch", name)
+			if (blocker == "") != (gitErr == nil) {
+				t.Errorf("BranchBlocker(%q) = %q, but git branch: %v", name, blocker, gitErr)
+			}
+		})
 	}
 }

@@ -194,12 +194,8 @@ func AddWorktreeWith(ctx context.Context, repoDir, path, branch string, opt AddO
 	}
 	// The refusals name what is in the way but suggest deleting nothing:
 	// this function did not make it, so it may be somebody's work.
-	exists, err := r.branchExists(branch)
-	if err != nil {
-		return nil, err
-	}
-	if exists {
-		return nil, fmt.Errorf("worktree: add %s: %w: %s (choose another branch name)", path, ErrBranchExists, branch)
+	if err := r.checkBranchFree(branch); err != nil {
+		return nil, fmt.Errorf("worktree: add %s: %w (choose another branch name)", path, err)
 	}
 	if name := r.registeredWorktree(path); name != "" {
 		return nil, fmt.Errorf("worktree: add %s: %w: registered as worktree %s (choose another path)", path, ErrPathExists, name)
@@ -220,15 +216,13 @@ func AddWorktreeWith(ctx context.Context, repoDir, path, branch string, opt AddO
 		}
 	}()
 
-	// 1. The branch, created exclusively so a concurrent creator loses.
-	if err := r.createBranch(branch, commit); err != nil {
-		return nil, err
-	}
-	undo = append(undo, func() { r.deleteBranchIf(branch, commit) })
-
-	// 2. The administrative directory and the worktree's .git file. The
-	// directory is locked only until both point at each other, so that
-	// `git worktree prune` cannot remove it meanwhile, and a crash during
+	// 1. The administrative directory (for an owner, marked before it is
+	// in place), then 2. the branch, created exclusively so a concurrent
+	// creator loses. A branch of an owner's is thus never without the
+	// owner's mark: [Discard] deletes a branch only on that proof. The
+	// directory is locked only until it and the worktree's .git file point
+	// at each other, so that `git worktree prune` cannot remove it
+	// meanwhile, and a crash during
 	// the long checkout leaves a worktree that the cleanup command (git
 	// worktree remove --force, which refuses locked worktrees) removes.
 	if opt.Owner != "" {
@@ -244,6 +238,10 @@ func AddWorktreeWith(ctx context.Context, repoDir, path, branch string, opt AddO
 	}
 	undo = append(undo, func() { os.RemoveAll(a.GitDir) })
 	opt.failpoint("worktree.admin")
+	if err := r.createBranch(branch, commit); err != nil {
+		return nil, err
+	}
+	undo = append(undo, func() { r.deleteBranchIf(branch, commit) })
 	if createdDir != "" {
 		undo = append(undo, func() { os.RemoveAll(createdDir) })
 	} else {
@@ -452,11 +450,7 @@ func (r *Repo) createBranch(name string, commit [20]byte) error {
 		werr = cerr
 	}
 	if werr == nil {
-		if exists, err := r.branchExists(name); err != nil {
-			werr = err
-		} else if exists {
-			werr = fmt.Errorf("%w: %s", ErrBranchExists, name)
-		}
+		werr = r.checkBranchFree(name)
 	}
 	if werr == nil {
 		werr = os.Rename(lock, ref)
@@ -464,6 +458,21 @@ func (r *Repo) createBranch(name string, commit [20]byte) error {
 	if werr != nil {
 		os.Remove(lock)
 		return fmt.Errorf("worktree: create branch %s: %w", name, werr)
+	}
+	return nil
+}
+
+// checkBranchFree refuses, with [ErrBranchExists], a branch name that
+// exists or that an existing branch stops ([Repo.branchConflict]).
+func (r *Repo) checkBranchFree(name string) error {
+	have, err := r.branchConflict(name)
+	switch {
+	case err != nil:
+		return err
+	case have == name:
+		return fmt.Errorf("%w: %s", ErrBranchExists, name)
+	case have != "":
+		return fmt.Errorf("%w: %s stops %s (a branch cannot be both a name and a directory of names)", ErrBranchExists, have, name)
 	}
 	return nil
 }

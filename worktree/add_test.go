@@ -175,6 +175,38 @@ func TestAddWorktreeRefusals(t *testing.T) {
 	}
 }
 
+// TestAddWorktreeRefusesRefConflicts: a branch that is a directory of the
+// new name, or has it as one, loose or packed, refuses the add before
+// anything is written, as git refuses it; a packed one is never given a
+// loose ref beside it (a name that is both a ref and a directory of refs,
+// which git then cannot read).
+func TestAddWorktreeRefusesRefConflicts(t *testing.T) {
+	hermetic(t)
+	dir := newRepo(t, map[string]string{"a": "a\n"})
+	gitCmd(t, dir, "branch", "pk/x")
+	gitCmd(t, dir, "branch", "pkd")
+	gitCmd(t, dir, "pack-refs", "--all")
+	gitCmd(t, dir, "branch", "plan")
+	gitCmd(t, dir, "branch", "deep/a/b")
+	before := gitCmd(t, dir, "for-each-ref")
+	ctx := context.Background()
+	for _, name := range []string{"pk/x/y", "pk", "pkd/z", "plan/x", "deep/a", "deep"} {
+		_, err := AddWorktree(ctx, dir, ".worktrees/"+strings.ReplaceAll(name, "/", "-"), name)
+		if !errors.Is(err, ErrBranchExists) || strings.Contains(err.Error(), "-D") {
+			t.Errorf("AddWorktree(%q): %v, want a refusal naming the branch in the way", name, err)
+		}
+		if _, err := os.Lstat(filepath.Join(dir, ".git", "refs", "heads", filepath.FromSlash(name))); err == nil && name != "deep/a" && name != "deep" {
+			t.Errorf("AddWorktree(%q) left a loose ref", name)
+		}
+	}
+	if after := gitCmd(t, dir, "for-each-ref"); after != before {
+		t.Errorf("refs changed by refused adds:\n%s\nwas\n%s", after, before)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "worktrees")); err == nil {
+		t.Error("a refused add left an administrative directory")
+	}
+}
+
 func TestAddWorktreeCancelled(t *testing.T) {
 	hermetic(t)
 	files := map[string]string{}

@@ -13,10 +13,14 @@
 // [CleanupFor] the command that clears whatever stands where a fork goes.
 // [AddWorktreeWith] with an owner makes a fork that survives crashes: the
 // administrative directory is built under a staging name carrying the
-// owner and moved into .git/worktrees only once marked, the checkout gets
-// a completion mark last; [VerifyFork] takes only a complete one, and
-// [Discard] removes what that owner began (its staging directory, its
-// marked directory, its ref lock) and nothing else.
+// owner and moved into .git/worktrees only once marked, the branch is
+// created only after that, the checkout gets a completion mark last;
+// [VerifyFork] takes only a complete one, and [Discard] removes what that
+// owner began (its staging directory, its marked directory, and, only
+// while that marked directory proves the attempt got so far, its ref lock
+// and its branch at the base) and nothing else. A new branch is refused
+// when it exists or an existing one, loose or packed, stops it as git
+// would ("plan" stops "plan/x"; [BranchConflict]).
 // [ExcludeForks] adds /.worktrees/ to the repository's info/exclude, once
 // and only when it is not ignored already, so `git status` in the main
 // checkout does not list the forks. [Repo.ReadCommitEntry] reads one

@@ -118,10 +118,13 @@ func VerifyFork(repoDir, path, branch string) error {
 // staging directory, the administrative directory marked with owner
 // (never an unmarked or
 // differently marked one), the directory at path when it is that
-// worktree's or empty, a lock of the branch ref whose content is base (or
-// empty: the write never happened), and the branch if it points at base
-// and no other worktree uses it. Anything else it finds there is left
-// alone and reported.
+// worktree's or empty, and, only when it found an administrative
+// directory marked with owner (the proof that this attempt got as far as
+// the branch, which is created after it), a lock of the branch ref whose
+// content is base (or empty: the write never happened) and the branch if
+// it points at base and no other worktree uses it. Anything else it finds
+// there, a branch at base without that proof included, is left alone and
+// reported.
 func Discard(repoDir, path, branch, base, owner string) error {
 	if owner == "" {
 		return errors.New("worktree: discard needs the owner")
@@ -138,6 +141,13 @@ func Discard(repoDir, path, branch, base, owner string) error {
 	// A staging directory a crash left before it was moved into place:
 	// its name carries the owner, so it is ours.
 	if err := os.RemoveAll(stagingDir(r.CommonDir, owner)); err != nil {
+		return err
+	}
+	// The branch first, while the proof that it is ours still stands: an
+	// administrative directory marked with owner (AddWorktreeWith creates
+	// the branch only once that directory is in place), so a crash in
+	// here never leaves our branch without its proof.
+	if err := r.discardBranch(branch, base, r.ownerMarked(owner)); err != nil {
 		return err
 	}
 	ours := false
@@ -184,15 +194,39 @@ func Discard(repoDir, path, branch, base, owner string) error {
 			return fmt.Errorf("worktree: %s exists and is not a worktree planbridge began for this fork; left alone", path)
 		}
 	}
+	return nil
+}
+
+// ownerMarked reports whether an administrative directory marked with
+// owner is in CommonDir/worktrees.
+func (r *Repo) ownerMarked(owner string) bool {
+	des, _ := os.ReadDir(filepath.Join(r.CommonDir, "worktrees"))
+	for _, de := range des {
+		b, err := os.ReadFile(filepath.Join(r.CommonDir, "worktrees", de.Name(), ownerFile))
+		if err == nil && strings.TrimSpace(string(b)) == owner {
+			return true
+		}
+	}
+	return false
+}
+
+// discardBranch removes the lock (content base or empty) and the branch
+// (pointing at base) that an attempt of ours left, only when marked proves
+// the attempt got that far; otherwise a branch or lock there is somebody
+// else's and is left alone.
+func (r *Repo) discardBranch(branch, base string, marked bool) error {
 	ref := filepath.Join(r.CommonDir, "refs", "heads", filepath.FromSlash(branch))
 	if b, err := os.ReadFile(ref + ".lock"); err == nil {
-		if c := strings.TrimSpace(string(b)); c == "" || c == base {
+		if c := strings.TrimSpace(string(b)); marked && (c == "" || c == base) {
 			os.Remove(ref + ".lock")
 		} else {
 			return fmt.Errorf("worktree: %s.lock is held by another writer; left alone", ref)
 		}
 	}
 	if exists, _ := r.branchExists(branch); exists {
+		if !marked {
+			return fmt.Errorf("worktree: branch %s exists and planbridge did not create it for this fork; left alone", branch)
+		}
 		var commit [20]byte
 		if _, err := hex.Decode(commit[:], []byte(base)); err == nil {
 			r.deleteBranchIf(branch, commit)
@@ -212,6 +246,19 @@ func isEmptyDir(dir string) bool {
 	defer f.Close()
 	names, _ := f.Readdirnames(1)
 	return len(names) == 0
+}
+
+// BranchConflict returns the existing branch of the repository holding
+// dir that stops a new branch name from being created: name itself, or a
+// branch that is a directory of it or has it as a directory, loose or
+// packed (git refuses those too). It returns "" when name is free.
+func BranchConflict(dir, name string) (string, error) {
+	r, err := Open(dir)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	return r.branchConflict(name)
 }
 
 // BranchExists reports whether refs/heads/name exists in the repository

@@ -66,7 +66,15 @@ func TestForkVerifyAndDiscard(t *testing.T) {
 			os.WriteFile(filepath.Join(path, ".git"), []byte("gitdir: "), 0o644)
 		}},
 		{"stale ref lock", func(t *testing.T, repo, path, admin string) {
-			os.RemoveAll(admin)
+			// A crash inside the branch's creation: the marked
+			// administrative directory is in place (it comes first),
+			// nothing else is written yet.
+			ents, _ := os.ReadDir(admin)
+			for _, e := range ents {
+				if e.Name() != ownerFile {
+					os.RemoveAll(filepath.Join(admin, e.Name()))
+				}
+			}
 			os.RemoveAll(path)
 			ref := filepath.Join(repo, ".git", "refs", "heads", "feature", "x")
 			b, _ := os.ReadFile(ref)
@@ -89,7 +97,7 @@ func TestForkVerifyAndDiscard(t *testing.T) {
 			if err := VerifyFork(repo, path, "feature/x"); !errors.Is(err, ErrIncomplete) {
 				t.Fatalf("damaged fork verified: %v", err)
 			}
-			if err := Discard(repo, path, "feature/x", head, "someone-else"); err == nil && c.name != "stale ref lock" {
+			if err := Discard(repo, path, "feature/x", head, "someone-else"); err == nil {
 				t.Fatal("discarded a fork of another owner")
 			}
 			if err := Discard(repo, path, "feature/x", head, "o1"); err != nil {
@@ -131,6 +139,41 @@ func TestDiscardLeavesOthersAlone(t *testing.T) {
 	}
 	if _, err := os.Stat(ref + ".lock"); err != nil {
 		t.Fatal("the other writer's lock is gone")
+	}
+	// A lock whose content is the base, and then a branch at the base, that
+	// a person (or their git) made while no attempt of this owner got as
+	// far as its marked administrative directory: not ours, left alone.
+	os.WriteFile(ref+".lock", []byte(head+"\n"), 0o644)
+	if err := Discard(repo, path, "feature/x", head, "o1"); err == nil {
+		t.Fatal("removed a ref lock at the base that no attempt of o1 made")
+	}
+	if _, err := os.Stat(ref + ".lock"); err != nil {
+		t.Fatal("the other writer's lock at the base is gone")
+	}
+	os.Remove(ref + ".lock")
+	cmd := exec.Command("git", "-C", repo, "branch", "feature/x")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git branch: %v\n%s", err, out)
+	}
+	if err := Discard(repo, path, "feature/x", head, "o1"); err == nil || !strings.Contains(err.Error(), "left alone") {
+		t.Fatalf("discard with a person's branch at the base: %v", err)
+	}
+	if out, err := exec.Command("git", "-C", repo, "rev-parse", "--verify", "-q", "refs/heads/feature/x").CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != head {
+		t.Fatalf("the person's branch feature/x was deleted: %v %s", err, out)
+	}
+	// The same branch made by this owner's attempt (marked administrative
+	// directory in place) is discarded.
+	os.Remove(filepath.Join(repo, ".git", "refs", "heads", "feature", "x"))
+	exec.Command("git", "-C", repo, "pack-refs", "--all").Run()
+	if _, err := AddWorktreeWith(context.Background(), repo, path, "feature/x", AddOptions{Owner: "o1", Commit: head}); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(repo, ".git", "worktrees", "x", completeFile))
+	if err := Discard(repo, path, "feature/x", head, "o1"); err != nil {
+		t.Fatalf("discard of o1's own attempt: %v", err)
+	}
+	if out, err := exec.Command("git", "-C", repo, "rev-parse", "--verify", "-q", "refs/heads/feature/x").CombinedOutput(); err == nil {
+		t.Fatalf("o1's branch survived its discard: %s", out)
 	}
 }
 

@@ -199,6 +199,38 @@ func (r *Repo) Branches() ([]string, error) {
 	return names, nil
 }
 
+// branchConflict returns the existing branch, loose or packed, that stops
+// refs/heads/name from being created: the branch itself, or one whose
+// name is a directory of it or has it as a directory ("plan" stops
+// "plan/x", and "plan/x/y" stops "plan/x"), as git refuses them. It
+// returns "" when the name is free.
+func (r *Repo) branchConflict(name string) (string, error) {
+	r.storeMu.Lock()
+	defer r.storeMu.Unlock()
+	it, err := r.store.IterReferences()
+	if err != nil {
+		return "", fmt.Errorf("worktree: list branches: %w", err)
+	}
+	defer it.Close()
+	var found string
+	err = it.ForEach(func(ref *plumbing.Reference) error {
+		if !ref.Name().IsBranch() {
+			return nil
+		}
+		have := ref.Name().Short()
+		if have == name || strings.HasPrefix(name, have+"/") || strings.HasPrefix(have, name+"/") {
+			if found == "" || have == name {
+				found = have
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("worktree: list branches: %w", err)
+	}
+	return found, nil
+}
+
 // branchExists reports whether refs/heads/name exists, loose or packed.
 func (r *Repo) branchExists(name string) (bool, error) {
 	r.storeMu.Lock()

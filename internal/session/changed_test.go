@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 
@@ -99,5 +100,61 @@ func TestStatusAndCardEventsExactlyOnChange(t *testing.T) {
 		if got != [2]int{c.status, c.cards} {
 			t.Errorf("%s: %d status and %d card events, want %d and %d", c.name, got[0], got[1], c.status, c.cards)
 		}
+	}
+}
+
+// TestInterruptDroppingQueuePublishesStatus: prompts still queued from
+// before a restart (not yet run) that an interruption drops change the
+// status (queued 0); a client resuming with since sees that event.
+func TestInterruptDroppingQueuePublishesStatus(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := store.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := NewManager(Config{Store: st})
+	s, err := m.Create(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.ID()
+	m.Close()
+	for _, text := range []string{"one", "two"} {
+		if _, err := st.EnqueueInput(ctx, id, store.QueuedInput{Text: text, Display: text, Guest: text == "two"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m = NewManager(Config{Store: st})
+	defer m.Close()
+	s, err = m.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := s.Info().Queued; q != 2 {
+		t.Fatalf("restart loaded %d queued prompts, want 2", q)
+	}
+	s.changed() // the status a client sees after the restart: queued 2
+	s.Interrupt()
+	evs, err := st.Events(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *StatusEvent
+	for _, ev := range evs {
+		if ev.Kind == "status" {
+			var se StatusEvent
+			if err := json.Unmarshal(ev.Data, &se); err != nil {
+				t.Fatal(err)
+			}
+			last = &se
+		}
+	}
+	if last == nil || last.Queued != 0 {
+		t.Fatalf("the last stored status after the interruption: %+v, want queued 0", last)
+	}
+	if q, _ := st.QueuedInputs(ctx, id); len(q) != 0 {
+		t.Fatalf("dropped prompts still stored: %+v", q)
 	}
 }

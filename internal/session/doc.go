@@ -24,13 +24,22 @@
 //     before its tool calls run, each tool result before the next model
 //     request. A call left without a result by a crash is answered
 //     "interrupted" when the conversation is next sent. A commit that
-//     fails ends the turn ok:false with an error event.
+//     fails ends the turn ok:false with an error event. A transient model
+//     failure is retried once, going on from what the turn produced (its
+//     prompt is never stored or sent twice), for a follow-up bound to a
+//     Goal too; only a Goal's kickoff and continuations are retried by
+//     the Goal.
+//   - The posture (Plan, mode) changes in memory only after its commit:
+//     a failed commit changes nothing, so no turn runs under, and no
+//     status event announces, a posture the store does not hold.
 //   - A kickoff's retry record moves to dispatched with its prompt; the
 //     implementation then continues (told it was interrupted), never
 //     restarts. [Session.Recover] is the one recovery path.
 //   - Queued follow-ups (a share link's too, with its guest mark, so its
 //     turn stays unattended after a restart) are stored when queued and
 //     leave the queue in the transaction that stores them as a prompt.
+//     A planning session that handed over to its Worktree fork takes no
+//     prompt, however it comes ([CodeSessionEnded]).
 //   - What a restart loads comes back paused (an implementation or Goal in
 //     flight), except what this process itself created (a Worktree fork
 //     taking over its implementation). Turn numbers continue from the

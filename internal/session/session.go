@@ -26,6 +26,10 @@ type Session struct {
 	// goalMu orders Goal writes (saveGoal, clearGoal); taken before mu.
 	goalMu sync.Mutex
 
+	// rowMu orders the session row's commits (saveRow, commitRow), so an
+	// older snapshot never overwrites a newer one; taken before mu.
+	rowMu sync.Mutex
+
 	mu       sync.Mutex // guards the fields below
 	row      store.Session
 	busy     bool
@@ -367,10 +371,32 @@ func (s *Session) commitLocked(kind string, raw json.RawMessage) (ok bool) {
 
 // saveRow persists the session row (caller must not hold s.mu).
 func (s *Session) saveRow(ctx context.Context) error {
+	s.rowMu.Lock()
+	defer s.rowMu.Unlock()
 	s.mu.Lock()
 	row := s.row
 	s.mu.Unlock()
 	return s.m.st.PutSession(ctx, row)
+}
+
+// commitRow commits the session row with set applied and only then
+// applies set in memory: when the commit fails nothing changed, so no
+// turn runs under, and no status event announces, a posture the store
+// does not hold (caller must not hold s.mu).
+func (s *Session) commitRow(ctx context.Context, set func(*store.Session)) error {
+	s.rowMu.Lock()
+	defer s.rowMu.Unlock()
+	s.mu.Lock()
+	row := s.row
+	s.mu.Unlock()
+	set(&row)
+	if err := s.m.st.PutSession(ctx, row); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	set(&s.row)
+	s.mu.Unlock()
+	return nil
 }
 
 func (s *Session) statusData() StatusEvent {
@@ -386,10 +412,7 @@ func (s *Session) SetMode(ctx context.Context, mode string) error {
 	if err != nil {
 		return errorf(CodeInvalidParams, "%v", err)
 	}
-	s.mu.Lock()
-	s.row.Mode = string(md)
-	s.mu.Unlock()
-	if err := s.saveRow(ctx); err != nil {
+	if err := s.commitRow(ctx, func(r *store.Session) { r.Mode = string(md) }); err != nil {
 		return err
 	}
 	s.changed()
@@ -409,10 +432,9 @@ func (s *Session) EnterPlan(ctx context.Context) error {
 		s.mu.Unlock()
 		return &Error{Code: CodeGoalUnfinished, Message: "cannot enter Plan while a Goal is unfinished (" + sum + "); " + goalUnfinishedHint}
 	}
-	s.row.Plan = true
-	s.row.PlanEpisode++
+	episode := s.row.PlanEpisode + 1
 	s.mu.Unlock()
-	if err := s.saveRow(ctx); err != nil {
+	if err := s.commitRow(ctx, func(r *store.Session) { r.Plan, r.PlanEpisode = true, episode }); err != nil {
 		return err
 	}
 	s.changed()
@@ -426,9 +448,8 @@ func (s *Session) ExitPlan(ctx context.Context) error {
 		s.mu.Unlock()
 		return nil
 	}
-	s.row.Plan = false
 	s.mu.Unlock()
-	if err := s.saveRow(ctx); err != nil {
+	if err := s.commitRow(ctx, func(r *store.Session) { r.Plan = false }); err != nil {
 		return err
 	}
 	s.demoteProposal(ctx, OutcomeCancelled) // leaving Plan abandons the pending proposal
@@ -684,6 +705,11 @@ func (s *Session) prompt(ctx context.Context, text string) (queued bool, err err
 // promptAs is [Session.prompt] for a person (guest false) or a share
 // link's guest; the guest mark is stored with the queue entry.
 func (s *Session) promptAs(ctx context.Context, text string, guest bool) (queued bool, err error) {
+	if fork := s.Info().ForkedTo; fork != "" {
+		// As [Session.Submit]: the implementation moved to the fork, so no
+		// prompt (a queued one, a share link's) runs here any more.
+		return false, &Error{Code: CodeSessionEnded, Message: "this planning session continued in its Worktree fork " + fork + "; open that session"}
+	}
 	if err := s.queueRoom(); err != nil {
 		return false, err // nothing stored
 	}
@@ -886,15 +912,19 @@ func (m *Manager) isClosed() bool {
 // approval card closes as interrupted, its proposal a draft: an
 // interruption is never an approval.
 func (s *Session) Interrupt() {
-	s.stopTurn()
+	dropped := s.stopTurn()
 	s.interruptApproval(context.Background(), true)
+	if dropped > 0 {
+		s.changed() // the queue emptied, even with no turn to end
+	}
 }
 
-// stopTurn cancels the running turn and drops queued prompts.
-func (s *Session) stopTurn() {
+// stopTurn cancels the running turn and drops queued prompts, returning
+// how many it dropped.
+func (s *Session) stopTurn() (dropped int) {
 	s.mu.Lock()
 	cancel := s.cancel
-	dropped := len(s.queue)
+	dropped = len(s.queue)
 	s.queue = nil
 	s.mu.Unlock()
 	if dropped > 0 {
@@ -906,6 +936,7 @@ func (s *Session) stopTurn() {
 		cancel()
 		s.emit(NoticeEvent{Message: fmt.Sprintf("interrupted (%d queued prompt(s) dropped)", dropped)})
 	}
+	return dropped
 }
 
 // Wait blocks until no turn is running (for tests and the demo).

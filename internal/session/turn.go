@@ -230,8 +230,13 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	}
 	base := *t // before it runs: a retry starts from the same settings
 	res, err := t.Run(ctx)
-	if req.goalID == "" && !req.retried && errors.Is(err, agent.ErrTransient) && ctx.Err() == nil {
+	// A Goal's kickoff and continuations are retried by the Goal (the
+	// continuation regenerates them); any other turn, a person's or a
+	// guest's follow-up bound to the Goal included, goes on from what it
+	// produced, so its prompt is never stored or sent twice.
+	if !req.kickoff && !req.continuation && !req.retried && errors.Is(err, agent.ErrTransient) && ctx.Err() == nil {
 		res, err = s.retryTurn(ctx, base, res, err)
+		req.retried = true // the Goal does not retry it again
 	}
 	if req.goalID != "" {
 		if s.settleGoalTurn(ctx, req, res.Usage, time.Since(started), err) {
