@@ -849,3 +849,81 @@ func TestACPTerminals(t *testing.T) {
 		t.Errorf("killed: %q", out)
 	}
 }
+
+// childOf reads the pid the fake agent's sleeping child wrote.
+func childOf(t *testing.T, pidfile string) int {
+	t.Helper()
+	b, err := os.ReadFile(pidfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	return pid
+}
+
+// running says pid lives (a zombie does not).
+func running(pid int) bool {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && !strings.Contains(string(st), ") Z ")
+}
+
+// TestACPPlanTurnStopsIdleUnconfinedAgent: what the unconfined agent of an
+// implementation turn left running (its sleeping child) ends before a Plan
+// turn starts; a Plan turn leaves a busy unconfined agent alone.
+func TestACPPlanTurnStopsIdleUnconfinedAgent(t *testing.T) {
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "pid")
+	eng := newFakeACP(t, "FAKE_ACP_CHILD=1", "FAKE_ACP_PIDFILE="+pidfile)
+	ws, work := t.TempDir(), t.TempDir()
+	tn, _ := acpTurnOf(eng, ws, work, "hello", false, ModeAsk, nil)
+	if _, err := tn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	left := childOf(t, pidfile)
+	if !running(left) {
+		t.Fatal("the fake agent's child is not running")
+	}
+	tn, _ = acpTurnOf(eng, ws, work, "hello", true, ModeAsk, nil)
+	if _, err := tn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; running(left); i++ {
+		if i > 500 {
+			syscall.Kill(left, syscall.SIGKILL)
+			t.Fatal("the implementation agent's child ran on into Plan")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// A busy unconfined agent (a turn of another session hangs on it) is
+	// not stopped by a Plan turn.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	busy, sink := acpTurnOf(eng, ws, t.TempDir(), "hang", false, ModeAsk, nil)
+	errc := make(chan error, 1)
+	go func() { _, err := busy.Run(ctx); errc <- err }()
+	for !strings.Contains(sink.String(), "working") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	kept := childOf(t, pidfile)
+	tn, _ = acpTurnOf(eng, ws, work, "hello", true, ModeAsk, nil)
+	if _, err := tn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !running(kept) {
+		t.Error("a Plan turn stopped an unconfined agent another turn ran on")
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled turn: %v", err)
+	}
+	// The interrupted agent had no other turn: it is stopped with its child.
+	for i := 0; running(kept); i++ {
+		if i > 500 {
+			syscall.Kill(kept, syscall.SIGKILL)
+			t.Fatal("the interrupted agent's child lived on")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
