@@ -988,6 +988,29 @@ func (u *acpTurn) readFile(p acp.ReadTextFileParams) (any, error) {
 	return acp.ReadTextFileResult{Content: text}, nil
 }
 
+// settle carries out the gate's decision d on a call the agent asked the
+// client to make (noun names it in the answers): a refusal is counted and
+// refused, an ask goes to the person and a no is refused with denied; nil
+// means the call may run.
+func (u *acpTurn) settle(ctx context.Context, call ToolCall, d Decision, noun, denied string) *acp.Error {
+	switch d.Verdict {
+	case Refuse:
+		u.blocked(call, d.Code, d.Reason)
+		return &acp.Error{Code: acp.CodeInvalidRequest, Message: "planbridge refused the " + noun + ": " + d.Reason}
+	case Ask:
+		ok := false
+		if u.t.Ask != nil {
+			allowed, err := u.t.Ask(ctx, call, d.Reason)
+			ok = allowed && err == nil
+		}
+		if !ok {
+			u.t.Sink.ToolResult(call, false, "the person did not allow the "+noun+".")
+			return &acp.Error{Code: acp.CodeInvalidRequest, Message: denied}
+		}
+	}
+	return nil
+}
+
 // writeFile serves fs/write_text_file as a write_file call through the
 // gate: refused in Plan (except work:// notes), asked or run
 // by the permission mode outside it, unless a permission the person or
@@ -1011,20 +1034,8 @@ func (u *acpTurn) writeFile(ctx context.Context, p acp.WriteTextFileParams) (any
 		d.Verdict = Run
 	}
 	u.mu.Unlock()
-	switch d.Verdict {
-	case Refuse:
-		u.blocked(call, d.Code, d.Reason)
-		return nil, &acp.Error{Code: acp.CodeInvalidRequest, Message: "planbridge refused the write: " + d.Reason}
-	case Ask:
-		ok := false
-		if u.t.Ask != nil {
-			ok, err = u.t.Ask(ctx, call, d.Reason)
-			ok = ok && err == nil
-		}
-		if !ok {
-			u.t.Sink.ToolResult(call, false, "the person did not allow the write.")
-			return nil, &acp.Error{Code: acp.CodeInvalidRequest, Message: "the person did not allow writing " + p.Path}
-		}
+	if e := u.settle(ctx, call, d, "write", "the person did not allow writing "+p.Path); e != nil {
+		return nil, e
 	}
 	u.t.Sink.ToolCall(call)
 	env := u.t.Env

@@ -99,20 +99,8 @@ func (u *acpTurn) createTerminal(ctx context.Context, p acp.CreateTerminalParams
 		tool = bashTool
 	}
 	d := u.t.Gate.Decide(tool, call)
-	switch d.Verdict {
-	case Refuse:
-		u.blocked(call, d.Code, d.Reason)
-		return nil, &acp.Error{Code: acp.CodeInvalidRequest, Message: "planbridge refused the command: " + d.Reason}
-	case Ask:
-		ok := false
-		if u.t.Ask != nil {
-			ok, err = u.t.Ask(ctx, call, d.Reason)
-			ok = ok && err == nil
-		}
-		if !ok {
-			u.t.Sink.ToolResult(call, false, "the person did not allow the command.")
-			return nil, &acp.Error{Code: acp.CodeInvalidRequest, Message: "the person did not allow the command"}
-		}
+	if e := u.settle(ctx, call, d, "command", "the person did not allow the command"); e != nil {
+		return nil, e
 	}
 	shell := u.t.Env.Shell
 	if shell == nil {
