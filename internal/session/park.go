@@ -373,7 +373,9 @@ func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, locatio
 		return StartResult{}, &Error{Code: CodeInvalidSelect, Message: "the parked selection is unreadable: " + err.Error()}
 	}
 	pk := handoff.Parking{Selection: sel, Title: row.Title, Artifact: handoff.Artifact{Path: row.Path, Hash: row.Hash}, Head: row.Head, Branch: row.Branch}
-	st, err := handoff.StartParked(ctx, &starting{s: s, id: row.ID}, pk, location, branch)
+	port := &starting{s: s, id: row.ID}
+	st, err := handoff.StartParked(ctx, port, pk, location, branch)
+	port.release()
 	if errors.Is(err, handoff.ErrInvalidSelection) {
 		return StartResult{}, &Error{Code: CodeInvalidSelect, Message: strings.TrimPrefix(err.Error(), handoff.ErrInvalidSelection.Error()+": ")}
 	}
@@ -386,21 +388,31 @@ func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, locatio
 
 // starting is the session side of one [handoff.StartParked]
 // ([handoff.StartPort]) of parked plan id.
+// One start at a time claims the session from its checks until its
+// hand-over made the session busy (or it failed), so a second start in
+// that moment is told the session is busy starting, not that a retry
+// waits.
 type starting struct {
-	s  *Session
-	id string
+	s       *Session
+	id      string
+	claimed bool
 }
 
 func (a *starting) Check(ctx context.Context, sel handoff.Selection) error {
 	s := a.s
 	s.mu.Lock()
-	busy, pending, forked := s.busy, s.approval.Pending(), s.row.ForkedTo
+	busy, pending, forked, other := s.busy, s.approval.Pending(), s.row.ForkedTo, s.starting
+	if !busy && !pending && forked == "" && !other {
+		s.starting, a.claimed = true, true
+	}
 	s.mu.Unlock()
 	switch {
 	case forked != "":
 		return &Error{Code: CodeSessionEnded, Message: "this planning session continued in its Worktree fork " + forked}
 	case busy:
 		return errorf(CodeBusy, "the session is busy; wait for the running turn or interrupt it")
+	case other:
+		return errorf(CodeBusy, "the session is busy starting an accepted plan; wait for it")
 	case pending:
 		return errorf(CodeBusy, "an approval card is pending in this session; decide it first")
 	}
@@ -408,6 +420,16 @@ func (a *starting) Check(ctx context.Context, sel handoff.Selection) error {
 		return errorf(CodeBusy, "an accepted plan of this session waits for a retry; retry or finish it first")
 	}
 	return s.checkRun(sel, "starting")
+}
+
+// release ends the claim of a start that made one.
+func (a *starting) release() {
+	if !a.claimed {
+		return
+	}
+	a.s.mu.Lock()
+	a.s.starting, a.claimed = false, false
+	a.s.mu.Unlock()
 }
 
 func (a *starting) PlanBody(ctx context.Context, art handoff.Artifact) (string, error) {

@@ -33,6 +33,7 @@ type Session struct {
 	mu       sync.Mutex // guards the fields below
 	row      store.Session
 	busy     bool
+	starting bool // a parked plan is being started (between its checks and its hand-over)
 	deleted  bool // Manager.Delete holds or removed it: nothing more may queue
 	queue    []turnReq
 	cancel   context.CancelFunc
