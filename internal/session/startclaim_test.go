@@ -1,0 +1,49 @@
+package session
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"planbridge/handoff"
+	"planbridge/internal/store"
+)
+
+// TestParkedStartClaimsTheSession: from its checks to its hand-over a
+// parked plan's start holds the session, so a second start in that
+// moment is refused as busy starting (not told a retry waits); the claim
+// ends with the start, and a refused start never releases another's.
+func TestParkedStartClaimsTheSession(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := NewManager(Config{Store: st})
+	defer m.Close()
+	s, err := m.Create(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := handoff.Selection{Location: handoff.Here, Context: handoff.Current, Execution: handoff.Direct, Mode: "ask"}
+	first := &starting{s: s, id: "p1"}
+	if err := first.Check(ctx, sel); err != nil {
+		t.Fatalf("the first start's checks: %v", err)
+	}
+	second := &starting{s: s, id: "p1"}
+	err = second.Check(ctx, sel)
+	if err == nil || !strings.Contains(err.Error(), "busy starting") {
+		t.Fatalf("a second start while the first one runs: %v", err)
+	}
+	second.release() // refused: it claimed nothing
+	if err := (&starting{s: s, id: "p1"}).Check(ctx, sel); err == nil {
+		t.Fatal("a refused start released the first one's claim")
+	}
+	first.release()
+	third := &starting{s: s, id: "p1"}
+	if err := third.Check(ctx, sel); err != nil {
+		t.Fatalf("after the first start ended: %v", err)
+	}
+	third.release()
+}
