@@ -97,7 +97,7 @@ func applyPatch(env *Env, files []FilePatch, commit func(i int) error) ([]string
 		dirs[filepath.Dir(c.abs)] = true
 	}
 	for d := range dirs {
-		syncDir(d)
+		_ = atomicfile.SyncDir(d) // best effort: the renames are done
 	}
 	var names []string
 	for _, c := range changes {
@@ -279,11 +279,4 @@ func stage(path string, data []byte, perm os.FileMode) (string, error) {
 		return "", werr
 	}
 	return name, nil
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }

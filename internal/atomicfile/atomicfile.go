@@ -27,7 +27,7 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 		return fmt.Errorf("rename %s: %w", path, err)
 	}
 	removeStale(path)
-	return syncDir(filepath.Dir(path))
+	return SyncDir(filepath.Dir(path))
 }
 
 // WriteOnce creates path with data and never overwrites: if path already
@@ -53,7 +53,7 @@ func WriteOnce(path string, data []byte, perm os.FileMode) (reused bool, err err
 		return false, fmt.Errorf("publish %s: %w", path, err)
 	}
 	removeStale(path)
-	return false, syncDir(filepath.Dir(path))
+	return false, SyncDir(filepath.Dir(path))
 }
 
 func tempPrefix(path string) string { return "." + filepath.Base(path) + ".pbtmp-" }
@@ -110,7 +110,9 @@ func removeStale(path string) {
 	}
 }
 
-func syncDir(dir string) error {
+// SyncDir makes the entries of dir (a file created, renamed or removed
+// in it) durable.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

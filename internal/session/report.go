@@ -17,6 +17,7 @@ import (
 
 	"planbridge/goal"
 	"planbridge/internal/agent"
+	"planbridge/internal/atomicfile"
 	"planbridge/internal/store"
 	"planbridge/review"
 )
@@ -99,7 +100,7 @@ func (m *Manager) stageBase(ctx context.Context, sess, ws, title, hash, artifact
 		return "", err
 	}
 	// The base directory's own entry is durable before any commit names it.
-	if err := syncDir(root); err != nil {
+	if err := atomicfile.SyncDir(root); err != nil {
 		return "", err
 	}
 	return id, nil
@@ -118,15 +119,6 @@ func (s *Session) stageBase(ctx context.Context, hash, artifact, title, body str
 		return ""
 	}
 	return id
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // baseCommitted is called once the commit naming base is durable: it
