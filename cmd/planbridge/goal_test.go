@@ -36,19 +36,47 @@ func getGoal(t *testing.T, ctx context.Context, c *rpc.Client, sess string) goal
 	return g
 }
 
-// waitGoal waits until the session's Goal reaches status.
+// waitGoal waits until the session's Goal reaches status. It gives up a
+// little before ctx ends, with the Goal, the session's events and the
+// server's stderr, so a stall says where it stopped.
 func waitGoal(t *testing.T, ctx context.Context, c *rpc.Client, sess, status string) goalInfo {
 	t.Helper()
-	for {
-		g := getGoal(t, ctx, c, sess)
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(time.Minute)
+	}
+	var g goalInfo
+	for time.Until(deadline) > 3*time.Second {
+		g = getGoal(t, ctx, c, sess)
 		if g.Goal != nil && g.Goal.Status == status {
 			return g
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("goal never reached %s: %+v", status, g.Goal)
-		case <-time.After(20 * time.Millisecond):
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("goal: %+v", g.Goal)
+	dumpEvents(t, c, sess)
+	t.Fatalf("goal never reached %s", status)
+	return g
+}
+
+// dumpEvents logs a session's stored events, for a failure's diagnosis.
+func dumpEvents(t *testing.T, c *rpc.Client, sess string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var opened struct {
+		Events []rpc.Event `json:"events"`
+	}
+	if err := c.Call(ctx, "session/open", map[string]any{"session": sess}, &opened); err != nil {
+		t.Logf("session/open: %v", err)
+		return
+	}
+	for _, e := range opened.Events {
+		d := string(e.Data)
+		if len(d) > 300 {
+			d = d[:300] + "..."
 		}
+		t.Logf("event %d %s %s", e.Seq, e.Kind, d)
 	}
 }
 

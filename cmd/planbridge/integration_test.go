@@ -69,7 +69,12 @@ func startServeEnv(t *testing.T, env []string, stateDir string, extra ...string)
 		t.Fatal(err)
 	}
 	p.c = rpc.NewClient(context.Background(), p.stdout, p.stdin)
-	t.Cleanup(func() { p.stop() })
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() && p.stderr.Len() > 0 {
+			t.Logf("serve --state-dir %s stderr:\n%s", stateDir, p.stderr.String())
+		}
+	})
 	return p
 }
 
