@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,6 +71,19 @@ func startServeEnv(t *testing.T, env []string, stateDir string, extra ...string)
 	}
 	p.c = rpc.NewClient(context.Background(), p.stdout, p.stdin)
 	t.Cleanup(func() {
+		if t.Failed() && p.cmd.ProcessState == nil {
+			// A stalled server shows where: SIGQUIT makes the Go runtime
+			// print every goroutine to its stderr before it exits.
+			p.cmd.Process.Signal(syscall.SIGQUIT)
+			done := make(chan struct{})
+			go func() { p.cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				p.cmd.Process.Kill()
+				<-done
+			}
+		}
 		p.stop()
 		if t.Failed() && p.stderr.Len() > 0 {
 			t.Logf("serve --state-dir %s stderr:\n%s", stateDir, p.stderr.String())
