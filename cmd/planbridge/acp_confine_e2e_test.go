@@ -386,7 +386,20 @@ func TestACPClaudeCodeInterrupt(t *testing.T) {
 		dump()
 		t.Fatal("no agent process")
 	}
-	pgid := procs[0][1]
+	// The agent's own processes share one group (its commands may make
+	// groups of their own). The reference is the agent's, not the first
+	// listed: /proc lists pids as names, so 10082 comes before 4440.
+	leader, pgid := "", ""
+	for _, pr := range procs {
+		if strings.Contains(pr[2], "claude-agent-acp") {
+			leader, pgid = pr[0], pr[1]
+			break
+		}
+	}
+	if pgid == "" {
+		dump()
+		t.Fatalf("no claude-agent-acp process among %v", procs)
+	}
 	for _, pr := range procs {
 		if pr[2] != "" && strings.Contains(pr[2], "claude-agent-acp") && pr[1] != pgid {
 			t.Errorf("agent processes in several groups: %v", procs)
@@ -423,7 +436,6 @@ func TestACPClaudeCodeInterrupt(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	leader := procs[0][0]
 	if err := p.c.Call(ctx, "session/submit", map[string]string{"session": s.ID, "text": "hello after the interrupt"}, nil); err != nil {
 		t.Fatal(err)
 	}
