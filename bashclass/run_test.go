@@ -164,18 +164,14 @@ func TestRunTimeoutKillsChildren(t *testing.T) {
 			"while true; do true; done",
 			"while true; do cat " + tag + " >/dev/null; done",
 		} {
-			start := time.Now()
 			res, err := r.Run(context.Background(), src)
-			if d := time.Since(start); d > 5*time.Second {
-				t.Errorf("Run(%q) took %v", src, d)
-			}
 			if !errors.Is(err, ErrTimeout) || res.ExitCode != ExitTimeout {
 				t.Errorf("Run(%q) = exit %d, %v; want timeout", src, res.ExitCode, err)
 			}
 			if !bytes.Contains(res.Output, []byte("[timed out after")) {
 				t.Errorf("Run(%q) output %q lacks the timeout marker", src, res.Output)
 			}
-			deadline := time.Now().Add(2 * time.Second)
+			deadline := time.Now().Add(30 * time.Second) // a hang guard, not a timing check
 			for len(processesWith(t, tag)) > 0 && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
@@ -190,13 +186,13 @@ func TestRunOutputCap(t *testing.T) {
 	dir := t.TempDir()
 	for _, src := range []string{"seq 1 100000", "cat /dev/zero", "while true; do echo yes; done"} {
 		r := &Runner{Dir: dir, MaxOutput: 1000, Timeout: 10 * time.Second}
-		start := time.Now()
 		res, err := r.Run(context.Background(), src)
 		if err != nil {
 			t.Errorf("Run(%q): %v", src, err)
 		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("Run(%q) took %v", src, d)
+		// Stopped by the output limit, not by the timeout.
+		if res.ExitCode == ExitTimeout || bytes.Contains(res.Output, []byte("[timed out after")) {
+			t.Errorf("Run(%q) ran into its timeout: exit %d", src, res.ExitCode)
 		}
 		marker := "[output truncated at 1000 bytes]\n"
 		if !res.Truncated || !bytes.HasSuffix(res.Output, []byte(marker)) || len(res.Output) > 1000+len(marker)+1 {

@@ -339,7 +339,6 @@ func TestOpenAICancelStopsPromptly(t *testing.T) {
 		t.Fatal("no delta received")
 	}
 	cancel()
-	cancelled := time.Now()
 	select {
 	case r := <-done:
 		if !errors.Is(r.err, context.Canceled) {
@@ -348,39 +347,35 @@ func TestOpenAICancelStopsPromptly(t *testing.T) {
 		if errors.Is(r.err, ErrTransient) {
 			t.Errorf("a cancellation must not look transient: %v", r.err)
 		}
-		if d := time.Since(cancelled); d > 2*time.Second {
-			t.Errorf("Stream returned %v after cancel", d)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("Stream did not return within 2s of cancel")
+	case <-time.After(30 * time.Second): // a hang guard: the server never ends the stream itself
+		t.Fatal("Stream did not return after cancel")
 	}
 	select {
 	case <-clientGone:
-	case <-time.After(2 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Error("server handler never saw the client go away")
 	}
 }
 
 func TestOpenAICancelBeforeHeaders(t *testing.T) {
+	// Never answers, until the test ends: Stream can only return because
+	// its context ended. The body must be consumed before the server
+	// watches the connection and can notice the client leaving.
+	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Never answers. The body must be consumed before the server
-		// watches the connection and can notice the client leaving.
 		io.Copy(io.Discard, r.Body)
 		select {
 		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
+		case <-release:
 		}
 	}))
 	defer srv.Close()
+	defer close(release)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	_, err := newTestEngine(t, srv).Stream(ctx, Request{}, nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want wrapping context.DeadlineExceeded", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("took %v", d)
 	}
 }
 
