@@ -43,7 +43,7 @@ func TestCancelRequestStopsHandler(t *testing.T) {
 		if err != context.Canceled {
 			t.Fatalf("handler ctx err %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("$/cancelRequest did not cancel the handler")
 	}
 	r := bufio.NewReader(outR)
