@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"planbridge/internal/event"
 	"planbridge/internal/session"
 )
 
@@ -49,7 +50,7 @@ func sessionOpen(ctx context.Context, s *Server, raw json.RawMessage) (any, erro
 			evs = evs[:p.Limit]
 		}
 		if p.CoalesceText {
-			evs = session.CoalesceText(evs)
+			evs = event.CoalesceText(evs)
 		}
 		return map[string]any{"session": info, "events": evs, "more": more, "report": sess.StoredReport()}, nil
 	})

@@ -6,6 +6,7 @@ import (
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
+	"planbridge/internal/event"
 	"planbridge/internal/store"
 )
 
@@ -18,7 +19,7 @@ const autoCompactRatio = 0.8
 func (s *Session) Compact() error {
 	return s.own(func(ctx context.Context) func() {
 		if err := s.compactNow(ctx, "requested"); err != nil {
-			return func() { s.emit(ErrorEvent{Message: "compaction failed: " + err.Error()}) }
+			return func() { s.emit(event.Error{Message: "compaction failed: " + err.Error()}) }
 		}
 		return nil
 	})
@@ -41,7 +42,7 @@ func (s *Session) compactNow(ctx context.Context, why string) error {
 	if err := s.m.checkModel(w.Model); err != nil {
 		return err
 	}
-	s.emit(NoticeEvent{Message: "Compacting the conversation..."})
+	s.emit(event.Notice{Message: "Compacting the conversation..."})
 	resp, err := eng.Stream(ctx, agent.Request{Model: w.Model, Effort: w.Effort, Messages: []agent.Message{
 		{Role: agent.RoleSystem, Content: handoff.CompactPrompt}, {Role: agent.RoleUser, Content: hist}}}, func(string) {})
 	if err != nil {
@@ -73,7 +74,7 @@ func (s *Session) compactNow(ctx context.Context, why string) error {
 	s.nextIdx++
 	s.msgs = []agent.Message{{Role: agent.RoleUser, Content: material}}
 	s.mu.Unlock()
-	s.emit(CompactedEvent{Segment: row.Segment, Reason: why, Chars: len(material)})
+	s.emit(event.Compacted{Segment: row.Segment, Reason: why, Chars: len(material)})
 	return nil
 }
 

@@ -11,7 +11,7 @@
 // goal's; the session dispatches what it decides.
 //
 // Durability contract:
-//   - Events are write-ahead: an event ([EventData], one struct per kind)
+//   - Events are write-ahead: an event (package event's catalogue, [event.Data])
 //     is committed under its sequence number before any listener sees it;
 //     numbers are never reused, across restarts too. Streamed text is
 //     group-committed (a few milliseconds per batch, one event per batch).

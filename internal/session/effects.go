@@ -323,7 +323,7 @@ func (s *Session) recordScope(change func(*review.Scope)) {
 		s.m.log.Error("record scope change", "session", s.id, "err", err)
 		return
 	}
-	s.emit(ScopeEvent{*sc})
+	s.emit(ScopeEvent{Scope: *sc})
 }
 
 // noteChanged keeps, for the tool log, the files a watched call changed.

@@ -11,6 +11,7 @@ import (
 	"planbridge/goal"
 	"planbridge/handoff"
 	"planbridge/internal/agent"
+	"planbridge/internal/event"
 	"planbridge/internal/store"
 )
 
@@ -78,11 +79,11 @@ func (s *Session) goalRow() (store.GoalRow, bool) {
 func (s *Session) emitGoal() {
 	s.mu.Lock()
 	g := s.gl.g
-	data := GoalEvent{Summary: g.Summary()}
+	data := event.Goal{Summary: g.Summary()}
 	if g != nil {
 		c := *g
 		pending := s.gl.kickoff != ""
-		data = GoalEvent{Goal: &c, Summary: c.Summary(), KickoffPending: &pending}
+		data = event.Goal{Goal: &c, Summary: c.Summary(), KickoffPending: &pending}
 	}
 	s.mu.Unlock()
 	s.emit(data)
@@ -198,7 +199,7 @@ func (s *Session) settleGoalTurn(ctx context.Context, req turnReq, usage agent.U
 	}
 	s.emitGoal()
 	if personNote != "" {
-		s.emit(NoticeEvent{Message: personNote})
+		s.emit(event.Notice{Message: personNote})
 	}
 	return retry
 }

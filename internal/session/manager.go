@@ -41,15 +41,6 @@ func errorf(code, format string, args ...any) error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Event is one entry of a session's event log as published to listeners.
-type Event struct {
-	Session string          `json:"session"`
-	Seq     int64           `json:"seq"`
-	Kind    string          `json:"kind"`
-	Data    json.RawMessage `json:"data"`
-	Time    time.Time       `json:"time"`
-}
-
 // Asker asks the attached person whether a tool call may run.
 type Asker func(ctx context.Context, session string, call agent.ToolCall, reason string) (bool, error)
 

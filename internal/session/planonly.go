@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"planbridge/internal/event"
 )
 
 // PlanOnlyResult is what a headless Plan turn produced.
@@ -73,15 +75,12 @@ func (m *Manager) PlanOnly(ctx context.Context, workspace, prompt string) (PlanO
 	for _, e := range evs {
 		switch e.Kind {
 		case "diagnostic":
-			var d Diagnostic
+			var d event.Diagnostic
 			if json.Unmarshal(e.Data, &d) == nil {
-				res.Diagnostics = append(res.Diagnostics, d)
+				res.Diagnostics = append(res.Diagnostics, Diagnostic(d))
 			}
 		case "turn_end":
-			var t struct {
-				OK    bool   `json:"ok"`
-				Error string `json:"error"`
-			}
+			var t event.TurnEnd
 			if json.Unmarshal(e.Data, &t) == nil && !t.OK {
 				turnErr = t.Error
 			}

@@ -301,7 +301,7 @@ func (s *Session) Report(ctx context.Context) (review.Report, error) {
 	if err := store.WriteFileAtomic(filepath.Join(dir, "report.json"), data, 0o600); err != nil {
 		return review.Report{}, err
 	}
-	s.emit(ReportEvent{r})
+	s.emit(ReportEvent{Report: r})
 	return r, nil
 }
 

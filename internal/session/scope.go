@@ -167,7 +167,7 @@ func (s *Session) extendScope(call agent.ToolCall) {
 		s.m.log.Error("record scope extension", "session", s.id, "err", err)
 		return
 	}
-	s.emit(ScopeEvent{*sc})
+	s.emit(ScopeEvent{Scope: *sc})
 }
 
 func realPath(p string) string {

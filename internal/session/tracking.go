@@ -141,7 +141,7 @@ func (s *Session) TrackedPlan() *TrackedPlan {
 
 func (s *Session) emitSteps() {
 	if p := s.TrackedPlan(); p != nil {
-		s.emit(StepsEvent{p})
+		s.emit(StepsEvent{TrackedPlan: p})
 	}
 }
 

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
+	"planbridge/internal/event"
 	"planbridge/internal/store"
 )
 
@@ -51,7 +51,7 @@ func (k *turnSink) ResponseDone(text string) {
 }
 
 func (k *turnSink) ToolCall(call agent.ToolCall) {
-	k.s.emit(ToolCallEvent{ID: call.ID, Name: call.Name, Arguments: rawOrEmpty(call.Arguments)})
+	k.s.emit(event.NewToolCall(call.ID, call.Name, call.Arguments))
 }
 
 func (k *turnSink) ToolResult(call agent.ToolCall, ok bool, output string) {
@@ -59,7 +59,7 @@ func (k *turnSink) ToolResult(call agent.ToolCall, ok bool, output string) {
 		k.s.recordEdit(call)
 	}
 	k.s.logToolEvent(call, ok, output)
-	k.s.emit(ToolResultEvent{ID: call.ID, Name: call.Name, OK: ok, Output: clipView(output)})
+	k.s.emit(event.NewToolResult(call.ID, call.Name, ok, output))
 }
 
 func (k *turnSink) Blocked(call agent.ToolCall, code, reason string) {
@@ -75,31 +75,10 @@ func (k *turnSink) Blocked(call agent.ToolCall, code, reason string) {
 	if err := k.s.saveRow(context.Background()); err != nil {
 		k.s.m.log.Error("persist blocked count", "session", k.s.id, "err", err)
 	}
-	k.s.emit(BlockedEvent{ID: call.ID, Name: call.Name, Code: code, Reason: reason})
+	k.s.emit(event.Blocked{ID: call.ID, Name: call.Name, Code: code, Reason: reason})
 	if code == agent.CodeOutsideScope {
 		k.s.pauseForScope(reason)
 	}
-}
-
-func rawOrEmpty(r json.RawMessage) json.RawMessage {
-	if len(r) == 0 || !json.Valid(r) {
-		return json.RawMessage(`{}`)
-	}
-	return r
-}
-
-// maxViewOutput bounds tool output copied into events (the model gets all).
-const maxViewOutput = 16 << 10
-
-func clipView(s string) string {
-	if len(s) <= maxViewOutput {
-		return s
-	}
-	cut := maxViewOutput
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("\n[… %d more bytes shown to the model only]", len(s)-cut)
 }
 
 // runTurn runs one prompt as a model turn and persists what it produced.
@@ -123,7 +102,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		}
 	}
 	if why := s.admitGoalTurn(&req); why != "" {
-		s.emit(NoticeEvent{Message: "Dropped a stale Goal turn without sending it: " + why + "."})
+		s.emit(event.Notice{Message: "Dropped a stale Goal turn without sending it: " + why + "."})
 		return nil
 	}
 	if req.kickoff {
@@ -133,7 +112,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	text := req.text
 	if s.needsCompaction(text) {
 		if err := s.compactNow(ctx, "the context neared the model's window"); err != nil {
-			s.emit(ErrorEvent{Message: "automatic compaction failed: " + err.Error()})
+			s.emit(event.Error{Message: "automatic compaction failed: " + err.Error()})
 		}
 	}
 	eng := s.engine()
@@ -172,8 +151,8 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	// will not be sent), so a crash or a failed commit never shows a kickoff
 	// that the conversation does not hold.
 	announce := func() {
-		s.emit(UserEvent{Text: display, Display: display})
-		s.emit(TurnStartEvent{Turn: turnNo, Plan: plan})
+		s.emit(event.User{Text: display, Display: display})
+		s.emit(event.TurnStart{Turn: turnNo, Plan: plan})
 	}
 	if eng == nil {
 		announce()
@@ -259,7 +238,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 // it, so the prompt is never sent twice. It returns the two attempts'
 // combined result.
 func (s *Session) retryTurn(ctx context.Context, base agent.Turn, first agent.TurnResult, cause error) (agent.TurnResult, error) {
-	s.emit(NoticeEvent{Message: "The model request failed (" + cause.Error() + "); retrying once."})
+	s.emit(event.Notice{Message: "The model request failed (" + cause.Error() + "); retrying once."})
 	base.Messages = append(append([]agent.Message(nil), base.Messages...), first.Messages...)
 	res, err := base.Run(ctx)
 	res.Messages = append(first.Messages, res.Messages...)
@@ -289,13 +268,13 @@ func (s *Session) finishTurn(ctx context.Context, turnNo int64, err error, templ
 			err = fmt.Errorf("could not save the turn: %w", perr)
 		}
 	}
-	end := TurnEndEvent{Turn: turnNo, OK: err == nil}
+	end := event.TurnEnd{Turn: turnNo, OK: err == nil}
 	if err != nil {
 		end.Error = err.Error()
 		if errors.Is(err, context.Canceled) {
 			end.Error = "interrupted"
 		} else {
-			s.emit(ErrorEvent{Message: end.Error})
+			s.emit(event.Error{Message: end.Error})
 		}
 	}
 	s.reportIfEnded(context.WithoutCancel(ctx))

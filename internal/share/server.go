@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"planbridge/internal/event"
 	"planbridge/internal/redact"
 	"planbridge/internal/session"
 	"planbridge/internal/store"
@@ -435,9 +436,7 @@ func (s *Server) publish(ev session.Event) {
 	}
 	r.broadcast(ev)
 	if ev.Kind == "forked" {
-		var d struct {
-			Fork string `json:"fork"`
-		}
+		var d event.Forked
 		// Not on the emitting goroutine: Handoff reads the fork session
 		// and both write the store.
 		if err := json.Unmarshal(ev.Data, &d); err != nil || d.Fork == "" {
