@@ -68,6 +68,16 @@
 // its first step, a fork from its parent's position, and a [CursorStore]
 // keeps the positions across restarts.
 //
+// A root turn is kept as it happens ([Turn.Send] over a [Ledger], the
+// session's side): the prompt is committed before it is sent (with a
+// kickoff's dispatch mark, in the same transaction), announced only after
+// that commit, each assistant message and tool result is committed before
+// the next model request, and a commit that fails ends the turn with
+// nothing more sent. A transient failure is retried at most once, when
+// asked, going on from what the turn produced: the prompt is never
+// committed or sent twice. The crash points around the prompt's commit
+// are the caller's to name ([SendOptions]); the ledger receives them.
+//
 // A stored conversation is made well-formed before it is sent
 // ([CompleteToolCalls]): a tool call whose result a crash kept from being
 // recorded is answered [InterruptedCall].

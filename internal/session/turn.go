@@ -105,9 +105,6 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		s.emit(event.Notice{Message: "Dropped a stale Goal turn without sending it: " + why + "."})
 		return nil
 	}
-	if req.kickoff {
-		handoff.Failpoint("goal.kickoff")
-	}
 	started := time.Now()
 	text := req.text
 	if s.needsCompaction(text) {
@@ -147,20 +144,13 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	if display == "" {
 		display = text
 	}
-	// The view shows the prompt once it is durable (or once it is clear it
-	// will not be sent), so a crash or a failed commit never shows a kickoff
-	// that the conversation does not hold.
-	announce := func() {
-		s.emit(event.User{Text: display, Display: display})
-		s.emit(event.TurnStart{Turn: turnNo, Plan: plan})
-	}
 	if eng == nil {
-		announce()
+		s.announceTurn(display, turnNo, plan)
 		err := errors.New("no model engine is configured")
 		return s.finishTurn(ctx, turnNo, err, false, nil)
 	}
 	if err := s.m.checkModel(model); err != nil {
-		announce()
+		s.announceTurn(display, turnNo, plan)
 		return s.finishTurn(ctx, turnNo, err, false, nil)
 	}
 	sink := &turnSink{s: s, plan: plan, view: s.newView(plan)}
@@ -179,42 +169,27 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		Ask:   s.askFunc(),
 		Watch: s.watcher(plan, req.guest || req.continuation),
 		Sink:  sink,
-		// Each assistant message and tool result is durable before the
-		// next model request: after a crash the conversation the model
-		// continues from is what happened, effects included.
-		Record: func(ctx context.Context, m agent.Message) error {
-			return s.appendTranscript(ctx, store.OpTurn, []agent.Message{m}, nil)
-		},
 	}
-	// The prompt is durable before it is sent: a crash mid-turn never loses
-	// it from the conversation. A kickoff moves its retry record to
-	// dispatched in the same transaction, so it is never sent again.
-	op := store.OpPrompt
-	if req.dispatched != nil {
-		op = store.OpDispatch
-	}
-	perr := s.appendTranscript(ctx, op, []agent.Message{user}, req.dispatch)
-	promptStored = perr == nil
-	announce()
-	if perr != nil {
-		return s.finishTurn(ctx, turnNo, perr, false, nil)
+	// The prompt is durable before it is sent, each assistant message and
+	// tool result before the next model request ([agent.Turn.Send]); a
+	// kickoff moves its record to dispatched with its prompt. A Goal's
+	// kickoff and continuations are retried by the Goal (the continuation
+	// regenerates them); any other turn, a person's or a guest's follow-up
+	// bound to the Goal included, is retried once by Send.
+	l := &turnLedger{s: s, req: &req, display: display, turn: turnNo, plan: plan}
+	opts := agent.SendOptions{RetryTransient: !req.kickoff && !req.continuation && !req.retried}
+	if req.kickoff {
+		opts.BeforePrompt = "goal.kickoff"
 	}
 	if req.dispatched != nil {
-		req.dispatched()
-		if req.kickoff {
-			handoff.Failpoint("goal.dispatched")
-		} else {
-			handoff.Failpoint("handoff.dispatched")
-		}
+		opts.Dispatched = map[bool]string{true: "goal.dispatched", false: "handoff.dispatched"}[req.kickoff]
 	}
-	base := *t // before it runs: a retry starts from the same settings
-	res, err := t.Run(ctx)
-	// A Goal's kickoff and continuations are retried by the Goal (the
-	// continuation regenerates them); any other turn, a person's or a
-	// guest's follow-up bound to the Goal included, goes on from what it
-	// produced, so its prompt is never stored or sent twice.
-	if !req.kickoff && !req.continuation && !req.retried && errors.Is(err, agent.ErrTransient) && ctx.Err() == nil {
-		res, err = s.retryTurn(ctx, base, res, err)
+	res, retried, err := t.Send(ctx, l, opts)
+	promptStored = l.stored
+	if !l.stored {
+		return s.finishTurn(ctx, turnNo, err, false, nil)
+	}
+	if retried {
 		req.retried = true // the Goal does not retry it again
 	}
 	if req.goalID != "" {
@@ -230,22 +205,6 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	// actually arrived: a cancelled dispatch leaves it armed.
 	delivered := fullReminder && len(res.Messages) > 0
 	return s.finishTurn(ctx, turnNo, err, delivered, req.settle)
-}
-
-// retryTurn retries an ordinary turn once after a transient model failure
-// (a 429/5xx or a broken stream), as Goal turns are: what the failed attempt
-// produced is kept (already stored, step by step) and the turn goes on from
-// it, so the prompt is never sent twice. It returns the two attempts'
-// combined result.
-func (s *Session) retryTurn(ctx context.Context, base agent.Turn, first agent.TurnResult, cause error) (agent.TurnResult, error) {
-	s.emit(event.Notice{Message: "The model request failed (" + cause.Error() + "); retrying once."})
-	base.Messages = append(append([]agent.Message(nil), base.Messages...), first.Messages...)
-	res, err := base.Run(ctx)
-	res.Messages = append(first.Messages, res.Messages...)
-	res.Usage.InputTokens += first.Usage.InputTokens
-	res.Usage.OutputTokens += first.Usage.OutputTokens
-	res.Requests += first.Requests
-	return res, err
 }
 
 // finishTurn settles a turn whose messages are already durable: the
@@ -316,4 +275,51 @@ func (s *Session) dropQueued(id int64) {
 	if err := s.m.st.DropQueuedInput(context.Background(), s.id, id); err != nil {
 		s.m.log.Error("drop queued input", "session", s.id, "err", err)
 	}
+}
+
+// turnLedger is the session side of a turn ([agent.Ledger]): its prompt
+// and steps committed through the store, its events emitted.
+type turnLedger struct {
+	s       *Session
+	req     *turnReq
+	display string
+	turn    int64
+	plan    bool
+	stored  bool // the prompt's commit succeeded
+}
+
+func (l *turnLedger) Prompt(ctx context.Context, m agent.Message) error {
+	op := store.OpPrompt
+	if l.req.dispatched != nil {
+		op = store.OpDispatch
+	}
+	err := l.s.appendTranscript(ctx, op, []agent.Message{m}, l.req.dispatch)
+	l.stored = err == nil
+	return err
+}
+
+func (l *turnLedger) Step(ctx context.Context, m agent.Message) error {
+	return l.s.appendTranscript(ctx, store.OpTurn, []agent.Message{m}, nil)
+}
+
+func (l *turnLedger) Announce() { l.s.announceTurn(l.display, l.turn, l.plan) }
+
+func (l *turnLedger) Dispatched() {
+	if l.req.dispatched != nil {
+		l.req.dispatched()
+	}
+}
+
+func (l *turnLedger) Retrying(cause error) {
+	l.s.emit(event.Notice{Message: "The model request failed (" + cause.Error() + "); retrying once."})
+}
+
+func (l *turnLedger) Failpoint(name string) { handoff.Failpoint(name) }
+
+// announceTurn shows a turn's prompt and start once the prompt is durable
+// (or once it is clear it will not be sent), so a crash or a failed commit
+// never shows a kickoff that the conversation does not hold.
+func (s *Session) announceTurn(display string, turn int64, plan bool) {
+	s.emit(event.User{Text: display, Display: display})
+	s.emit(event.TurnStart{Turn: turn, Plan: plan})
 }
