@@ -11,4 +11,11 @@
 // [KickoffPrompt] writes an objective's first prompt, and [Stale] says
 // when a scheduled Goal turn must be dropped unsent (the Goal cleared,
 // replaced, no longer active or edited since).
+//
+// Around each turn: a [Turn] is a turn's binding to a Goal; [Admit] binds
+// a person's prompt to the active Goal, drops a stale Goal turn and hands a
+// Goal turn the budget notes not yet delivered; [Goal.Book] settles a
+// finished turn (accounting, notes for the model or the person, one retry
+// of a transient failure, the kickoff done) and says in a [Booking] what
+// the session must carry out. None of it sends or stores anything.
 package goal

@@ -126,71 +126,58 @@ func goalPolicy(g *goal.Goal) *handoff.Policy {
 // kickoff or a continuation. It consumes the one-retry mark. Caller holds s.mu.
 func (s *Session) goalTurnLocked(kickoff bool) turnReq {
 	g := s.gl.g
-	retried := s.gl.retry
+	t := goal.Turn{ID: g.ID, Objective: g.Objective, Kickoff: kickoff, Continuation: !kickoff, Retried: s.gl.retry}
 	s.gl.retry = false
 	if kickoff {
 		display := handoff.KickoffDisplay(true)
 		if g.PlanRef == "" || goal.IsObjectiveKickoff(s.gl.kickoff) {
 			display = "Work toward Goal: " + g.Objective
 		}
-		req := turnReq{text: s.gl.kickoff, display: display, policy: goalPolicy(g),
-			goalID: g.ID, goalObjective: g.Objective, kickoff: true, retried: retried}
+		req := turnReq{text: s.gl.kickoff, display: display, policy: goalPolicy(g), goal: t}
 		// The kickoff is marked sent with its prompt: never sent twice.
 		req.dispatch, req.dispatched = s.goalKickoffDispatch(g.ID)
 		return req
 	}
-	return turnReq{text: goal.ContinuePrompt, display: "Continue Goal", policy: goalPolicy(g),
-		goalID: g.ID, goalObjective: g.Objective, continuation: true, retried: retried}
+	return turnReq{text: goal.ContinuePrompt, display: "Continue Goal", policy: goalPolicy(g), goal: t}
 }
 
-// admitGoalTurn binds a turn to the active Goal: Goal turns use its policy,
-// and a stale kickoff or continuation (Goal paused, cleared, replaced or
-// edited since it was scheduled) is dropped without sending.
+// admitGoalTurn binds a turn to the active Goal or drops a stale one
+// ([goal.Admit]); a Goal turn takes the Goal's policy and the budget notes
+// not yet delivered.
 func (s *Session) admitGoalTurn(req *turnReq) (drop string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.gl.g
-	if req.goalID != "" {
-		if why := goal.Stale(g, req.goalID, req.goalObjective); why != "" {
-			return why
-		}
-	} else if g != nil && g.Status == goal.Active && req.policy == nil {
-		// A person's follow-up while the Goal is active is a Goal turn.
-		req.goalID, req.goalObjective, req.policy = g.ID, g.Objective, goalPolicy(g)
+	was := req.goal.Bound()
+	t, suffix, drop := goal.Admit(s.gl.g, req.goal, req.policy == nil, s.gl.notes)
+	if drop != "" {
+		return drop
 	}
-	if req.goalID != "" && len(s.gl.notes) > 0 {
-		req.text += "\n\n<goal_budget_note>" + strings.Join(s.gl.notes, "\n") + "</goal_budget_note>"
+	if req.goal = t; t.Bound() && !was {
+		req.policy = goalPolicy(s.gl.g) // a person's follow-up while the Goal is active
+	}
+	if suffix != "" {
+		req.text += suffix
 		s.gl.notes = nil
 	}
 	return ""
 }
 
-// settleGoalTurn books a Goal turn at settlement: accounting, budget notes,
-// budget-limited at or over budget, failures pausing (one transient retry).
+// settleGoalTurn books a Goal turn at settlement ([goal.Goal.Book]) and
+// carries out what it says; retry asks for the same turn again.
 func (s *Session) settleGoalTurn(ctx context.Context, req turnReq, usage agent.Usage, wall time.Duration, err error) (retry bool) {
 	s.mu.Lock()
 	g := s.gl.g
-	if g == nil || g.ID != req.goalID {
+	if g == nil || g.ID != req.goal.ID {
 		s.mu.Unlock()
 		return false
 	}
-	var personNote string
-	for _, n := range g.Settle(goal.TurnUsage{InputTokens: int64(usage.InputTokens), OutputTokens: int64(usage.OutputTokens), Wall: wall}) {
-		if n.Percent >= 100 && g.Status == goal.BudgetLimited {
-			// No Goal turn follows until the person raises the budget, and
-			// by then "used up" would be false: tell the person now.
-			personNote = "Goal budget used up (" + g.Reason + "); the Goal is budget-limited. Raise it with /goal budget N (or none), then /goal resume."
-			continue
-		}
-		s.gl.notes = append(s.gl.notes, n.Text)
+	b := g.Book(req.goal, goal.TurnUsage{InputTokens: int64(usage.InputTokens), OutputTokens: int64(usage.OutputTokens), Wall: wall},
+		err, errors.Is(err, agent.ErrTransient))
+	s.gl.notes = append(s.gl.notes, b.Notes...)
+	if b.RetryNext {
+		s.gl.retry = true
 	}
-	if err != nil {
-		retry = g.OnTurnFailure(err, errors.Is(err, agent.ErrTransient), req.retried)
-		if retry && (req.kickoff || req.continuation) {
-			// The continuation regenerates it; mark it as the one retry.
-			s.gl.retry, retry = true, false
-		}
-	} else if req.kickoff {
+	if b.KickoffDone {
 		s.gl.kickoff = ""
 	}
 	s.mu.Unlock()
@@ -198,10 +185,10 @@ func (s *Session) settleGoalTurn(ctx context.Context, req turnReq, usage agent.U
 		s.m.log.Error("save goal", "session", s.id, "err", serr)
 	}
 	s.emitGoal()
-	if personNote != "" {
-		s.emit(event.Notice{Message: personNote})
+	if b.Notice != "" {
+		s.emit(event.Notice{Message: b.Notice})
 	}
-	return retry
+	return b.Requeue
 }
 
 // Goal actions, as [Session.GoalAction] takes them (package goal's verbs).
@@ -282,7 +269,7 @@ func (s *Session) goalActionLocked(verb, rest string, policy goal.Policy, budget
 		s.gl.notes = nil // they describe the old budget
 	}
 	if g := a.Goal; a.Steer != "" {
-		steer = &turnReq{text: a.Steer, display: a.Steer, policy: goalPolicy(g), goalID: g.ID, goalObjective: g.Objective}
+		steer = &turnReq{text: a.Steer, display: a.Steer, policy: goalPolicy(g), goal: goal.Turn{ID: g.ID, Objective: g.Objective}}
 	}
 	return a.Message, a.Schedule, steer, nil
 }

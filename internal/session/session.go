@@ -683,13 +683,10 @@ type turnReq struct {
 	// it is sent (a kickoff moving its retry record to dispatched).
 	dispatch   func(*store.TurnStep)
 	dispatched func() // called once dispatch is committed
-	// goalID binds the turn to a Goal (its kickoff, a continuation or a
-	// follow-up while it is active); goalObjective detects edits.
-	goalID, goalObjective string
-	kickoff               bool // the Goal's kickoff prompt
-	continuation          bool // an automatic Goal continuation
-	guest                 bool // sent from a share link: no person answers for it
-	retried               bool // already retried once after a transient failure
+	// goal binds the turn to a Goal (its kickoff, a continuation or a
+	// follow-up while it is active) and marks its one retry.
+	goal  goal.Turn
+	guest bool // sent from a share link: no person answers for it
 	// queueID is the durable queue entry of a person's follow-up (0: none);
 	// it is removed with the prompt's commit.
 	queueID int64

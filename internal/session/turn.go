@@ -164,10 +164,10 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		Messages: append(append([]agent.Message{{Role: agent.RoleSystem, Content: fmt.Sprintf(systemPrompt, workspace)}}, history...), user),
 		Tools:    s.registry(),
 		Gate: agent.Gate{Plan: plan, Mode: mode, Shell: s.m.shell, Roots: roots, Protected: protected,
-			Unattended: req.guest || req.continuation, Scope: s.heldScope(plan)},
+			Unattended: req.guest || req.goal.Continuation, Scope: s.heldScope(plan)},
 		Env:   agent.Env{Roots: roots, Shell: s.m.shell, Protected: protected},
 		Ask:   s.askFunc(),
-		Watch: s.watcher(plan, req.guest || req.continuation),
+		Watch: s.watcher(plan, req.guest || req.goal.Continuation),
 		Sink:  sink,
 	}
 	// The prompt is durable before it is sent, each assistant message and
@@ -177,12 +177,12 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	// regenerates them); any other turn, a person's or a guest's follow-up
 	// bound to the Goal included, is retried once by Send.
 	l := &turnLedger{s: s, req: &req, display: display, turn: turnNo, plan: plan}
-	opts := agent.SendOptions{RetryTransient: !req.kickoff && !req.continuation && !req.retried}
-	if req.kickoff {
+	opts := agent.SendOptions{RetryTransient: !req.goal.Kickoff && !req.goal.Continuation && !req.goal.Retried}
+	if req.goal.Kickoff {
 		opts.BeforePrompt = "goal.kickoff"
 	}
 	if req.dispatched != nil {
-		opts.Dispatched = map[bool]string{true: "goal.dispatched", false: "handoff.dispatched"}[req.kickoff]
+		opts.Dispatched = map[bool]string{true: "goal.dispatched", false: "handoff.dispatched"}[req.goal.Kickoff]
 	}
 	res, retried, err := t.Send(ctx, l, opts)
 	promptStored = l.stored
@@ -190,12 +190,12 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		return s.finishTurn(ctx, turnNo, err, false, nil)
 	}
 	if retried {
-		req.retried = true // the Goal does not retry it again
+		req.goal.Retried = true // the Goal does not retry it again
 	}
-	if req.goalID != "" {
+	if req.goal.Bound() {
 		if s.settleGoalTurn(ctx, req, res.Usage, time.Since(started), err) {
 			retry := req
-			retry.retried = true
+			retry.goal.Retried = true
 			s.mu.Lock()
 			s.queue = append([]turnReq{retry}, s.queue...)
 			s.mu.Unlock()
