@@ -35,6 +35,12 @@
 //     record, a Goal or implementation a restart paused, the durable
 //     queue, in that order); the session carries it out.
 //
+// The model policy a client configures ([ModelConfig]: the session's
+// default, the catalog the card's model choice is validated against, the
+// three workloads) resolves each workload ([ModelConfig.Workload]: what it
+// leaves out comes from the default) and fails visibly for a model the
+// catalog does not know ([ModelConfig.Check]), never falling back.
+//
 // [SaveToProject] writes an accepted plan into the workspace's docs/plans,
 // never overwriting and never following a link.
 //

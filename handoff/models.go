@@ -1,0 +1,73 @@
+package handoff
+
+import "fmt"
+
+// Workload names resolved to a model policy ([ModelConfig.Workload]).
+const (
+	WorkloadPlanning       = "planning"
+	WorkloadImplementation = "plan-implementation"
+	WorkloadSummarization  = "summarization"
+)
+
+// ModelConfig is the model policy a client configures at initialize.
+type ModelConfig struct {
+	// Default is the session policy (model and effort; mode is per session).
+	Default Policy `json:"default"`
+	// Models is the catalog; empty means "whatever the engine takes".
+	Models []Model `json:"models,omitempty"`
+	// Workloads maps planning / plan-implementation / summarization to a
+	// policy; missing fields inherit Default.
+	Workloads map[string]Policy `json:"workloads,omitempty"`
+	// GoalBudget is the default Goal token budget (0 = unlimited).
+	GoalBudget int64 `json:"goal_budget,omitempty"`
+	// ContextWindow is the model's window in tokens; when a request nears
+	// it the session compacts first. 0 disables automatic compaction.
+	ContextWindow int `json:"context_window,omitempty"`
+}
+
+// Validate refuses a workload other than the three and, with a catalog, a
+// workload naming a model the catalog does not list.
+func (c ModelConfig) Validate() error {
+	for name, w := range c.Workloads {
+		switch name {
+		case WorkloadPlanning, WorkloadImplementation, WorkloadSummarization:
+		default:
+			return fmt.Errorf("unknown workload %q", name)
+		}
+		if w.Model != "" && len(c.Models) > 0 && !c.known(w.Model) {
+			return fmt.Errorf("workload %s names unknown model %q", name, w.Model)
+		}
+	}
+	return nil
+}
+
+// Workload resolves workload name: a workload that names no model takes
+// the session policy's model, and its effort too unless it names one.
+func (c ModelConfig) Workload(name string) Policy {
+	w := c.Workloads[name]
+	if w.Model == "" {
+		w.Model = c.Default.Model
+		if w.Effort == "" {
+			w.Effort = c.Default.Effort
+		}
+	}
+	return w
+}
+
+// Check fails visibly for a model the catalog does not know: there is no
+// silent fallback. No model, or no catalog, passes.
+func (c ModelConfig) Check(name string) error {
+	if name == "" || len(c.Models) == 0 || c.known(name) {
+		return nil
+	}
+	return fmt.Errorf("model %q is not available (known: %d models); nothing was sent", name, len(c.Models))
+}
+
+func (c ModelConfig) known(name string) bool {
+	for _, x := range c.Models {
+		if x.Name == name {
+			return true
+		}
+	}
+	return false
+}
