@@ -7,8 +7,10 @@
 // [handoff.StartParked], [handoff.Run], [handoff.ForkStep],
 // [handoff.StartGoal], [handoff.NextRecovery]) and keeps their data
 // access: each port method that commits is one named store operation.
-// Goal policy (what runs next, the /goal command, stale turns) is package
-// goal's; the session dispatches what it decides.
+// Goal policy (what runs next, the /goal command, a turn's admission and
+// its booking) is package goal's; the session dispatches what it decides.
+// A turn runs through [agent.Turn.Send] with the session as its ledger;
+// the model policy is [handoff.ModelConfig].
 //
 // Durability contract:
 //   - Events are write-ahead: an event (package event's catalogue, [event.Data])
