@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"planbridge/goal"
+	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/redact"
 	"planbridge/internal/store"
@@ -86,6 +87,10 @@ type Manager struct {
 	// created are the sessions this process created: loading one is no
 	// restart, so nothing of it is paused by restart.
 	created map[string]bool
+
+	// failpoint receives a turn's crash points ([handoff.Failpoint]; tests
+	// crash in process there). Set before use, never changed.
+	failpoint func(name string)
 }
 
 // born records that this process created session id.
@@ -102,7 +107,7 @@ func NewManager(cfg Config) *Manager {
 		lg = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return &Manager{st: cfg.Store, log: lg, shell: cfg.Shell, engine: cfg.Engine, redact: cfg.Redact, read: cfg.ReadRoots, hide: cfg.Hidden,
-		sessions: map[string]*Session{}, listeners: map[int]func(Event){}, created: map[string]bool{}}
+		sessions: map[string]*Session{}, listeners: map[int]func(Event){}, created: map[string]bool{}, failpoint: handoff.Failpoint}
 }
 
 // SetEngine replaces the model engine for turns started from now on.

@@ -314,7 +314,7 @@ func (l *turnLedger) Retrying(cause error) {
 	l.s.emit(event.Notice{Message: "The model request failed (" + cause.Error() + "); retrying once."})
 }
 
-func (l *turnLedger) Failpoint(name string) { handoff.Failpoint(name) }
+func (l *turnLedger) Failpoint(name string) { l.s.m.failpoint(name) }
 
 // announceTurn shows a turn's prompt and start once the prompt is durable
 // (or once it is clear it will not be sent), so a crash or a failed commit
