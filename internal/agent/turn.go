@@ -224,6 +224,15 @@ func (t *Turn) dispatch(ctx context.Context, call ToolCall) string {
 	return out
 }
 
+// RootPrompt is the system prompt of a root turn over workspace.
+func RootPrompt(workspace string) string {
+	return fmt.Sprintf(rootPrompt, workspace)
+}
+
+const rootPrompt = `You are a careful coding agent working in the repository at %s.
+Use the tools to inspect files before changing them. Paths are relative to the workspace;
+work:// paths address your own session notes and plan files.`
+
 // childPrompt is the system prompt of a child agent.
 const childPrompt = `You are a child agent helping a coding agent. Do the task you are given with the tools
 you have and answer with a concise report of what you found or did. Your answer goes back to the

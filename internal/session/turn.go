@@ -14,10 +14,6 @@ import (
 	"planbridge/internal/store"
 )
 
-const systemPrompt = `You are a careful coding agent working in the repository at %s.
-Use the tools to inspect files before changing them. Paths are relative to the workspace;
-work:// paths address your own session notes and plan files.`
-
 // turnSink turns agent callbacks into session events.
 type turnSink struct {
 	s    *Session
@@ -161,7 +157,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		Engine:   eng,
 		Model:    model,
 		Effort:   effort,
-		Messages: append(append([]agent.Message{{Role: agent.RoleSystem, Content: fmt.Sprintf(systemPrompt, workspace)}}, history...), user),
+		Messages: append(append([]agent.Message{{Role: agent.RoleSystem, Content: agent.RootPrompt(workspace)}}, history...), user),
 		Tools:    s.registry(),
 		Gate: agent.Gate{Plan: plan, Mode: mode, Shell: s.m.shell, Roots: roots, Protected: protected,
 			Unattended: req.guest || req.goal.Continuation, Scope: s.heldScope(plan)},
