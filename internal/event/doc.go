@@ -28,7 +28,9 @@
 //
 // Invariants every constructor and struct here keeps:
 //   - A kind's data is its struct's JSON: a kind never changes shape by
-//     surface, and [Decode] reads exactly what the session wrote.
+//     surface, and a consumer reads it back into the same struct
+//     (docs/protocol.md lists the members; catalogue_test.go holds the
+//     two to each other).
 //   - [ToolCall.Arguments] is always a JSON value ({} for none or for
 //     arguments the model sent invalid); [ToolResult.Output] is the call's
 //     output clipped to [MaxViewOutput] bytes at a rune boundary, with a
