@@ -172,7 +172,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	// kickoff and continuations are retried by the Goal (the continuation
 	// regenerates them); any other turn, a person's or a guest's follow-up
 	// bound to the Goal included, is retried once by Send.
-	l := &turnLedger{s: s, req: &req, display: display, turn: turnNo, plan: plan}
+	l := &turnLedger{s: s, req: &req, display: display, turn: turnNo, plan: plan, stored: &promptStored}
 	opts := agent.SendOptions{RetryTransient: !req.goal.Kickoff && !req.goal.Continuation && !req.goal.Retried}
 	if req.goal.Kickoff {
 		opts.BeforePrompt = "goal.kickoff"
@@ -181,8 +181,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		opts.Dispatched = map[bool]string{true: "goal.dispatched", false: "handoff.dispatched"}[req.goal.Kickoff]
 	}
 	res, retried, err := t.Send(ctx, l, opts)
-	promptStored = l.stored
-	if !l.stored {
+	if !promptStored {
 		return s.finishTurn(ctx, turnNo, err, false, nil)
 	}
 	if retried {
@@ -281,7 +280,7 @@ type turnLedger struct {
 	display string
 	turn    int64
 	plan    bool
-	stored  bool // the prompt's commit succeeded
+	stored  *bool // set once the prompt's commit succeeded
 }
 
 func (l *turnLedger) Prompt(ctx context.Context, m agent.Message) error {
@@ -290,7 +289,7 @@ func (l *turnLedger) Prompt(ctx context.Context, m agent.Message) error {
 		op = store.OpDispatch
 	}
 	err := l.s.appendTranscript(ctx, op, []agent.Message{m}, l.req.dispatch)
-	l.stored = err == nil
+	*l.stored = err == nil
 	return err
 }
 
