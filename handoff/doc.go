@@ -39,7 +39,9 @@
 // default, the catalog the card's model choice is validated against, the
 // three workloads) resolves each workload ([ModelConfig.Workload]: what it
 // leaves out comes from the default) and fails visibly for a model the
-// catalog does not know ([ModelConfig.Check]), never falling back.
+// catalog does not know ([ModelConfig.Check]), never falling back; a
+// request nearing the context window is compacted first
+// ([ModelConfig.NearWindow]).
 //
 // [SaveToProject] writes an accepted plan into the workspace's docs/plans,
 // never overwriting and never following a link.

@@ -63,6 +63,17 @@ func (c ModelConfig) Check(name string) error {
 	return fmt.Errorf("model %q is not available (known: %d models); nothing was sent", name, len(c.Models))
 }
 
+// autoCompactRatio is the share of the context window a request may fill
+// before the context is compacted first.
+const autoCompactRatio = 0.8
+
+// NearWindow reports whether a request of size bytes (4 bytes a token)
+// fills more than 80 % of the context window, so the context is compacted
+// before it is sent. Without a window it never does.
+func (c ModelConfig) NearWindow(size int) bool {
+	return c.ContextWindow > 0 && float64(size/4) > autoCompactRatio*float64(c.ContextWindow)
+}
+
 func (c ModelConfig) known(name string) bool {
 	for _, x := range c.Models {
 		if x.Name == name {

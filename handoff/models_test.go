@@ -73,6 +73,23 @@ func TestModelConfig(t *testing.T) {
 		}
 	})
 
+	t.Run("near the window", func(t *testing.T) {
+		for _, tc := range []struct {
+			window, size int
+			want         bool
+		}{
+			{0, 1 << 30, false}, // no window: never
+			{1000, 3200, false}, // 800 tokens: exactly 80 %
+			{1000, 3204, true},  // 801 tokens
+			{1000, 3203, false}, // still 800 tokens (4 bytes a token, rounded down)
+			{-5, 1 << 30, false},
+		} {
+			if got := (ModelConfig{ContextWindow: tc.window}).NearWindow(tc.size); got != tc.want {
+				t.Errorf("window %d, %d bytes: %v, want %v", tc.window, tc.size, got, tc.want)
+			}
+		}
+	})
+
 	t.Run("wire form", func(t *testing.T) {
 		var cfg ModelConfig
 		raw := `{"default":{"model":"big","effort":"high","mode":""},"models":[{"name":"big"}],"workloads":{"planning":{"model":"big","effort":"","mode":""}},"goal_budget":5,"context_window":100}`

@@ -10,10 +10,6 @@ import (
 	"planbridge/internal/store"
 )
 
-// autoCompactRatio is the share of the context window that triggers
-// automatic compaction before a turn.
-const autoCompactRatio = 0.8
-
 // Compact summarises the transcript into a new context segment, as the
 // session's owning workflow.
 func (s *Session) Compact() error {
@@ -78,11 +74,11 @@ func (s *Session) compactNow(ctx context.Context, why string) error {
 	return nil
 }
 
-// needsCompaction estimates the next request's size (4 bytes a token)
-// against the configured context window.
+// needsCompaction reports whether the next request (the current context
+// and next) nears the model's window ([handoff.ModelConfig.NearWindow]).
 func (s *Session) needsCompaction(next string) bool {
-	window := s.m.modelConfig().ContextWindow
-	if window <= 0 {
+	cfg := s.m.modelConfig()
+	if cfg.ContextWindow <= 0 {
 		return false
 	}
 	s.mu.Lock()
@@ -94,5 +90,5 @@ func (s *Session) needsCompaction(next string) bool {
 		}
 	}
 	s.mu.Unlock()
-	return float64(n/4) > autoCompactRatio*float64(window)
+	return cfg.NearWindow(n)
 }
