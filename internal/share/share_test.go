@@ -156,6 +156,9 @@ func TestEveryActionEveryTier(t *testing.T) {
 					// The fork appears and the share moves to it.
 					fork := f.forkOf()
 					waitFor(t, "the fork to be shared", func() bool { return len(f.srv.Links(fork)) == 1 })
+					// The old room ends just after the fork's opens (one
+					// handoff, two steps): wait for it, then read why.
+					waitFor(t, "the old room to end", func() bool { return f.call(l, "GET", "/state", nil).Status != 200 })
 					if r := f.call(l, "GET", "/state", nil); r.Status != 410 || !strings.Contains(r.Raw, "Worktree fork") {
 						t.Fatalf("old room after the fork: %d %s", r.Status, r.Raw)
 					}
