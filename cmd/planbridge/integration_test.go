@@ -75,14 +75,7 @@ func startServeEnv(t *testing.T, env []string, stateDir string, extra ...string)
 			// A stalled server shows where: SIGQUIT makes the Go runtime
 			// print every goroutine to its stderr before it exits.
 			p.cmd.Process.Signal(syscall.SIGQUIT)
-			done := make(chan struct{})
-			go func() { p.cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				p.cmd.Process.Kill()
-				<-done
-			}
+			p.waitOrKill()
 		}
 		p.stop()
 		if t.Failed() && p.stderr.Len() > 0 {
@@ -98,6 +91,11 @@ func (p *proc) stop() {
 	}
 	p.c.Close()
 	p.stdin.Close()
+	p.waitOrKill()
+}
+
+// waitOrKill waits for the process to exit, killing it after 5 s.
+func (p *proc) waitOrKill() {
 	done := make(chan struct{})
 	go func() { p.cmd.Wait(); close(done) }()
 	select {
