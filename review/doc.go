@@ -1,6 +1,29 @@
-// Package review holds an implementation to its plan. It reads the
-// workspace only through the narrow [Workspace], [Tree] and [os.Root] it is
-// given, persists nothing, and writes only when [Restore] is asked to.
+// Package review holds an implementation to its plan. Its functions read
+// the workspace only through the narrow [Workspace], [Tree] and [os.Root]
+// they are given, persist nothing, and write only when [Restore] is asked
+// to. The [Tracker] is the runtime built on them, owned by a session and
+// reached through its [Port]: the only part of the package with state and
+// files of its own (see its layout), and the only one that opens a
+// checkout itself (package worktree).
+//
+// The Tracker keeps the todo list and the tracked plan, committing every
+// change through [Port.CommitTracking] before publishing it; it stages the
+// implementation's base ([StageBase]) before the commit that starts the
+// implementation names it ([BaseCommitted] afterwards); it logs each tool
+// call of a running implementation ([Tracker.LogTool]); it builds, stores
+// and publishes the report ([Tracker.Report], once on its own when the
+// implementation ends: [Tracker.ReportIfEnded]); it holds the declared
+// scope ([Tracker.Allows] fails closed, [Tracker.Extend] records what the
+// person allowed) and watches the commands whose writes cannot be declared
+// ([Tracker.Watch]: ask the person to extend the scope or restore, restore
+// and [Port.Pause] where nobody can answer, the implementation's own
+// records put back, a command a crash interrupted recorded as unsettled);
+// it keeps the plan versions with the person's line comments
+// ([Tracker.RecordVersion], [Tracker.Card], [Tracker.DiffVersions]) and
+// caches the current proposal's pre-approval checks ([Tracker.Warnings],
+// [CheckDir]). Errors a person sees carry a kind ([ErrNoReport],
+// [ErrBadPath], [ErrNoVersion], [ErrNoPlan], [ErrNothingToResume]) the
+// session maps to its stable codes.
 //
 // [Check] is the pre-approval check of a plan body against the workspace:
 // cited file paths that neither exist nor are to be created, backticked
@@ -32,8 +55,8 @@
 // Only net effects are seen, within stated bounds ([MaxWatchedPaths],
 // [MaxWatchedFile], [MaxWatchedTotal], [MaxCommitPaths]). [Restore] puts
 // changes back as they were, never writing through a symbolic link.
-// These and [Base] are the one place the package touches files, through
-// the [os.Root]s it is given.
+// These and [Base] are the one place its functions touch files, through
+// the [os.Root]s they are given.
 //
 // [Cite] is the model of what a plan names, shared by the checks: code
 // spans and words outside fenced code blocks, paths recognised by a "/" or

@@ -296,7 +296,7 @@ func (s *Session) Feedback(ctx context.Context, attempt, text string, comments [
 	title := p.Title
 	s.mu.Unlock()
 	if len(comments) > 0 {
-		if err := s.saveComments(versionOf(s.planVersions(), p.Hash).N, comments); err != nil {
+		if err := s.saveComments(p.Hash, comments); err != nil {
 			s.m.log.Error("save plan comments", "session", s.id, "err", err)
 		}
 	}
@@ -453,14 +453,13 @@ func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff
 	p.Status, p.Rejections = ProposalAccepted, 0
 	row := s.row
 	row.Plan = false
-	prevTrack := s.track.plan
-	s.startTrackingLocked(p.Title, agent.WorkScheme+rec.Artifact.Path, rec.Artifact.Hash, in.Body, in.Selection.Policy(), base)
+	mine, prevTrack := s.startTrackingLocked(p.Title, agent.WorkScheme+rec.Artifact.Path, rec.Artifact.Hash, in.Body, in.Selection.Policy(), base)
 	s.mu.Unlock()
 	track := s.trackingRow()
 	if err := s.m.st.CommitAcceptance(ctx, store.Acceptance{Session: row, Proposal: p, Tracking: track, Record: rec.Marshal()}); err != nil {
 		s.mu.Lock()
 		s.approval = handoff.Approval{Attempt: attempt} // nothing moved: the card stays pending
-		s.track.plan = prevTrack
+		s.track.Undo(mine, prevTrack)
 		s.mu.Unlock()
 		return err
 	}

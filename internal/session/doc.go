@@ -78,7 +78,9 @@
 // with no acceptance path at all. [Info.AcceptedPlan] and [PlanStatus]
 // carry the accepted plan's title, hash and commit trailer.
 //
-// Holding the implementation to the plan (policy in package review): the
+// Holding the implementation to the plan (policy and its runtime in
+// package review, a [review.Tracker] the session owns and implements the
+// port of; tracking.go binds it to the agent and maps its errors): the
 // card carries the pre-approval checks of the proposal ([review.Check]),
 // offered to the model with feedback; every proposal is kept as
 // work://plans/vN.md with the person's line comments, carried to the next
@@ -92,7 +94,7 @@
 // demand and stored; the gate holds the scope ([agent.Gate.Scope]) while
 // the implementation is not done, and an unattended write outside it
 // pauses the implementation and its Goal. Bash commands, whose writes
-// cannot be declared, are observed ([agent.Watcher], effects.go): what one
+// cannot be declared, are observed ([agent.Watcher], [review.Tracker.Watch]): what one
 // changed outside the scope asks the person to extend the scope or restore
 // it, and where no person can answer it is restored and the
 // implementation pauses.

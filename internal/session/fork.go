@@ -181,7 +181,7 @@ func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 	s.mu.Lock()
 	row := s.row
 	row.ForkedTo = rec.Fork.Session
-	s.track.plan = nil
+	s.track.Forget()
 	s.mu.Unlock()
 	s.m.born(rec.Fork.Session) // its tracking is handed over running, not paused by restart
 	err = s.m.st.CommitHandOver(ctx, store.HandOver{Source: row, SourceTracking: store.Tracking{Todos: track.Todos},

@@ -460,18 +460,14 @@ func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) 
 	}
 	sessRow := s.row
 	sessRow.Plan = false
-	prevTrack := s.track.plan
-	s.startTrackingLocked(rec.Title, agent.WorkScheme+rec.Artifact.Path, rec.Artifact.Hash, body, rec.Selection.Policy(), base)
-	mine := s.track.plan
+	mine, prevTrack := s.startTrackingLocked(rec.Title, agent.WorkScheme+rec.Artifact.Path, rec.Artifact.Hash, body, rec.Selection.Policy(), base)
 	s.mu.Unlock()
 	track := s.trackingRow()
 	err := s.m.st.CommitAcceptance(ctx, store.Acceptance{Session: sessRow, Proposal: p, Tracking: track, Record: rec.Marshal(),
 		Parked: a.id, ParkedLocation: string(rec.Selection.Location)})
 	if err != nil {
 		s.mu.Lock()
-		if s.track.plan == mine { // a concurrent start that won keeps its own
-			s.track.plan = prevTrack
-		}
+		s.track.Undo(mine, prevTrack) // a concurrent start that won keeps its own
 		s.mu.Unlock()
 		if errors.Is(err, store.ErrAlreadyStarted) {
 			return &Error{Code: CodeAlreadyStarted, Message: err.Error()}

@@ -14,6 +14,7 @@ import (
 	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/store"
+	"planbridge/review"
 )
 
 // Session is one conversation bound to a workspace. Safe for concurrent use.
@@ -39,17 +40,15 @@ type Session struct {
 	cancel   context.CancelFunc
 	prop     *store.Proposal  // the session's proposal, nil if none
 	approval handoff.Approval // the pending presentation, if any (not persisted)
-	track    tracking         // todo list and accepted-plan steps
+	track    *review.Tracker  // todo list, accepted-plan steps, the implementation's records (its own lock, a leaf under mu)
 	gl       goalState        // the session's Goal
 	wtNotice string           // the card's Worktree notice, from the last status walk
 	wtNoGit  bool             // that walk found no git checkout: a fork blocker
 	// wtBranch is the branch the card's Worktree acceptance would use and
 	// wtBranchBlocker why it cannot ("" if it can), from the same check.
 	wtBranch, wtBranchBlocker string
-	timeout                   *time.Timer         // the approval timeout of the current presentation, if armed
-	checks                    planChecks          // pre-approval checks of the current proposal
-	watched                   map[string][]string // files each watched call changed, until logged (effects.go)
-	msgs                      []agent.Message     // transcript of the current context segment
+	timeout                   *time.Timer     // the approval timeout of the current presentation, if armed
+	msgs                      []agent.Message // transcript of the current context segment
 	nextIdx                   int64
 	turnNo                    int64 // the last turn started; loaded from the log, so numbering survives a restart
 
@@ -186,9 +185,7 @@ func (s *Session) Info() Info {
 	if s.gl.g != nil {
 		in.Goal = s.gl.g.Summary()
 	}
-	if s.track.plan != nil {
-		in.AcceptedPlan = s.track.plan.Ref()
-	}
+	in.AcceptedPlan = s.track.Ref()
 	in.ParentID, in.ForkedTo = s.row.ParentID, s.row.ForkedTo
 	s.mu.Unlock()
 	s.evMu.Lock()

@@ -3,22 +3,29 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"path/filepath"
 
+	"planbridge/goal"
 	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/store"
 	"planbridge/review"
 )
 
-// The tracked plan and the todo list are package review's
-// ([review.TrackedPlan], [review.ValidateTodos]); these names keep the
-// session's callers reading as before.
+// The runtime that holds an implementation to its plan is package
+// review's [review.Tracker]; the session owns one (s.track), implements
+// its [review.Port] (trackerPort) and binds it to the agent: the
+// session-only tools, the gate's scope, the watcher and the tool log.
+// These names keep the session's callers reading as before.
 type (
 	TodoItem    = review.TodoItem
 	PlanStep    = review.PlanStep
 	TrackedPlan = review.TrackedPlan
 	PlanRef     = review.PlanRef
+	PlanVersion = review.PlanVersion
+	VersionDiff = review.VersionDiff
 )
 
 // Todo list limits and statuses, plan step and implementation statuses.
@@ -44,164 +51,360 @@ var (
 	RenderTodos       = review.RenderTodos
 	StepsFromProposal = review.StepsFromProposal
 	Gerund            = review.Gerund
+	ReadStoredReport  = review.ReadStoredReport
 )
 
-// tracking state of a session (guarded by s.mu).
-type tracking struct {
-	todos []TodoItem
-	plan  *TrackedPlan
+// Stable error codes of the implementation's review.
+const (
+	// CodeNoReport: there is no accepted implementation to report on.
+	CodeNoReport = "no_report"
+	// CodeInvalidScope refuses a scope edit naming a path outside the workspace.
+	CodeInvalidScope = "invalid_scope"
+)
+
+// reviewDir holds the bases, tool logs and reports of a session's
+// implementations. It lies outside work://, so the model cannot reach it.
+func (m *Manager) reviewDir(id string) string { return ReviewDir(m.st.Dir(), id) }
+
+// ReviewDir is the directory of a session's implementation reports under a
+// state directory (for reading them offline, [ReadStoredReport]).
+func ReviewDir(stateDir, id string) string {
+	return filepath.Join(stateDir, "sessions", id, "review")
+}
+
+func (s *Session) newTracker() *review.Tracker {
+	return review.NewTracker(review.Config{Session: s.id, Dir: s.m.reviewDir(s.id), State: s.m.st.Dir(),
+		Work: s.workDir, Plans: agent.PlansDir, Log: s.m.log, Port: trackerPort{s}})
+}
+
+// trackerPort is the session as its tracker's [review.Port].
+type trackerPort struct{ s *Session }
+
+func (p trackerPort) CommitTracking(ctx context.Context, row review.Row) error {
+	return p.s.m.st.PutTracking(ctx, p.s.id, store.Tracking(row))
+}
+func (p trackerPort) TodosChanged(items []TodoItem)  { p.s.emit(TodoEvent{Items: items}) }
+func (p trackerPort) StepsChanged(plan *TrackedPlan) { p.s.emit(StepsEvent{plan}) }
+func (p trackerPort) ScopeChanged(sc review.Scope)   { p.s.emit(ScopeEvent{sc}) }
+func (p trackerPort) ReportBuilt(r review.Report)    { p.s.emit(ReportEvent{r}) }
+func (p trackerPort) Notice(msg string)              { p.s.emit(NoticeEvent{Message: msg}) }
+func (p trackerPort) Pause(reason string)            { p.s.pauseForScope(reason) }
+func (p trackerPort) ReadArtifact(rel, hash string) (string, error) {
+	return p.s.readArtifact(rel, hash)
+}
+
+func (p trackerPort) Workspace() string {
+	p.s.mu.Lock()
+	defer p.s.mu.Unlock()
+	return p.s.row.Workspace
+}
+
+func (p trackerPort) Asker() review.Asker {
+	p.s.m.mu.Lock()
+	ask := p.s.m.asker
+	p.s.m.mu.Unlock()
+	if ask == nil {
+		return nil
+	}
+	return func(ctx context.Context, c review.Call, q string) (bool, error) {
+		ctx = context.WithValue(ctx, askKindKey{}, AskScopeEffects)
+		return ask(ctx, p.s.id, agent.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments}, q)
+	}
 }
 
 func (s *Session) loadTracking(ctx context.Context) error {
+	s.track = s.newTracker()
 	t, err := s.m.st.GetTracking(ctx, s.id)
 	if err != nil {
 		return err
 	}
-	if t.Todos != "" {
-		if err := json.Unmarshal([]byte(t.Todos), &s.track.todos); err != nil {
-			s.m.log.Warn("corrupt todo list; starting empty", "session", s.id, "err", err)
-			s.track.todos = nil
-		}
-	}
-	if t.Plan != "" {
-		var p TrackedPlan
-		if err := json.Unmarshal([]byte(t.Plan), &p); err != nil {
-			s.m.log.Warn("corrupt plan progress; dropped", "session", s.id, "err", err)
-		} else {
-			if p.Status == ImplRunning && s.restarted {
-				// A restart never forgets an implementation in flight: it pauses.
-				p.Status, p.Reason = ImplPaused, "paused by restart"
-				s.track.plan = &p
-				return s.saveTracking(ctx)
-			}
-			s.track.plan = &p
-		}
-	}
-	return nil
+	return s.track.Load(ctx, review.Row(t), s.restarted)
 }
 
-func (s *Session) trackingRow() store.Tracking {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	todos, _ := json.Marshal(s.track.todos)
-	if s.track.todos == nil {
-		todos = []byte("[]")
-	}
-	plan := ""
-	if s.track.plan != nil {
-		b, _ := json.Marshal(s.track.plan)
-		plan = string(b)
-	}
-	return store.Tracking{Todos: string(todos), Plan: plan}
-}
-
-func (s *Session) saveTracking(ctx context.Context) error {
-	return s.m.st.PutTracking(ctx, s.id, s.trackingRow())
-}
+func (s *Session) trackingRow() store.Tracking { return store.Tracking(s.track.Row()) }
 
 // Todos returns the current todo list.
-func (s *Session) Todos() []TodoItem {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]TodoItem(nil), s.track.todos...)
-}
+func (s *Session) Todos() []TodoItem { return s.track.Todos() }
 
-// WriteTodos replaces the whole todo list after validating all of it; a
-// rejected write leaves the previous list untouched. An empty list clears.
-func (s *Session) WriteTodos(ctx context.Context, items []TodoItem) ([]TodoItem, error) {
-	valid, err := ValidateTodos(items)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	prev := s.track.todos
-	s.track.todos = valid
-	s.mu.Unlock()
-	if err := s.saveTracking(ctx); err != nil {
-		s.mu.Lock()
-		s.track.todos = prev
-		s.mu.Unlock()
-		return nil, err
-	}
-	s.emit(TodoEvent{Items: valid})
-	return valid, nil
-}
+// TrackedPlan returns a copy of the tracked plan (nil if none).
+func (s *Session) TrackedPlan() *TrackedPlan { return s.track.Plan() }
 
-// Plan returns a copy of the tracked plan (nil if none).
-func (s *Session) TrackedPlan() *TrackedPlan {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.track.plan == nil {
-		return nil
-	}
-	p := *s.track.plan
-	p.Steps = append([]PlanStep(nil), p.Steps...)
-	return &p
-}
+func (s *Session) emitSteps() { s.track.EmitSteps() }
 
-func (s *Session) emitSteps() {
-	if p := s.TrackedPlan(); p != nil {
-		s.emit(StepsEvent{TrackedPlan: p})
-	}
-}
-
-// UpdateStep sets one step's status (by id like "s2" or 1-based number).
-func (s *Session) UpdateStep(ctx context.Context, step, status string) (*TrackedPlan, error) {
-	s.mu.Lock()
-	p := s.track.plan
-	if p == nil {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("there is no accepted plan with steps to update")
-	}
-	err := p.SetStep(step, status)
-	s.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	if err := s.saveTracking(ctx); err != nil {
-		return nil, err
-	}
-	s.emitSteps()
-	return s.TrackedPlan(), nil
-}
-
-// startTracking installs the steps of an accepted plan (running).
-func (s *Session) startTrackingLocked(title, artifact, hash, body string, policy handoff.Policy, base string) {
-	steps, clipped := StepsFromProposal(body)
-	s.track.plan = &TrackedPlan{Title: title, Artifact: artifact, Hash: hash, Status: ImplRunning, Policy: policy, Steps: steps, Clipped: clipped, Base: base}
+// startTrackingLocked installs the steps of an accepted plan (running), in
+// the decision (under s.mu) that closes its card; mine and prev are for
+// s.track.Undo when the commit storing it fails.
+func (s *Session) startTrackingLocked(title, artifact, hash, body string, policy handoff.Policy, base string) (mine, prev *TrackedPlan) {
+	return s.track.Begin(review.Accepted{Title: title, Artifact: artifact, Hash: hash, Body: body, Policy: policy, Base: base})
 }
 
 // setImplStatus moves the tracked implementation between running/paused.
 func (s *Session) setImplStatus(ctx context.Context, status, reason string) {
-	s.mu.Lock()
-	p := s.track.plan
-	if p == nil || p.Status == ImplDone || p.Status == status {
-		s.mu.Unlock()
-		return
-	}
-	p.Status, p.Reason = status, reason
-	s.mu.Unlock()
-	if err := s.saveTracking(ctx); err != nil {
-		s.m.log.Error("save tracking", "session", s.id, "err", err)
-	}
-	s.emitSteps()
+	s.track.SetStatus(ctx, status, reason)
 }
 
 // ResumeImplementation continues a paused implementation with its remaining
 // steps, under the accepted implementation policy.
 func (s *Session) ResumeImplementation(ctx context.Context) error {
-	p := s.TrackedPlan()
-	if p == nil || p.Status != ImplPaused {
-		return &Error{Code: CodeNothingToRetry, Message: "there is no paused implementation to resume"}
-	}
-	s.setImplStatus(ctx, ImplRunning, "")
-	policy := p.Policy
-	text := "Resume implementing the accepted plan. " + p.Carry() + "\nContinue with the first step still to do and update each step's status with update_plan_step."
-	if p.Reason == "paused by restart" {
-		text = handoff.InterruptedPrompt(p.Carry()) + "\nUpdate each step's status with update_plan_step."
+	text, policy, err := s.track.Resume(ctx)
+	if err != nil {
+		return &Error{Code: CodeNothingToRetry, Message: err.Error()}
 	}
 	s.enqueue(turnReq{text: text, display: "Resume implementation", policy: &policy})
 	return nil
+}
+
+// pauseForScope stops an unattended turn that would write outside the
+// scope: the implementation and its Goal pause, and the turn ends without
+// writing. The person extends the scope (approving the write when the
+// implementation resumes attended) or resumes it. The Goal and the turn
+// are the aggregate's, so this stays here.
+func (s *Session) pauseForScope(reason string) {
+	ctx := context.Background()
+	// The implementation first: whoever sees the Goal paused sees it paused.
+	s.setImplStatus(ctx, ImplPaused, "outside the declared scope: "+reason)
+	s.mu.Lock()
+	if g := s.gl.g; g != nil {
+		g.Pause("outside the declared scope: " + reason)
+	}
+	cancel := s.cancel
+	s.mu.Unlock()
+	if err := s.saveGoal(ctx); err != nil {
+		s.m.log.Error("save goal", "session", s.id, "err", err)
+	}
+	s.emitGoal()
+	s.emit(NoticeEvent{Message: "Implementation paused: " + reason})
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// reportIfEnded builds the report once when the implementation has ended:
+// every step done, or the implementing Goal complete.
+func (s *Session) reportIfEnded(ctx context.Context) {
+	s.mu.Lock()
+	g := s.gl.g
+	complete := g != nil && g.Status == goal.Complete && g.PlanRef != ""
+	s.mu.Unlock()
+	s.track.ReportIfEnded(ctx, complete)
+}
+
+// Report builds the implementation report now, stores it and publishes it
+// (a "report" event).
+func (s *Session) Report(ctx context.Context) (review.Report, error) {
+	r, err := s.track.Report(ctx)
+	return r, reviewError(err)
+}
+
+// StoredReport is the last report built of the current implementation,
+// or nil.
+func (s *Session) StoredReport() *review.Report { return s.track.StoredReport() }
+
+// FileDiff is the unified diff of one workspace file (root-relative, as the
+// report names it) from the implementation's base to now.
+func (s *Session) FileDiff(ctx context.Context, rel string) (string, error) {
+	d, err := s.track.FileDiff(ctx, rel)
+	return d, reviewError(err)
+}
+
+// DiffVersions diffs version from against version to; to 0 is the current
+// proposal's version and from 0 the one before it.
+func (s *Session) DiffVersions(from, to int) (VersionDiff, error) {
+	s.mu.Lock()
+	hash := ""
+	if s.prop != nil {
+		hash = s.prop.Hash
+	}
+	s.mu.Unlock()
+	d, err := s.track.DiffVersions(hash, from, to)
+	return d, reviewError(err)
+}
+
+// reviewError gives the tracker's errors of a kind their stable code.
+func reviewError(err error) error {
+	switch {
+	case errors.Is(err, review.ErrNoReport):
+		return errorf(CodeNoReport, "%s", err.Error())
+	case errors.Is(err, review.ErrBadPath):
+		return errorf(CodeInvalidParams, "%s", err.Error())
+	case errors.Is(err, review.ErrNoVersion):
+		return errorf(CodeNoProposal, "%s", err.Error())
+	}
+	return err
+}
+
+// UpdateScope replaces the card's scope with the person's paths
+// (workspace-relative files and directories; an empty list declares none,
+// so nothing is held).
+func (s *Session) UpdateScope(ctx context.Context, attempt string, paths []string) (ApprovalView, error) {
+	clean, bad, ok := review.CleanScope(paths)
+	if !ok {
+		return ApprovalView{}, errorf(CodeInvalidScope, "%q is not a path inside the workspace; the scope is unchanged", bad)
+	}
+	s.mu.Lock()
+	if err := s.checkAttemptLocked(attempt); err != nil {
+		s.mu.Unlock()
+		return ApprovalView{}, err
+	}
+	hash := s.prop.Hash
+	s.mu.Unlock()
+	if err := s.track.SetCardScope(hash, clean); err != nil {
+		return ApprovalView{}, err
+	}
+	s.changed()
+	return s.Approval(), nil
+}
+
+// The card's rows that come from the tracker.
+func (s *Session) cardScope(hash, body string) []string { return s.track.CardScope(hash, body) }
+func (s *Session) checksHint(hash string) string        { return s.track.ChecksHint(hash) }
+func (s *Session) planWarnings(hash, body, workspace string) []review.Warning {
+	return s.track.Warnings(hash, body, workspace)
+}
+func (s *Session) recordVersion(hash, body string) error { return s.track.RecordVersion(hash, body) }
+
+func (s *Session) versionCard(v *ApprovalView, hash, body string) {
+	c := s.track.Card(hash, body)
+	if c.Version == 0 {
+		return
+	}
+	v.Version, v.Revisions, v.VersionPath, v.Comments = c.Version, c.Revisions, c.Path, c.Comments
+	if c.Notice != "" {
+		v.Notice = joinNotice(v.Notice, c.Notice)
+	}
+}
+
+// saveComments records the person's line comments on the version of the
+// proposal with this hash.
+func (s *Session) saveComments(hash string, comments []Comment) error {
+	cs := make([]review.Comment, len(comments))
+	for i, c := range comments {
+		cs[i] = review.Comment{Line: c.Line, Text: c.Text}
+	}
+	return s.track.SaveComments(hash, cs)
+}
+
+// stageBase stages the base of an implementation of session sess in the
+// workspace ws as it is now ([review.StageBase]), with the card's scope.
+func (m *Manager) stageBase(ctx context.Context, sess, ws, title, hash, artifact string, scope []string) (string, error) {
+	return review.StageBase(ctx, m.reviewDir(sess), ws, title, hash, artifact, scope)
+}
+
+// stageBase stages the base of an implementation of this session's plan
+// in its workspace as it is now; "" (logged) when it cannot, which loses
+// only the report, never the acceptance.
+func (s *Session) stageBase(ctx context.Context, hash, artifact, title, body string) string {
+	s.mu.Lock()
+	ws := s.row.Workspace
+	s.mu.Unlock()
+	id, err := s.m.stageBase(ctx, s.id, ws, title, hash, artifact, s.cardScope(hash, body))
+	if err != nil {
+		s.m.log.Error("stage the implementation base", "session", s.id, "err", err)
+		return ""
+	}
+	return id
+}
+
+// baseCommitted is called once the commit naming base is durable
+// ([review.BaseCommitted]).
+func (m *Manager) baseCommitted(sess, base string) {
+	if err := review.BaseCommitted(m.reviewDir(sess), base); err != nil {
+		m.log.Warn("record the current implementation base", "session", sess, "err", err)
+	}
+}
+
+// heldScope is the scope the gate holds for a non-Plan turn while an
+// accepted plan's implementation is not done (nil otherwise).
+func (s *Session) heldScope(plan bool) agent.WriteScope {
+	if plan || !s.track.Holding() {
+		return nil
+	}
+	return s.track
+}
+
+// AskScopeEffects is the kind of a question about what a command already
+// changed outside the declared scope: allowing extends the scope,
+// denying restores the changes ([AskKind]).
+const AskScopeEffects = "scope_effects"
+
+type askKindKey struct{}
+
+// AskKind is the kind of the question an [Asker] is called for: "" for
+// "may this call run?", or [AskScopeEffects].
+func AskKind(ctx context.Context) string {
+	k, _ := ctx.Value(askKindKey{}).(string)
+	return k
+}
+
+// scopeWatch is the [agent.Watcher] of a turn's unconfined shell commands
+// while a declared scope is held ([review.Tracker.Watch]).
+type scopeWatch struct {
+	s          *Session
+	unattended bool
+}
+
+func (s *Session) watcher(plan, unattended bool) agent.Watcher {
+	if s.heldScope(plan) == nil {
+		return nil
+	}
+	return &scopeWatch{s: s, unattended: unattended}
+}
+
+func (w *scopeWatch) Before(ctx context.Context, call agent.ToolCall) (func(context.Context, string) string, error) {
+	return w.s.track.Watch(ctx, w.s.trackedCall(call), w.unattended)
+}
+
+// trackedCall is call as the tracker sees it: its command argument (a
+// bash call's) and the paths the tool declares it writes.
+func (s *Session) trackedCall(call agent.ToolCall) review.Call {
+	var a struct{ Command string }
+	_ = json.Unmarshal(call.Arguments, &a)
+	c := review.Call{ID: call.ID, Name: call.Name, Command: a.Command, Arguments: call.Arguments}
+	if t := s.registry().Get(call.Name); t != nil && t.Meta.Writes != nil {
+		if targets, err := t.Meta.Writes(call.Arguments); err == nil {
+			c.Writes = targets
+		}
+	}
+	return c
+}
+
+// logToolEvent records one completed tool call of the implementation.
+func (s *Session) logToolEvent(call agent.ToolCall, ok bool, output string) {
+	s.track.LogTool(s.trackedCall(call), ok, output)
+}
+
+// extendScope records, after the person allowed call, the workspace paths
+// it writes outside the held scope, as really written (agent's model of
+// the write: symlinks followed).
+func (s *Session) extendScope(call agent.ToolCall) {
+	targets := s.trackedCall(call).Writes
+	if len(targets) == 0 {
+		return
+	}
+	s.mu.Lock()
+	ws := s.row.Workspace
+	s.mu.Unlock()
+	roots := agent.Roots{Workspace: ws, Work: s.workDir}
+	var rels []string
+	for _, p := range targets {
+		w, err := roots.ClassifyWrite(p)
+		if err != nil || w.Class != agent.WriteWorkspace {
+			continue
+		}
+		rel, err := filepath.Rel(realPath(ws), w.Abs)
+		if err != nil {
+			continue
+		}
+		rels = append(rels, filepath.ToSlash(rel))
+	}
+	s.track.Extend(rels)
+}
+
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
 }
 
 // sessionTools are the tools bound to this session's tracking state.
@@ -218,7 +421,7 @@ func (s *Session) sessionTools() []*agent.Tool {
 				if err := json.Unmarshal(args, &a); err != nil {
 					return "", fmt.Errorf("todo_write: invalid arguments: %w", err)
 				}
-				items, err := s.WriteTodos(ctx, a.Items)
+				items, err := s.track.WriteTodos(ctx, a.Items)
 				if err != nil {
 					return "", err
 				}
@@ -234,11 +437,11 @@ func (s *Session) sessionTools() []*agent.Tool {
 				if err := json.Unmarshal(args, &a); err != nil {
 					return "", fmt.Errorf("update_plan_step: invalid arguments: %w", err)
 				}
-				p, err := s.UpdateStep(ctx, a.Step, a.Status)
+				p, err := s.track.UpdateStep(ctx, a.Step, a.Status)
 				if err != nil {
 					return "", err
 				}
-				return fmt.Sprintf("%d of %d steps finished.", p.Done(), len(p.Steps)), nil
+				return review.StepDone(p), nil
 			},
 		},
 	}

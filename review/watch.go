@@ -1,0 +1,402 @@
+package review
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"planbridge/internal/atomicfile"
+)
+
+// scopeOverrideRel is where the person's edit of the card's scope for the
+// proposal with this hash is kept (under the plans folder: the model
+// cannot write it).
+func (t *Tracker) scopeOverride(hash string) string {
+	return filepath.Join(t.cfg.Work, t.cfg.Plans, fmt.Sprintf("scope-%s.json", hash[:min(16, len(hash))]))
+}
+
+// CardScope is the scope the card shows for a proposal: the person's edit
+// if any ([Tracker.SetCardScope]), else the paths its Key Changes and
+// steps name ([DeriveScope]).
+func (t *Tracker) CardScope(hash, body string) []string {
+	if data, err := os.ReadFile(t.scopeOverride(hash)); err == nil {
+		var paths []string
+		if json.Unmarshal(data, &paths) == nil {
+			return paths
+		}
+	}
+	return DeriveScope(body)
+}
+
+// SetCardScope records the person's edit of the card's scope for the
+// proposal with this hash: paths already cleaned ([CleanScope]); an empty
+// list declares none, so nothing is held.
+func (t *Tracker) SetCardScope(hash string, paths []string) error {
+	data, _ := json.Marshal(paths)
+	return atomicfile.WriteFile(t.scopeOverride(hash), data, 0o644)
+}
+
+func (t *Tracker) scopePath() string {
+	dir := t.baseDir()
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, "scope.json")
+}
+
+func (t *Tracker) loadScope() (*Scope, error) {
+	p := t.scopePath()
+	if p == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var sc Scope
+	if err := json.Unmarshal(data, &sc); err != nil {
+		return nil, err
+	}
+	return &sc, nil
+}
+
+// Holding reports whether a declared scope is held now: an accepted
+// plan's implementation is not done and its recorded scope names paths.
+func (t *Tracker) Holding() bool {
+	if !t.Running() {
+		return false
+	}
+	sc, err := t.loadScope()
+	return err == nil && sc != nil && sc.Declared()
+}
+
+// Allows is the held scope's decision for a workspace path (relative,
+// slash-separated). It reads the recorded scope at each decision, so an
+// extension granted earlier in the same turn holds at once, and fails
+// closed: a scope file that cannot be read allows nothing, so the person
+// is asked.
+func (t *Tracker) Allows(rel string) bool {
+	sc, err := t.loadScope()
+	if err != nil || sc == nil {
+		return false
+	}
+	return sc.Allows(rel)
+}
+
+// Extend records, after the person allowed a write outside the held
+// scope, the workspace paths (relative, slash-separated, as really
+// written) it writes; paths already allowed are not recorded again. The
+// changed scope is published.
+func (t *Tracker) Extend(rels []string) {
+	if sc, err := t.loadScope(); err != nil || sc == nil || !sc.Declared() {
+		return
+	}
+	t.changeScope(func(sc *Scope) bool {
+		changed := false
+		for _, rel := range rels {
+			if !sc.Allows(rel) && !slices.Contains(sc.Extensions, rel) {
+				sc.Extensions = append(sc.Extensions, rel)
+				changed = true
+			}
+		}
+		return changed
+	})
+}
+
+// changeScope changes the implementation's scope file under scopeMu and
+// publishes the result when change reports a change.
+func (t *Tracker) changeScope(change func(*Scope) bool) {
+	t.scopeMu.Lock()
+	defer t.scopeMu.Unlock()
+	sc, err := t.loadScope()
+	if err != nil || sc == nil {
+		t.cfg.Log.Error("record scope change: no scope", "session", t.cfg.Session, "err", err)
+		return
+	}
+	if !change(sc) {
+		return
+	}
+	data, _ := json.Marshal(sc)
+	if err := atomicfile.WriteFile(t.scopePath(), data, 0o600); err != nil {
+		t.cfg.Log.Error("record scope change", "session", t.cfg.Session, "err", err)
+		return
+	}
+	t.cfg.Port.ScopeChanged(*sc)
+}
+
+func (t *Tracker) recordScope(change func(*Scope)) {
+	t.changeScope(func(sc *Scope) bool { change(sc); return true })
+}
+
+// Watch holds a shell command, whose writes cannot be declared, to the
+// declared scope ([agent.Watcher] through the session): the checkout is
+// snapshotted before it and compared after it ([Take], [Snapshot.Changes]);
+// what changed outside the scope is treated as a file tool's write
+// there: the person is asked whether to extend the scope to it (allowed)
+// or restore it (denied, or no answer), in every permission mode; where
+// no person can answer (unattended) it is restored and the implementation
+// pauses ([Port.Pause]). The implementation's own records are checked not
+// to have changed and put back if they did. A mark in the base directory
+// says a command is in flight: one left by a process that stopped during
+// its command is recorded as unsettled in the scope. after never fails;
+// it returns the output the model gets, with notes first.
+func (t *Tracker) Watch(ctx context.Context, call Call, unattended bool) (after func(ctx context.Context, out string) string, err error) {
+	base, err := t.loadBase()
+	if err != nil || base.Root == "" {
+		return nil, nil // no checkout: nothing to compare with
+	}
+	o, err := openCheckout(base.Root)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := Take(ctx, o.tree, o.root, o.git)
+	o.Close()
+	if err != nil {
+		return nil, err
+	}
+	dir := t.baseDir()
+	// The mark first: it may record an earlier process's unsettled
+	// command in the scope, which the records below then include.
+	if err := t.beginWatch(dir, call.Command); err != nil {
+		return nil, err
+	}
+	recs, err := readRecords(dir)
+	if err != nil {
+		t.endWatch(dir)
+		return nil, err
+	}
+	return func(ctx context.Context, out string) string {
+		defer t.endWatch(dir)
+		var notes []string
+		if touched := t.restoreRecords(dir, recs); len(touched) > 0 {
+			notes = append(notes, "[planbridge: this command changed planbridge's own records of the implementation ("+strings.Join(touched, ", ")+"); they were restored]")
+		}
+		if note := t.after(ctx, call, unattended, base, snap); note != "" {
+			notes = append(notes, note)
+		}
+		if len(notes) == 0 {
+			return out
+		}
+		// First, so the result still ends with its exit status line.
+		return strings.Join(notes, "\n") + "\n" + out
+	}, nil
+}
+
+// maxListed bounds the paths a question or notice names one by one.
+const maxListed = 20
+
+func listPaths(ps []string) string {
+	if len(ps) <= maxListed {
+		return strings.Join(ps, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ps[:maxListed], ", "), len(ps)-maxListed)
+}
+
+// recordFiles are the implementation's own records in its base directory.
+// An unconfined command can reach them (they lie outside the workspace,
+// not out of its reach): it could widen its own scope or rewrite its base.
+// Each watched command is checked not to have changed them.
+var recordFiles = []string{"base.json", "scope.json", "tools.jsonl", watchFile}
+
+// readRecords reads the record files (a nil entry: absent).
+func readRecords(dir string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, name := range recordFiles {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		out[name] = b
+	}
+	return out, nil
+}
+
+// restoreRecords puts back the record files a command changed and names
+// them (telling the person too).
+func (t *Tracker) restoreRecords(dir string, before map[string][]byte) []string {
+	var touched []string
+	for _, name := range recordFiles {
+		p := filepath.Join(dir, name)
+		now, err := os.ReadFile(p)
+		if err != nil {
+			now = nil
+		}
+		if string(now) == string(before[name]) && (now == nil) == (before[name] == nil) {
+			continue
+		}
+		touched = append(touched, name)
+		if before[name] == nil {
+			err = os.RemoveAll(p)
+		} else {
+			err = atomicfile.WriteFile(p, before[name], 0o600)
+		}
+		if err != nil {
+			t.cfg.Log.Error("restore an implementation record", "session", t.cfg.Session, "file", name, "err", err)
+		}
+	}
+	if len(touched) > 0 {
+		t.cfg.Port.Notice("A command changed planbridge's records of the implementation (" + strings.Join(touched, ", ") + "); they were restored.")
+	}
+	return touched
+}
+
+// after compares the checkout with snap and settles what the command
+// changed outside the scope; it returns a note for the model ("" none).
+func (t *Tracker) after(ctx context.Context, call Call, unattended bool, base *Base, snap *Snapshot) string {
+	o, err := openCheckout(base.Root)
+	if err != nil {
+		return "[planbridge: the workspace could not be compared after this command: " + err.Error() + "]"
+	}
+	defer o.Close()
+	changes, err := snap.Changes(context.WithoutCancel(ctx), o.tree, o.root, o.git)
+	if err != nil {
+		return "[planbridge: the workspace could not be compared after this command: " + err.Error() + "]"
+	}
+	sc, err := t.loadScope()
+	if err != nil || sc == nil || !sc.Declared() {
+		return ""
+	}
+	t.noteChanged(call.ID, pathsOf(changes))
+	outside, paths := sc.Outside(changes, base.Prefix)
+	if len(outside) == 0 {
+		return ""
+	}
+	list := listPaths(paths)
+	if ask := t.cfg.Port.Asker(); !unattended && ask != nil {
+		q := fmt.Sprintf("%s changed %s, outside the scope declared by the accepted plan: extend the scope to %s? (Deny restores them as they were before the command.)", call.Name, list, list)
+		ok, err := ask(ctx, call, q)
+		if ok && err == nil {
+			t.recordScope(func(sc *Scope) { sc.Extend(paths, base.Prefix) })
+			return "[planbridge: this command changed " + list + " outside the declared scope; the person extended the scope to them]"
+		}
+		by := "person"
+		if err != nil {
+			by = "no answer" // interrupted, timed out, or the client went away
+		}
+		return t.restore(call.Command, outside, o, by)
+	}
+	note := t.restore(call.Command, outside, o, "unattended")
+	t.cfg.Port.Pause(call.Name + " changed " + list + ", outside the declared scope, where no person could answer; restored")
+	return note
+}
+
+// restore puts the changes back and records that in the scope.
+func (t *Tracker) restore(command string, cs []Change, o *checkout, by string) string {
+	// What the command left is kept beside the implementation's records:
+	// restoring never loses it (another process may have written there).
+	n := 1
+	if sc, err := t.loadScope(); err == nil && sc != nil {
+		n = len(sc.Restored) + 1
+	}
+	dir := filepath.Join(t.baseDir(), "restored", strconv.Itoa(n))
+	var keep *os.Root
+	if err := os.MkdirAll(dir, 0o700); err == nil {
+		keep, _ = os.OpenRoot(dir)
+	}
+	if keep == nil {
+		return "[planbridge: this command changed " + listPaths(pathsOf(cs)) + " outside the declared scope; they could not be restored (no place to keep what it left)]"
+	}
+	defer keep.Close()
+	done, failed := Restore(o.root, o.git, keep, cs)
+	kept, _ := filepath.Rel(t.cfg.State, dir)
+	rs := Restoration{Command: command, Paths: done, By: by, Kept: filepath.ToSlash(kept)}
+	if rs.Paths == nil {
+		rs.Paths = []string{}
+	}
+	for p, err := range failed {
+		rs.Failed = append(rs.Failed, p+": "+err.Error())
+	}
+	sort.Strings(rs.Failed)
+	t.recordScope(func(sc *Scope) { sc.Restored = append(sc.Restored, rs) })
+	note := "[planbridge: this command changed " + listPaths(done) + " outside the declared scope; they were restored as they were before it"
+	if len(done) == 0 {
+		note = "[planbridge: this command changed files outside the declared scope"
+	}
+	if len(rs.Failed) > 0 {
+		note += "; NOT restored: " + listPaths(rs.Failed)
+	}
+	return note + "]"
+}
+
+// noteChanged keeps, for the tool log, the files a watched call changed.
+func (t *Tracker) noteChanged(callID string, paths []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.watched == nil {
+		t.watched = map[string][]string{}
+	}
+	t.watched[callID] = paths
+}
+
+// takeChanged returns (and forgets) what noteChanged kept for a call.
+func (t *Tracker) takeChanged(callID string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.watched[callID]
+	delete(t.watched, callID)
+	return p
+}
+
+// watchFile marks, in the base directory, a watched command in flight.
+// It outlives the process only when the process stopped during the
+// command: that command's effects were never held to the scope.
+const watchFile = "watching"
+
+// beginWatch records a command in flight, durably, first turning a mark
+// left by an earlier process into a record of the scope (unsettled).
+func (t *Tracker) beginWatch(dir, command string) error {
+	t.settleLeftWatch(dir)
+	t.watchMu.Lock()
+	t.watching[dir]++
+	t.watchMu.Unlock()
+	if err := atomicfile.WriteFile(filepath.Join(dir, watchFile), []byte(command), 0o600); err != nil {
+		t.endWatch(dir)
+		return err
+	}
+	return nil
+}
+
+func (t *Tracker) endWatch(dir string) {
+	t.watchMu.Lock()
+	defer t.watchMu.Unlock()
+	if t.watching[dir]--; t.watching[dir] <= 0 {
+		delete(t.watching, dir)
+		os.Remove(filepath.Join(dir, watchFile))
+	}
+}
+
+// settleLeftWatch turns a mark no command of this process holds (left by
+// a process that stopped during that command) into a record of the scope:
+// the command is unsettled.
+func (t *Tracker) settleLeftWatch(dir string) {
+	t.watchMu.Lock()
+	defer t.watchMu.Unlock()
+	if t.watching[dir] > 0 {
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(dir, watchFile))
+	if err != nil {
+		return
+	}
+	t.recordScope(func(sc *Scope) { sc.Unsettled = append(sc.Unsettled, string(b)) })
+	os.Remove(filepath.Join(dir, watchFile))
+}
+
+func pathsOf(cs []Change) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Path
+	}
+	return out
+}
