@@ -1,0 +1,231 @@
+package review
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// watched runs command (a Go func standing in for the shell) inside a
+// Watch of the tracker, as the agent's watcher would, and returns the
+// output the model gets.
+func watched(t *testing.T, tr *Tracker, unattended bool, id string, command func()) string {
+	t.Helper()
+	ctx := context.Background()
+	after, err := tr.Watch(ctx, Call{ID: id, Name: "bash", Command: "cmd " + id, Arguments: []byte(`{"command":"cmd ` + id + `"}`)}, unattended)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after == nil {
+		t.Fatal("no watch over a checkout")
+	}
+	if _, err := os.Stat(filepath.Join(tr.baseDir(), watchFile)); err != nil {
+		t.Fatal("no mark while the command runs")
+	}
+	command()
+	out := after(ctx, "\n[exit status 0]")
+	if _, err := os.Stat(filepath.Join(tr.baseDir(), watchFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("the mark outlived the command")
+	}
+	return out
+}
+
+func TestTrackerWatchOutsideScope(t *testing.T) {
+	allow := func(context.Context, Call, string) (bool, error) { return true, nil }
+	deny := func(context.Context, Call, string) (bool, error) { return false, nil }
+	gone := func(context.Context, Call, string) (bool, error) { return false, context.Canceled }
+	cases := []struct {
+		name       string
+		ask        Asker
+		unattended bool
+		wantAsked  bool
+		wantBy     string // "" extended
+		wantPause  bool
+	}{
+		{name: "allowed extends the scope", ask: allow, wantAsked: true},
+		{name: "denied restores", ask: deny, wantAsked: true, wantBy: "person"},
+		{name: "no answer restores", ask: gone, wantAsked: true, wantBy: "no answer"},
+		{name: "unattended restores and pauses", ask: allow, unattended: true, wantBy: "unattended", wantPause: true},
+		{name: "no client restores and pauses", wantBy: "unattended", wantPause: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ws := repo(t, map[string]string{"src/a.go": "a\n", "docs/d.md": "d\n"})
+			tr, f := newTracker(t, ws)
+			accept(t, tr, f, []string{"src"})
+			f.ask = c.ask
+			out := watched(t, tr, c.unattended, "1", func() {
+				writeFile(t, filepath.Join(ws, "src/a.go"), "a2\n")  // inside
+				writeFile(t, filepath.Join(ws, "docs/d.md"), "d2\n") // outside
+				writeFile(t, filepath.Join(ws, "new.txt"), "n\n")    // outside, created
+			})
+			if !strings.HasSuffix(out, "\n[exit status 0]") {
+				t.Fatalf("the output lost its exit status: %q", out)
+			}
+			if got := len(f.asked) > 0; got != c.wantAsked {
+				t.Fatalf("asked %v", f.asked)
+			}
+			if c.wantAsked && !strings.Contains(f.asked[0], "bash changed docs/d.md, new.txt, outside the scope") {
+				t.Fatalf("question %q", f.asked[0])
+			}
+			if readFile(t, filepath.Join(ws, "src/a.go")) != "a2\n" {
+				t.Fatal("a write inside the scope was touched")
+			}
+			sc, _ := tr.loadScope()
+			if c.wantBy == "" {
+				if !strings.Contains(out, "the person extended the scope") || !slices.Equal(sc.Extensions, []string{"docs/d.md", "new.txt"}) || !tr.Allows("new.txt") {
+					t.Fatalf("out %q scope %+v", out, sc)
+				}
+				if readFile(t, filepath.Join(ws, "docs/d.md")) != "d2\n" {
+					t.Fatal("an allowed write was restored")
+				}
+			} else {
+				if len(sc.Restored) != 1 || sc.Restored[0].By != c.wantBy || !slices.Equal(slices.Sorted(slices.Values(sc.Restored[0].Paths)), []string{"docs/d.md", "new.txt"}) || sc.Restored[0].Command != "cmd 1" {
+					t.Fatalf("scope %+v", sc)
+				}
+				if readFile(t, filepath.Join(ws, "docs/d.md")) != "d\n" {
+					t.Fatal("not restored")
+				}
+				if _, err := os.Stat(filepath.Join(ws, "new.txt")); !errors.Is(err, os.ErrNotExist) {
+					t.Fatal("a created file stayed")
+				}
+				// What the command left is kept, under the state directory.
+				kept := filepath.Join(tr.cfg.State, sc.Restored[0].Kept)
+				if readFile(t, filepath.Join(kept, "docs/d.md")) != "d2\n" || !strings.HasPrefix(sc.Restored[0].Kept, "sessions/s1/review/b-") {
+					t.Fatalf("kept %q", sc.Restored[0].Kept)
+				}
+				if !strings.Contains(out, "they were restored as they were before it") {
+					t.Fatalf("out %q", out)
+				}
+			}
+			if got := len(f.pauses) > 0; got != c.wantPause {
+				t.Fatalf("pauses %v", f.pauses)
+			}
+			if c.wantPause && (tr.Plan().Status != ImplPaused || !strings.Contains(f.pauses[0], "where no person could answer; restored")) {
+				t.Fatalf("plan %+v pauses %v", tr.Plan(), f.pauses)
+			}
+			if !slices.Contains(f.eventList(), "scope") {
+				t.Fatalf("the scope change was not published: %v", f.eventList())
+			}
+			// The tool log names what the command changed (inside and out).
+			tr.LogTool(Call{ID: "1", Name: "bash", Command: "cmd 1"}, true, out)
+			if c.wantPause {
+				return // paused: nothing logged
+			}
+			evs := readEvents(tr.baseDir())
+			if len(evs) != 1 || !slices.Contains(evs[0].Paths, "src/a.go") || evs[0].Exit != 0 {
+				t.Fatalf("log %+v", evs)
+			}
+		})
+	}
+}
+
+func TestTrackerWatchInsideScopeAsksNothing(t *testing.T) {
+	ws := repo(t, map[string]string{"src/a.go": "a\n"})
+	tr, f := newTracker(t, ws)
+	accept(t, tr, f, []string{"src"})
+	f.ask = func(context.Context, Call, string) (bool, error) { t.Fatal("asked"); return false, nil }
+	out := watched(t, tr, false, "1", func() { writeFile(t, filepath.Join(ws, "src/b.go"), "b\n") })
+	if out != "\n[exit status 0]" || len(f.pauses) != 0 || len(f.eventList()) != 0 {
+		t.Fatalf("out %q pauses %v events %v", out, f.pauses, f.eventList())
+	}
+}
+
+func TestTrackerWatchRestoresItsRecords(t *testing.T) {
+	ws := repo(t, map[string]string{"src/a.go": "a\n"})
+	tr, f := newTracker(t, ws)
+	accept(t, tr, f, []string{"src"})
+	scope := filepath.Join(tr.baseDir(), "scope.json")
+	before := readFile(t, scope)
+	out := watched(t, tr, false, "1", func() {
+		// Widen its own scope, forge a base and plant a log.
+		writeFile(t, scope, `{"paths":["."]}`)
+		writeFile(t, filepath.Join(tr.baseDir(), "base.json"), "{}")
+		writeFile(t, filepath.Join(tr.baseDir(), "tools.jsonl"), "{}\n")
+	})
+	if readFile(t, scope) != before || tr.Allows("docs/x") {
+		t.Fatalf("scope %s", readFile(t, scope))
+	}
+	if _, err := os.Stat(filepath.Join(tr.baseDir(), "tools.jsonl")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a planted log stayed")
+	}
+	if b, err := tr.loadBase(); err != nil || b.Root == "" {
+		t.Fatalf("base %+v %v", b, err)
+	}
+	if !strings.Contains(out, "base.json, scope.json, tools.jsonl); they were restored]") || len(f.notices) != 1 {
+		t.Fatalf("out %q notices %v", out, f.notices)
+	}
+}
+
+// A link the command put in a parent's place is removed before anything
+// is restored under it: nothing is written through it.
+func TestTrackerWatchRestoreNeverThroughALink(t *testing.T) {
+	ws := repo(t, map[string]string{"src/a.go": "a\n", "docs/d.md": "d\n"})
+	outside := t.TempDir()
+	writeFile(t, filepath.Join(outside, "d.md"), "theirs\n")
+	tr, f := newTracker(t, ws)
+	accept(t, tr, f, []string{"src"})
+	f.ask = func(context.Context, Call, string) (bool, error) { return false, nil }
+	watched(t, tr, false, "1", func() {
+		os.RemoveAll(filepath.Join(ws, "docs"))
+		if err := os.Symlink(outside, filepath.Join(ws, "docs")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if readFile(t, filepath.Join(outside, "d.md")) != "theirs\n" {
+		t.Fatal("restored through the link")
+	}
+	if fi, err := os.Lstat(filepath.Join(ws, "docs")); err != nil || fi.Mode()&os.ModeSymlink != 0 {
+		t.Fatalf("the link stayed: %v", err)
+	}
+	if readFile(t, filepath.Join(ws, "docs/d.md")) != "d\n" {
+		t.Fatal("docs/d.md not restored")
+	}
+}
+
+// A process that stopped during a watched command leaves its mark: the
+// next look (a command or the report) records it as unsettled, once.
+func TestTrackerLeftMarkIsUnsettled(t *testing.T) {
+	for _, next := range []string{"command", "report"} {
+		t.Run(next, func(t *testing.T) {
+			ws := repo(t, map[string]string{"src/a.go": "a\n"})
+			tr, f := newTracker(t, ws)
+			accept(t, tr, f, []string{"src"})
+			writeFile(t, filepath.Join(tr.baseDir(), watchFile), "make install")
+			// A new process: a fresh tracker over the same records.
+			again := NewTracker(tr.cfg)
+			f.t = again
+			again.Load(context.Background(), tr.Row(), false)
+			if next == "command" {
+				watched(t, again, false, "2", func() {})
+			} else if _, err := again.Report(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			sc, _ := again.loadScope()
+			if !slices.Equal(sc.Unsettled, []string{"make install"}) {
+				t.Fatalf("unsettled %v", sc.Unsettled)
+			}
+			again.Report(context.Background())
+			if r := again.StoredReport(); r == nil || !slices.Equal(r.ScopeUnsettled, []string{"make install"}) {
+				t.Fatalf("report %+v", r)
+			}
+		})
+	}
+}
+
+func TestTrackerWatchWithoutCheckout(t *testing.T) {
+	tr, f := newTracker(t, "") // no checkout: nothing to compare with
+	accept(t, tr, f, []string{"src"})
+	after, err := tr.Watch(context.Background(), Call{ID: "1", Name: "bash"}, false)
+	if after != nil || err != nil {
+		t.Fatalf("watch over no checkout: %v", err)
+	}
+	tr2, _ := newTracker(t, "") // nothing accepted
+	if after, err := tr2.Watch(context.Background(), Call{ID: "1", Name: "bash"}, false); after != nil || err != nil {
+		t.Fatal("watch with nothing accepted")
+	}
+}
