@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 
@@ -358,11 +357,6 @@ func (t *Tracker) Resume(ctx context.Context) (prompt string, policy handoff.Pol
 		prompt = handoff.InterruptedPrompt(p.Carry()) + "\nUpdate each step's status with update_plan_step."
 	}
 	return prompt, p.Policy, nil
-}
-
-// StepDone is the update_plan_step tool's answer for p.
-func StepDone(p *TrackedPlan) string {
-	return fmt.Sprintf("%d of %d steps finished.", p.Done(), len(p.Steps))
 }
 
 // planChecks caches the pre-approval checks of one proposal body.

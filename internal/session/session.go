@@ -79,6 +79,7 @@ type Session struct {
 func loadSession(ctx context.Context, m *Manager, row store.Session, restarted bool) (*Session, error) {
 	s := &Session{m: m, id: row.ID, row: row, restarted: restarted,
 		workDir: m.workDir(row.ID)}
+	s.track = s.newTracker()
 	msgs, err := m.st.Messages(ctx, row.ID)
 	if err != nil {
 		return nil, err

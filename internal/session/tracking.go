@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"path/filepath"
 
 	"planbridge/goal"
@@ -21,38 +20,20 @@ import (
 // These names keep the session's callers reading as before.
 type (
 	TodoItem    = review.TodoItem
-	PlanStep    = review.PlanStep
 	TrackedPlan = review.TrackedPlan
 	PlanRef     = review.PlanRef
-	PlanVersion = review.PlanVersion
-	VersionDiff = review.VersionDiff
 )
 
-// Todo list limits and statuses, plan step and implementation statuses.
+// Implementation statuses ([review.TrackedPlan]).
 const (
-	MaxTodos       = review.MaxTodos
-	MaxTodoChars   = review.MaxTodoChars
-	TodoPending    = review.TodoPending
-	TodoInProgress = review.TodoInProgress
-	TodoCompleted  = review.TodoCompleted
-	StepPending    = review.StepPending
-	StepInProgress = review.StepInProgress
-	StepCompleted  = review.StepCompleted
-	StepBlocked    = review.StepBlocked
-	StepSkipped    = review.StepSkipped
-	ImplRunning    = review.ImplRunning
-	ImplPaused     = review.ImplPaused
-	ImplDone       = review.ImplDone
+	ImplRunning = review.ImplRunning
+	ImplPaused  = review.ImplPaused
+	ImplDone    = review.ImplDone
 )
 
-// Forwarders of package review's tracking functions.
-var (
-	ValidateTodos     = review.ValidateTodos
-	RenderTodos       = review.RenderTodos
-	StepsFromProposal = review.StepsFromProposal
-	Gerund            = review.Gerund
-	ReadStoredReport  = review.ReadStoredReport
-)
+// ReadStoredReport reads the last report stored in a session's review
+// directory ([ReviewDir]).
+var ReadStoredReport = review.ReadStoredReport
 
 // Stable error codes of the implementation's review.
 const (
@@ -113,7 +94,6 @@ func (p trackerPort) Asker() review.Asker {
 }
 
 func (s *Session) loadTracking(ctx context.Context) error {
-	s.track = s.newTracker()
 	t, err := s.m.st.GetTracking(ctx, s.id)
 	if err != nil {
 		return err
@@ -209,7 +189,7 @@ func (s *Session) FileDiff(ctx context.Context, rel string) (string, error) {
 
 // DiffVersions diffs version from against version to; to 0 is the current
 // proposal's version and from 0 the one before it.
-func (s *Session) DiffVersions(from, to int) (VersionDiff, error) {
+func (s *Session) DiffVersions(from, to int) (review.VersionDiff, error) {
 	s.mu.Lock()
 	hash := ""
 	if s.prop != nil {
@@ -407,42 +387,14 @@ func realPath(p string) string {
 	return p
 }
 
-// sessionTools are the tools bound to this session's tracking state.
+// sessionTools are the tracker's tools ([review.Tracker.Tools]), offered
+// as session-only tools.
 func (s *Session) sessionTools() []*agent.Tool {
-	return []*agent.Tool{
-		{
-			Spec: agent.ToolSpec{Name: "todo_write", Description: "Replace your whole todo list (at most 40 items, one in_progress). An empty list clears it.",
-				Parameters: json.RawMessage(`{"type":"object","properties":{"items":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"content":{"type":"string"},"status":{"type":"string","enum":["pending","in_progress","completed"]}},"required":["content","status"]}}},"required":["items"]}`)},
+	var out []*agent.Tool
+	for _, t := range s.track.Tools() {
+		out = append(out, &agent.Tool{Spec: agent.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters},
 			Meta: agent.Meta{SessionOnly: true},
-			Run: func(ctx context.Context, env *agent.Env, args json.RawMessage) (string, error) {
-				var a struct {
-					Items []TodoItem `json:"items"`
-				}
-				if err := json.Unmarshal(args, &a); err != nil {
-					return "", fmt.Errorf("todo_write: invalid arguments: %w", err)
-				}
-				items, err := s.track.WriteTodos(ctx, a.Items)
-				if err != nil {
-					return "", err
-				}
-				return RenderTodos(items), nil
-			},
-		},
-		{
-			Spec: agent.ToolSpec{Name: "update_plan_step", Description: "Set the status of a step of the accepted plan (pending, in_progress, completed, blocked, skipped).",
-				Parameters: json.RawMessage(`{"type":"object","properties":{"step":{"type":"string"},"status":{"type":"string","enum":["pending","in_progress","completed","blocked","skipped"]}},"required":["step","status"]}`)},
-			Meta: agent.Meta{SessionOnly: true},
-			Run: func(ctx context.Context, env *agent.Env, args json.RawMessage) (string, error) {
-				var a struct{ Step, Status string }
-				if err := json.Unmarshal(args, &a); err != nil {
-					return "", fmt.Errorf("update_plan_step: invalid arguments: %w", err)
-				}
-				p, err := s.track.UpdateStep(ctx, a.Step, a.Status)
-				if err != nil {
-					return "", err
-				}
-				return review.StepDone(p), nil
-			},
-		},
+			Run:  func(ctx context.Context, _ *agent.Env, args json.RawMessage) (string, error) { return t.Run(ctx, args) }})
 	}
+	return out
 }
