@@ -688,3 +688,48 @@ func TestTrackerTools(t *testing.T) {
 		t.Fatalf("events %v", ev)
 	}
 }
+
+// A crash between staging a base and the commit naming it: the staged
+// base is never read; the tracked plan's base stays the one in use.
+func TestTrackerStagedBaseNoCommitNamesIsNeverRead(t *testing.T) {
+	ctx := context.Background()
+	ws := repo(t, map[string]string{"b/c.txt": "c\n"})
+	tr, f := newTracker(t, ws)
+	id := accept(t, tr, f, []string{"b"})
+	writeFile(t, filepath.Join(ws, "b/c.txt"), "later\n")
+	if _, err := StageBase(ctx, tr.cfg.Dir, ws, "Greet", "h", "work://plans/accepted-x.md", []string{"."}); err != nil {
+		t.Fatal(err)
+	}
+	// The next process loads the committed row.
+	again := NewTracker(tr.cfg)
+	f.t = again
+	if err := again.Load(ctx, tr.Row(), true); err != nil {
+		t.Fatal(err)
+	}
+	if again.baseDir() != filepath.Join(tr.cfg.Dir, id) || again.Allows("other.txt") {
+		t.Fatalf("base %s", again.baseDir())
+	}
+	r, err := again.Report(ctx)
+	if err != nil || len(r.Files) != 1 || r.Files[0].Path != "b/c.txt" {
+		t.Fatalf("report %+v %v", r, err)
+	}
+	if readFile(t, filepath.Join(tr.cfg.Dir, currentFile)) != id+"\n" {
+		t.Fatal("current moved without a commit")
+	}
+}
+
+// A report that cannot be stored is an error, and nothing is published.
+func TestTrackerReportWriteFails(t *testing.T) {
+	ws := repo(t, map[string]string{"b/c.txt": "c\n"})
+	tr, f := newTracker(t, ws)
+	accept(t, tr, f, nil)
+	if err := os.MkdirAll(filepath.Join(tr.baseDir(), "report.json", "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Report(context.Background()); err == nil {
+		t.Fatal("a report that could not be stored was reported built")
+	}
+	if slices.Contains(f.eventList(), "report") {
+		t.Fatal("published a report that was not stored")
+	}
+}
