@@ -18,13 +18,16 @@ import (
 // whose writes cannot be declared, the plan versions with their line
 // comments, and the pre-approval checks of the current proposal.
 //
-// The session owns one Tracker and reaches it through a [Port]. The
-// Tracker's own lock is a leaf: no method calls its Port while holding it,
-// so the session may call [Tracker.Begin], [Tracker.Undo], [Tracker.Put],
-// [Tracker.Row], [Tracker.Ref] and [Tracker.Running] under its own lock
-// (an acceptance installs the plan in the same decision that closes its
-// card). Every other method may call the Port and must not be called under
-// a lock the Port's methods take. Safe for concurrent use.
+// The session owns one Tracker per session and reaches it through a
+// [Port]. The lock guarding the tracked state is a leaf: no method calls
+// the Port while holding it, so the session may call [Tracker.Begin],
+// [Tracker.Undo], [Tracker.Forget], [Tracker.Row], [Tracker.Ref],
+// [Tracker.Plan], [Tracker.Todos] and [Tracker.Running] under its own
+// lock (an acceptance installs the plan in the same decision that closes
+// its card). Every other method may call the Port (changes of the scope
+// file are ordered by a lock of their own, held while the change is
+// published) and must not be called under a lock the Port's methods
+// take. Safe for concurrent use.
 //
 // What changes in memory is committed through [Port.CommitTracking]
 // before it is published; a rejected todo list, a failed commit of a new

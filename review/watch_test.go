@@ -3,10 +3,12 @@ package review
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -227,5 +229,31 @@ func TestTrackerWatchWithoutCheckout(t *testing.T) {
 	tr2, _ := newTracker(t, "") // nothing accepted
 	if after, err := tr2.Watch(context.Background(), Call{ID: "1", Name: "bash"}, false); after != nil || err != nil {
 		t.Fatal("watch with nothing accepted")
+	}
+}
+
+// Extensions granted at once (a file tool's ask and a watched command's)
+// are all recorded: the scope file's read-modify-write is ordered.
+func TestTrackerScopeChangesAreOrdered(t *testing.T) {
+	ws := repo(t, map[string]string{"src/a.go": "a\n"})
+	tr, f := newTracker(t, ws)
+	accept(t, tr, f, []string{"src"})
+	var wg sync.WaitGroup
+	const n = 16
+	for i := range n {
+		wg.Add(2)
+		go func() { defer wg.Done(); tr.Extend([]string{fmt.Sprintf("ext/%d", i)}) }()
+		go func() {
+			defer wg.Done()
+			tr.recordScope(func(sc *Scope) { sc.Unsettled = append(sc.Unsettled, fmt.Sprint(i)) })
+		}()
+	}
+	wg.Wait()
+	sc, err := tr.loadScope()
+	if err != nil || len(sc.Extensions) != n || len(sc.Unsettled) != n {
+		t.Fatalf("lost updates: %+v %v", sc, err)
+	}
+	if len(f.scopes) != 2*n {
+		t.Fatalf("%d publications for %d changes", len(f.scopes), 2*n)
 	}
 }
