@@ -65,9 +65,9 @@ func (p trackerPort) CommitTracking(ctx context.Context, row review.Row) error {
 	return p.s.m.st.PutTracking(ctx, p.s.id, store.Tracking(row))
 }
 func (p trackerPort) TodosChanged(items []TodoItem)  { p.s.emit(TodoEvent{Items: items}) }
-func (p trackerPort) StepsChanged(plan *TrackedPlan) { p.s.emit(StepsEvent{plan}) }
-func (p trackerPort) ScopeChanged(sc review.Scope)   { p.s.emit(ScopeEvent{sc}) }
-func (p trackerPort) ReportBuilt(r review.Report)    { p.s.emit(ReportEvent{r}) }
+func (p trackerPort) StepsChanged(plan *TrackedPlan) { p.s.emit(StepsEvent{TrackedPlan: plan}) }
+func (p trackerPort) ScopeChanged(sc review.Scope)   { p.s.emit(ScopeEvent{Scope: sc}) }
+func (p trackerPort) ReportBuilt(r review.Report)    { p.s.emit(ReportEvent{Report: r}) }
 func (p trackerPort) Notice(msg string)              { p.s.emit(NoticeEvent{Message: msg}) }
 func (p trackerPort) Pause(reason string)            { p.s.pauseForScope(reason) }
 func (p trackerPort) ReadArtifact(rel, hash string) (string, error) {
