@@ -127,6 +127,14 @@ func loadBaseAt(dir string) (*Base, error) {
 	return &b, nil
 }
 
+// Logging reports whether [Tracker.LogTool] records calls now: an
+// implementation is running.
+func (t *Tracker) Logging() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.plan != nil && t.plan.Status == ImplRunning
+}
+
 // LogTool records one completed tool call of a running implementation in
 // its tool log: the paths it declared it writes (made root-relative), the
 // step in progress, what a watched call was seen to change (control files

@@ -523,6 +523,9 @@ func TestTrackerReport(t *testing.T) {
 		tr, f := newTracker(t, ws)
 		accept(t, tr, f, nil)
 		tr.SetStatus(ctx, ImplPaused, "x")
+		if tr.Logging() {
+			t.Fatal("logging while paused")
+		}
 		tr.LogTool(Call{ID: "1", Name: "write_file", Writes: []string{"a.txt"}}, true, "")
 		tr.SetStatus(ctx, ImplRunning, "")
 		tr.LogTool(Call{ID: "2", Name: "write_file", Writes: []string{"b/c.txt"}}, true, "")

@@ -348,9 +348,14 @@ func (s *Session) trackedCall(call agent.ToolCall) review.Call {
 	return c
 }
 
-// logToolEvent records one completed tool call of the implementation.
+// logToolEvent records one completed tool call of the implementation
+// (what the tool declares it writes is looked up only while one runs).
 func (s *Session) logToolEvent(call agent.ToolCall, ok bool, output string) {
-	s.track.LogTool(s.trackedCall(call), ok, output)
+	c := review.Call{ID: call.ID, Name: call.Name}
+	if s.track.Logging() {
+		c = s.trackedCall(call)
+	}
+	s.track.LogTool(c, ok, output)
 }
 
 // extendScope records, after the person allowed call, the workspace paths
