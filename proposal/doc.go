@@ -46,6 +46,9 @@
 // [Parse], [RenderHTML] and [RenderText] use goldmark with GFM and bound
 // model-authored content for display ([MaxSteps], [MaxStepChars],
 // [MaxBodyChars]), clipping with a visible marker instead of failing.
-// [ReminderFull] and [ReminderRef] are the Plan reminder texts. [Trailer] is
+// [ReminderFull] and [ReminderRef] are the Plan reminder texts. [View] is
+// what a person sees of a streamed Plan response: the text with its
+// blocks hidden from the opening tag on, equal in the end to
+// [Result.Visible] whatever the chunking. [Trailer] is
 // the "Plan: <title> (sha256:<12 hex>)" commit trailer naming an accepted plan.
 package proposal

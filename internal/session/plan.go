@@ -38,45 +38,23 @@ func (s *Session) registry() *agent.Registry {
 	return agent.NewRegistry(append(tools, s.goalTools()...)...)
 }
 
-// planView hides proposal blocks from the streamed view of a Plan response.
-type planView struct {
-	sc      *proposal.Scanner
-	emitted int
-	result  *proposal.Result
-}
-
-func (v *planView) Write(d string) string {
-	out := v.sc.Write(d)
-	v.emitted += len(out)
-	return out
-}
-
-func (v *planView) Done(string) string {
-	res := v.sc.Close()
-	v.result = &res
-	if v.emitted < len(res.Visible) {
-		return res.Visible[v.emitted:]
-	}
-	return ""
-}
-
 // newView returns the view filter for one model response: Plan responses
 // hide their proposal blocks from the opening tag on, while streaming.
 func (s *Session) newView(plan bool) viewFilter {
 	if !plan {
 		return passThrough{}
 	}
-	return &planView{sc: proposal.NewScanner()}
+	return proposal.NewView()
 }
 
 // onResponse examines one completed root-assistant response. Only Plan
 // responses can propose; tool output never reaches here.
 func (s *Session) onResponse(plan bool, v viewFilter, text string) {
-	pv, ok := v.(*planView)
-	if !plan || !ok || pv.result == nil {
+	pv, ok := v.(*proposal.View)
+	if !plan || !ok || pv.Result() == nil {
 		return
 	}
-	res := pv.result
+	res := pv.Result()
 	for _, d := range res.Diagnostics {
 		s.emit(DiagnosticEvent{Level: string(d.Kind), Message: d.Message})
 	}
