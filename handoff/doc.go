@@ -29,6 +29,12 @@
 //     and the acceptance's, in the refusal's words), [WorktreeNotice]
 //     (what stays behind) and [RestoreEdits] (the session's own edited
 //     files, and nothing else, copied into the fork).
+//   - [CheckRun] over [RunPort]: whether an implementation of a selection
+//     may start now, the same for an acceptance and a parked plan's start
+//     ([CheckFork]: the branch, the fork blockers, the repository), and
+//     [StartBlocker]: what refuses a parked plan's start whatever its
+//     selection. A no is a [Refusal]: a stable code and the person's
+//     words, which the session hands on unchanged.
 //   - [StartGoal] over [GoalPort]: the Goal step ([GoalFor] decides which
 //     Goal; package goal owns the Goal itself).
 //   - [NextRecovery]: the one recovery path's decision (the fork, the

@@ -20,7 +20,7 @@ const (
 	CodeStaleAttempt   = "stale_attempt"
 	CodeNoProposal     = "no_proposal"
 	CodeNothingToRetry = "nothing_to_retry"
-	CodeInvalidSelect  = "invalid_selection"
+	CodeInvalidSelect  = handoff.CodeInvalidSelection
 	CodeUnavailable    = "unavailable"
 )
 
@@ -399,30 +399,6 @@ func (a *acceptance) Validate(ctx context.Context) (handoff.Accepting, error) {
 		return handoff.Accepting{}, err
 	}
 	return handoff.Accepting{Selection: sel, Title: a.p.Title, Body: body, Hash: a.p.Hash}, nil
-}
-
-// checkRun refuses an implementation of sel that cannot start now, the
-// same for an acceptance and a parked plan's start (doing names which):
-// a Worktree's fork blockers and branch, an unfinished Goal for Goal
-// execution, an unavailable model.
-func (s *Session) checkRun(sel handoff.Selection, doing string) error {
-	if sel.Location == handoff.Worktree {
-		if err := s.checkFork(sel.Branch); err != nil {
-			return err
-		}
-	}
-	if sel.Execution == handoff.Goal {
-		s.mu.Lock()
-		unfinished, sum := s.goalUnfinishedLocked(), s.gl.g.Summary()
-		s.mu.Unlock()
-		if unfinished {
-			return &Error{Code: CodeGoalUnfinished, Message: "an unfinished Goal exists (" + sum + "); finish or clear it before " + doing + " with Goal"}
-		}
-	}
-	if err := s.m.checkModel(sel.Model); err != nil {
-		return &Error{Code: CodeInvalidSelect, Message: err.Error()}
-	}
-	return nil
 }
 
 func (a *acceptance) Archive(ctx context.Context, art handoff.Artifact, body string) error {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
@@ -16,9 +15,9 @@ import (
 
 // More error codes.
 const (
-	CodeForkBlocked   = "fork_blocked"
-	CodeInvalidBranch = "invalid_branch"
-	CodeSessionEnded  = "session_ended"
+	CodeForkBlocked   = handoff.CodeForkBlocked
+	CodeInvalidBranch = handoff.CodeInvalidBranch
+	CodeSessionEnded  = handoff.CodeSessionEnded
 )
 
 // repoRoot returns the root of the git checkout holding the workspace.
@@ -40,25 +39,38 @@ func (s *Session) forkBlockersLocked() []string {
 	return handoff.ForkBlockers(handoff.ForkState{Queued: len(s.queue), Busy: s.busy, GoalUnfinished: s.goalUnfinishedLocked(), NoGit: s.wtNoGit})
 }
 
-// checkFork validates a Worktree acceptance before anything moves.
-func (s *Session) checkFork(branch string) error {
-	if err := worktree.ValidBranchName(branch); err != nil {
-		return &Error{Code: CodeInvalidBranch, Message: fmt.Sprintf("branch %q: %v", branch, err)}
+// runChecks is what [handoff.CheckRun] reads of the session ([handoff.RunPort]).
+type runChecks struct{ s *Session }
+
+func (c runChecks) ForkBlockers() []string {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	return c.s.forkBlockersLocked()
+}
+
+func (c runChecks) RepoRoot() (string, error) { return c.s.repoRoot() }
+
+func (c runChecks) UnfinishedGoal() (bool, string) {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	return c.s.goalUnfinishedLocked(), c.s.gl.g.Summary()
+}
+
+func (c runChecks) CheckModel(name string) error { return c.s.m.checkModel(name) }
+
+// checkRun is [handoff.CheckRun] over this session, its refusal as the
+// session's [Error] (doing: "accepting" or "starting").
+func (s *Session) checkRun(sel handoff.Selection, doing string) error {
+	return refused(handoff.CheckRun(runChecks{s}, sel, doing))
+}
+
+// refused is err, a [handoff.Refusal] turned into the session's [Error]
+// with the same code and words.
+func refused(err error) error {
+	if r, ok := handoff.AsRefusal(err); ok {
+		return &Error{Code: r.Code, Message: r.Message}
 	}
-	s.mu.Lock()
-	blockers := s.forkBlockersLocked()
-	s.mu.Unlock()
-	if len(blockers) > 0 {
-		return &Error{Code: CodeForkBlocked, Message: "cannot fork: " + strings.Join(blockers, "; ")}
-	}
-	root, err := s.repoRoot()
-	if err != nil {
-		return &Error{Code: CodeForkBlocked, Message: "cannot fork: " + handoff.NotGitBlocker + ": " + err.Error()}
-	}
-	if why := handoff.BranchBlocker(root, branch); why != "" {
-		return &Error{Code: CodeForkBlocked, Message: "cannot fork: " + why}
-	}
-	return nil
+	return err
 }
 
 // worktreeNotice is [handoff.WorktreeNotice] for the session's workspace.

@@ -401,23 +401,16 @@ type starting struct {
 func (a *starting) Check(ctx context.Context, sel handoff.Selection) error {
 	s := a.s
 	s.mu.Lock()
-	busy, pending, forked, other := s.busy, s.approval.Pending(), s.row.ForkedTo, s.starting
-	if !busy && !pending && forked == "" && !other {
+	err := handoff.StartBlocker(handoff.StartState{ForkedTo: s.row.ForkedTo, Busy: s.busy, Starting: s.starting, Pending: s.approval.Pending()})
+	if err == nil {
 		s.starting, a.claimed = true, true
 	}
 	s.mu.Unlock()
-	switch {
-	case forked != "":
-		return &Error{Code: CodeSessionEnded, Message: "this planning session continued in its Worktree fork " + forked}
-	case busy:
-		return errorf(CodeBusy, "the session is busy; wait for the running turn or interrupt it")
-	case other:
-		return errorf(CodeBusy, "the session is busy starting an accepted plan; wait for it")
-	case pending:
-		return errorf(CodeBusy, "an approval card is pending in this session; decide it first")
+	if err != nil {
+		return refused(err)
 	}
 	if _, err := s.m.st.GetRetryRecord(ctx, s.id); err == nil {
-		return errorf(CodeBusy, "an accepted plan of this session waits for a retry; retry or finish it first")
+		return refused(handoff.ErrRecordWaiting)
 	}
 	return s.checkRun(sel, "starting")
 }
