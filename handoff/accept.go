@@ -30,10 +30,14 @@ type AcceptPort interface {
 	// again that the attempt is current and its selection unchanged; on
 	// failure nothing moved and the card stays pending.
 	Commit(ctx context.Context, rec *Record, in Accepting) error
+	// Committed brings the session in line with the commit and announces
+	// it (the card closed as accepted, the plan's steps); it commits
+	// nothing the restart needs.
+	Committed(ctx context.Context, rec *Record, in Accepting)
 	// Start runs [Run] on rec as the session's owning workflow.
 	Start(rec *Record) error
 	// Failpoint is called between the durable steps ("handoff.archived",
-	// "handoff.recorded").
+	// "handoff.committed", "handoff.recorded").
 	Failpoint(name string)
 }
 
@@ -64,6 +68,8 @@ func Accept(ctx context.Context, p AcceptPort) (*Record, error) {
 	if err := p.Commit(ctx, rec, in); err != nil {
 		return nil, err
 	}
+	p.Failpoint("handoff.committed")
+	p.Committed(ctx, rec, in)
 	p.Failpoint("handoff.recorded")
 	return rec, p.Start(rec)
 }

@@ -8,12 +8,13 @@ import (
 )
 
 type fakeAccept struct {
-	archives map[string]string // path → body (write-once)
-	records  []*Record
-	started  int
-	refuse   error
-	failOp   string
-	crashAt  string
+	archives  map[string]string // path → body (write-once)
+	records   []*Record
+	started   int
+	committed int // Committed calls (the session in line with the commit)
+	refuse    error
+	failOp    string
+	crashAt   string
 }
 
 func (f *fakeAccept) Validate(ctx context.Context) (Accepting, error) {
@@ -39,6 +40,13 @@ func (f *fakeAccept) Commit(ctx context.Context, rec *Record, in Accepting) erro
 	c := *rec
 	f.records = append(f.records, &c)
 	return nil
+}
+
+func (f *fakeAccept) Committed(ctx context.Context, rec *Record, in Accepting) {
+	if len(f.records) == 0 || f.records[len(f.records)-1].Marshal() != rec.Marshal() {
+		panic("Committed before its commit")
+	}
+	f.committed++
 }
 
 func (f *fakeAccept) Start(rec *Record) error { f.started++; return nil }
@@ -79,12 +87,35 @@ func TestAcceptSteps(t *testing.T) {
 	if f.records[0].GoalID == "" || f.records[0].Step != StepRecorded || f.records[0].Artifact.Path != "plans/accepted-0123456789abcdef.md" {
 		t.Fatalf("record %+v", f.records[0])
 	}
-	f = &fakeAccept{archives: map[string]string{}, crashAt: "handoff.recorded"}
-	if c, _ := accept(f); c != "handoff.recorded" || len(f.records) != 1 || f.started != 0 {
-		t.Fatalf("crash after commit: %q %+v", c, f)
-	}
 	f = &fakeAccept{archives: map[string]string{}, failOp: "acceptance"}
-	if _, err := accept(f); !errors.Is(err, syscall.ENOSPC) || f.started != 0 || len(f.records) != 0 {
+	if _, err := accept(f); !errors.Is(err, syscall.ENOSPC) || f.started != 0 || len(f.records) != 0 || f.committed != 0 {
 		t.Fatalf("failing commit: %v %+v", err, f)
+	}
+}
+
+// TestAcceptFailpoints: a crash at each of Accept's failpoints leaves what
+// the step before it committed and nothing after it: no record before
+// the acceptance commit, exactly one from then on; the session brought in
+// line only past handoff.committed; the pipeline started only past
+// handoff.recorded.
+func TestAcceptFailpoints(t *testing.T) {
+	for _, c := range []struct {
+		at                          string
+		records, committed, started int
+	}{
+		{"handoff.archived", 0, 0, 0},
+		{"handoff.committed", 1, 0, 0},
+		{"handoff.recorded", 1, 1, 0},
+		{"", 1, 1, 1},
+	} {
+		f := &fakeAccept{archives: map[string]string{}, crashAt: c.at}
+		crashed, err := accept(f)
+		if crashed != c.at || err != nil {
+			t.Fatalf("%q: crashed at %q, %v", c.at, crashed, err)
+		}
+		if len(f.archives) != 1 || len(f.records) != c.records || f.committed != c.committed || f.started != c.started {
+			t.Errorf("%q: %d archives, %d records, %d committed, %d started; want 1, %d, %d, %d",
+				c.at, len(f.archives), len(f.records), f.committed, f.started, c.records, c.committed, c.started)
+		}
 	}
 }

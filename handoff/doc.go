@@ -10,7 +10,8 @@
 // implements; the session keeps the data access, and every port method
 // that commits is one named store operation:
 //   - [Accept] over [AcceptPort]: validate, archive immutably, the
-//     acceptance commit, start.
+//     acceptance commit, the session brought in line with it, start
+//     (each failpoint of acceptance is between two of these).
 //   - [Park] over [ParkPort]: approve and park (archive, one commit,
 //     nothing starts); [StartParked] over [StartPort] starts a parked plan
 //     through the same record and [Run] (Location and branch applied, a

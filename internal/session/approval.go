@@ -366,7 +366,9 @@ type acceptance struct {
 	attempt string
 	branch  string
 	expect  handoff.Location // "" = any
-	p       store.Proposal
+	p       store.Proposal   // validated; once committed, as committed
+	closed  string           // the attempt the commit closed
+	base    string           // the base the commit names
 }
 
 // Validate: a refusal leaves the card pending.
@@ -439,20 +441,26 @@ func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff
 		s.mu.Unlock()
 		return err
 	}
-	handoff.Failpoint("handoff.committed")
+	a.p, a.closed, a.base = p, attempt, base
+	return nil
+}
+
+// Committed: the session takes the committed proposal and leaves Plan;
+// the card closes as accepted.
+func (a *acceptance) Committed(ctx context.Context, rec *handoff.Record, in handoff.Accepting) {
+	s, p := a.s, a.p
 	s.mu.Lock()
 	s.prop, s.row.Plan = &p, false
 	s.mu.Unlock()
-	s.m.baseCommitted(s.id, base)
+	s.m.baseCommitted(s.id, a.base)
 	// The selection rides along, so the transcript records what the
 	// implementation runs with.
 	sel := in.Selection
-	s.recordOutcome(ctx, attempt, OutcomeAccepted, p.Title, p.Hash)
-	s.emit(ApprovalClosedEvent{Attempt: attempt, Reason: OutcomeAccepted, Selection: &sel})
+	s.recordOutcome(ctx, a.closed, OutcomeAccepted, p.Title, p.Hash)
+	s.emit(ApprovalClosedEvent{Attempt: a.closed, Reason: OutcomeAccepted, Selection: &sel})
 	s.emitSteps()
 	s.emit(NoticeEvent{Message: "Preparing implementation..."})
 	s.changed()
-	return nil
 }
 
 func (a *acceptance) Start(rec *handoff.Record) error { return a.s.startHandoff(rec) }
