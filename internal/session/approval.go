@@ -26,33 +26,10 @@ const (
 
 var errStale = &Error{Code: CodeStaleAttempt, Message: "this approval card is no longer current (stale or missing attempt id); nothing changed"}
 
-// ApprovalView is what a client needs to draw the approval card.
+// ApprovalView is what a client needs to draw the approval card: the
+// card of package handoff ([handoff.Card]) and beside it the review parts.
 type ApprovalView struct {
-	Pending   bool                `json:"pending"`
-	Attempt   string              `json:"attempt,omitempty"`
-	Hidden    bool                `json:"hidden"`
-	Selection handoff.Selection   `json:"selection"`
-	Title     string              `json:"title"`
-	Body      string              `json:"body"`
-	Text      string              `json:"text"`
-	Hash      string              `json:"hash"`
-	Path      string              `json:"path"`
-	Edited    bool                `json:"edited"`
-	Models    []handoff.Model     `json:"models"`
-	Skills    []handoff.SkillInfo `json:"skills"`
-	// Blockers name what would refuse a Worktree fork (same words as the refusal).
-	Blockers []string `json:"blockers"`
-	// Branch is the branch a Worktree acceptance that names none uses
-	// (the card's choice, else the one derived from the title), and
-	// BranchBlocker why it cannot be used (an existing branch, say; ""
-	// if it can). Both are set for a Worktree selection only, and checked
-	// when the card is fetched or its settings change.
-	Branch        string `json:"branch,omitempty"`
-	BranchBlocker string `json:"branch_blocker,omitempty"`
-	Notice        string `json:"notice,omitempty"`
-	// Tampered is set when the plan file on disk no longer matches Hash:
-	// Body is then the stored, proposed text (and Notice says so).
-	Tampered bool `json:"tampered,omitempty"`
+	handoff.Card
 	// Warnings are the pre-approval checks of the plan against the
 	// workspace (see package review); they never block acceptance.
 	Warnings []review.Warning `json:"warnings"`
@@ -69,15 +46,16 @@ type ApprovalView struct {
 	Scope []string `json:"scope"`
 }
 
+// selectionLocked is [handoff.CardSelection] of the session's proposal.
 func (s *Session) selectionLocked() handoff.Selection {
-	var sel handoff.Selection
-	if s.prop != nil && s.prop.Selection != "" {
-		if err := json.Unmarshal([]byte(s.prop.Selection), &sel); err == nil && sel.Validate() == nil {
-			return sel
-		}
+	stored := ""
+	if s.prop != nil {
+		stored = s.prop.Selection
 	}
-	cfg := s.m.modelConfig()
-	return handoff.Defaults(s.row.Mode, cfg.GoalBudget, s.m.workload(WorkloadImplementation))
+	return handoff.CardSelection(stored, func() handoff.Selection {
+		cfg := s.m.modelConfig()
+		return handoff.Defaults(s.row.Mode, cfg.GoalBudget, s.m.workload(WorkloadImplementation))
+	})
 }
 
 // presentApproval opens a new presentation of the current proposal with a
@@ -103,31 +81,24 @@ func (s *Session) presentApproval(ctx context.Context) {
 	s.changed() // the card (with its pre-approval checks) and the status
 }
 
-// refreshWorktreeNotice reruns the status walk and the branch check for
-// the card when Worktree is selected (when the card is shown or fetched
-// and after each selection change).
+// refreshWorktreeNotice reruns the card's Worktree checks
+// ([handoff.CheckWorktreeCard]) when Worktree is selected (when the card
+// is shown or fetched and after each selection change).
 func (s *Session) refreshWorktreeNotice(ctx context.Context) {
 	s.mu.Lock()
-	wt := s.prop != nil && s.selectionLocked().Location == handoff.Worktree
-	branch := ""
+	sel, title, ws := s.selectionLocked(), "", s.row.Workspace
+	wt := s.prop != nil && sel.Location == handoff.Worktree
 	if wt {
-		branch = s.selectionLocked().BranchFor(s.prop.Title)
+		title = s.prop.Title
 	}
 	s.mu.Unlock()
-	notice, noGit, blocker := "", false, ""
+	var w handoff.WorktreeCard
 	if wt {
-		notice, noGit = s.worktreeNotice(ctx)
-		switch root, err := s.repoRoot(); {
-		case err != nil:
-		case branch == "":
-			blocker = "the plan's title gives no branch name; choose one"
-		default:
-			blocker = handoff.BranchBlocker(root, branch)
-		}
+		edited, _ := s.m.st.EditedFiles(ctx, s.id)
+		w = handoff.CheckWorktreeCard(ctx, ws, edited, sel, title)
 	}
 	s.mu.Lock()
-	s.wtNotice, s.wtNoGit = notice, noGit
-	s.wtBranch, s.wtBranchBlocker = branch, blocker
+	s.wt = w
 	s.mu.Unlock()
 }
 
@@ -145,27 +116,18 @@ func (s *Session) OpenApproval(ctx context.Context) ApprovalView {
 // session lock.
 func (s *Session) Approval() ApprovalView {
 	s.mu.Lock()
-	v := ApprovalView{Pending: s.approval.Pending(), Attempt: s.approval.Attempt, Hidden: s.approval.Hidden,
-		Models: s.m.modelConfig().Models, Blockers: s.forkBlockersLocked()}
+	st := handoff.CardState{Approval: s.approval, Models: s.m.modelConfig().Models, Fork: s.forkStateLocked()}
 	if s.prop == nil {
 		s.mu.Unlock()
-		return v
+		return ApprovalView{Card: handoff.NewCard(st)}
 	}
-	v.Selection = s.selectionLocked()
-	v.Notice = s.wtNotice
-	if v.Selection.Location == handoff.Worktree {
-		v.Branch, v.BranchBlocker = s.wtBranch, s.wtBranchBlocker
-	}
-	v.Title, v.Hash, v.Path, v.Edited = s.prop.Title, s.prop.Hash, agent.WorkScheme+s.prop.Path, s.prop.PersonEdited
+	st.Proposal = &handoff.CardProposal{Title: s.prop.Title, Hash: s.prop.Hash, Path: agent.WorkScheme + s.prop.Path,
+		Edited: s.prop.PersonEdited, Selection: s.selectionLocked(), Worktree: s.wt}
 	p, workspace := *s.prop, s.row.Workspace
 	s.mu.Unlock()
+	v := ApprovalView{Card: handoff.NewCard(st)}
 	if body, differs, err := s.proposalBody(p); err == nil {
-		v.Body = body
-		v.Text = proposal.RenderText(v.Body)
-		if differs {
-			v.Tampered = true
-			v.Notice = joinNotice(tamperNotice(v.Path), v.Notice)
-		}
+		v.ShowBody(body, differs)
 		v.Warnings = s.planWarnings(p.Hash, body, workspace)
 		s.versionCard(&v, p.Hash, body)
 		v.Scope = s.cardScope(p.Hash, body)

@@ -33,11 +33,14 @@ func (s *Session) repoRoot() (string, error) {
 	return r.Root, nil
 }
 
+// forkStateLocked is what of the session refuses a fork whatever the branch.
+func (s *Session) forkStateLocked() handoff.ForkState {
+	return handoff.ForkState{Queued: len(s.queue), Busy: s.busy, GoalUnfinished: s.goalUnfinishedLocked(), NoGit: s.wt.NoGit}
+}
+
 // forkBlockersLocked names what refuses a fork right now, in the words the
 // card shows and the refusal uses.
-func (s *Session) forkBlockersLocked() []string {
-	return handoff.ForkBlockers(handoff.ForkState{Queued: len(s.queue), Busy: s.busy, GoalUnfinished: s.goalUnfinishedLocked(), NoGit: s.wtNoGit})
-}
+func (s *Session) forkBlockersLocked() []string { return handoff.ForkBlockers(s.forkStateLocked()) }
 
 // runChecks is what [handoff.CheckRun] reads of the session ([handoff.RunPort]).
 type runChecks struct{ s *Session }
@@ -71,15 +74,6 @@ func refused(err error) error {
 		return &Error{Code: r.Code, Message: r.Message}
 	}
 	return err
-}
-
-// worktreeNotice is [handoff.WorktreeNotice] for the session's workspace.
-func (s *Session) worktreeNotice(ctx context.Context) (notice string, noGit bool) {
-	s.mu.Lock()
-	ws := s.row.Workspace
-	s.mu.Unlock()
-	edited, _ := s.m.st.EditedFiles(ctx, s.id)
-	return handoff.WorktreeNotice(ctx, ws, edited)
 }
 
 // Fork is the Worktree step of the handoff: [handoff.ForkStep] over this

@@ -191,19 +191,8 @@ func (s *Session) proposalBody(p store.Proposal) (body string, differs bool, err
 	return body, false, err
 }
 
-func tamperNotice(path string) string {
-	return path + " was changed on disk after it was proposed: this card shows, edits and accepts the proposed text, not the file"
-}
-
-func joinNotice(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + " · " + b
-}
+// joinNotice is [handoff.JoinNotice].
+func joinNotice(a, b string) string { return handoff.JoinNotice(a, b) }
 
 // reminder returns the Plan reminder appended to a Plan turn's prompt: the
 // full contract on the first delivered reminder of an episode, a one-line

@@ -42,15 +42,13 @@ type Session struct {
 	approval handoff.Approval // the pending presentation, if any (not persisted)
 	track    *review.Tracker  // todo list, accepted-plan steps, the implementation's records (its own lock, a leaf under mu)
 	gl       goalState        // the session's Goal
-	wtNotice string           // the card's Worktree notice, from the last status walk
-	wtNoGit  bool             // that walk found no git checkout: a fork blocker
-	// wtBranch is the branch the card's Worktree acceptance would use and
-	// wtBranchBlocker why it cannot ("" if it can), from the same check.
-	wtBranch, wtBranchBlocker string
-	timeout                   *time.Timer     // the approval timeout of the current presentation, if armed
-	msgs                      []agent.Message // transcript of the current context segment
-	nextIdx                   int64
-	turnNo                    int64 // the last turn started; loaded from the log, so numbering survives a restart
+	// wt is the card's last Worktree check (notice, branch; NoGit is a
+	// fork blocker), zero unless Worktree is selected.
+	wt      handoff.WorktreeCard
+	timeout *time.Timer     // the approval timeout of the current presentation, if armed
+	msgs    []agent.Message // transcript of the current context segment
+	nextIdx int64
+	turnNo  int64 // the last turn started; loaded from the log, so numbering survives a restart
 
 	trMu sync.Mutex // serialises transcript commits (message indices)
 
