@@ -15,13 +15,25 @@ type Accepting struct {
 	Hash      string
 }
 
+// Presented is the card's proposal as its current attempt presents it.
+type Presented struct {
+	Selection Selection // as stored, not yet validated
+	Title     string
+	Hash      string
+}
+
 // AcceptPort is what [Accept] needs from the session whose card is
 // accepted. Commit is the one acceptance transaction.
 type AcceptPort interface {
-	// Validate checks the attempt, the selection, the fork blockers and
-	// branch, an unfinished Goal and the model, and reads the plan. A
-	// refusal leaves the card pending and changes nothing.
-	Validate(ctx context.Context) (Accepting, error)
+	// RunPort is read by [CheckRun] before anything moves.
+	RunPort
+	// Presented checks that the attempt is current (else it refuses,
+	// changing nothing) and returns the card's proposal and selection,
+	// read atomically with that check.
+	Presented(ctx context.Context) (Presented, error)
+	// Body is the plan the card shows (the stored proposed text,
+	// verified against its hash).
+	Body(ctx context.Context) (string, error)
 	// Archive writes the accepted plan immutably at a.Path (an identical
 	// file is reused, a different one refused).
 	Archive(ctx context.Context, a Artifact, body string) error
@@ -51,11 +63,37 @@ func ArtifactPath(hash string) string { return "plans/accepted-" + hash[:min(16,
 // A crash after the archive leaves the card pending, and accepting again
 // reuses the identical archive; a crash after the commit resumes from the
 // record.
-func Accept(ctx context.Context, p AcceptPort) (*Record, error) {
-	in, err := p.Validate(ctx)
+//
+// Validation, in this order: the attempt ([AcceptPort.Presented]); the
+// Location, unless expect is "" ([ErrSettingsChanged]: a browser link
+// thus never accepts a Location it may not choose); the selection
+// ([CodeInvalidSelection]); with branch the acceptance's, for a Worktree
+// that names none the card's ([Selection.BranchFor]), [CheckRun]; the
+// plan's text.
+func Accept(ctx context.Context, p AcceptPort, branch string, expect Location) (*Record, error) {
+	pr, err := p.Presented(ctx)
 	if err != nil {
 		return nil, err
 	}
+	sel := pr.Selection
+	if expect != "" && sel.Location != expect {
+		return nil, ErrSettingsChanged
+	}
+	if err := sel.Validate(); err != nil {
+		return nil, &Refusal{Code: CodeInvalidSelection, Message: err.Error()}
+	}
+	if sel.Location == Worktree && branch == "" {
+		branch = sel.BranchFor(pr.Title) // the card's branch
+	}
+	sel.Branch = branch
+	if err := CheckRun(p, sel, "accepting"); err != nil {
+		return nil, err
+	}
+	body, err := p.Body(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := Accepting{Selection: sel, Title: pr.Title, Body: body, Hash: pr.Hash}
 	art := Artifact{Path: ArtifactPath(in.Hash), Hash: in.Hash}
 	if err := p.Archive(ctx, art, in.Body); err != nil {
 		return nil, fmt.Errorf("archive the accepted plan: %w", err)

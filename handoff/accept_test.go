@@ -3,26 +3,45 @@ package handoff
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 )
 
 type fakeAccept struct {
+	fakeRun
 	archives  map[string]string // path → body (write-once)
 	records   []*Record
 	started   int
 	committed int // Committed calls (the session in line with the commit)
 	refuse    error
+	sel       *Selection // the card's (default: Here, Current, Goal)
+	title     string
+	bodyErr   error
+	bodies    int // Body reads
 	failOp    string
 	crashAt   string
 }
 
-func (f *fakeAccept) Validate(ctx context.Context) (Accepting, error) {
+func (f *fakeAccept) Presented(ctx context.Context) (Presented, error) {
 	if f.refuse != nil {
-		return Accepting{}, f.refuse
+		return Presented{}, f.refuse
 	}
-	return Accepting{Selection: Selection{Location: Here, Context: Current, Execution: Goal, Mode: "ask"},
-		Title: "T", Body: "# T\n", Hash: "0123456789abcdef0123"}, nil
+	sel := Selection{Location: Here, Context: Current, Execution: Goal, Mode: "ask"}
+	if f.sel != nil {
+		sel = *f.sel
+	}
+	title := f.title
+	if title == "" {
+		title = "T"
+	}
+	return Presented{Selection: sel, Title: title, Hash: "0123456789abcdef0123"}, nil
+}
+
+func (f *fakeAccept) Body(ctx context.Context) (string, error) {
+	f.bodies++
+	return "# T\n", f.bodyErr
 }
 
 func (f *fakeAccept) Archive(ctx context.Context, a Artifact, body string) error {
@@ -36,6 +55,9 @@ func (f *fakeAccept) Archive(ctx context.Context, a Artifact, body string) error
 func (f *fakeAccept) Commit(ctx context.Context, rec *Record, in Accepting) error {
 	if f.failOp == "acceptance" {
 		return syscall.ENOSPC
+	}
+	if in.Body != "# T\n" || in.Hash != "0123456789abcdef0123" || !in.Selection.SameSettings(rec.Selection) || in.Selection.Branch != rec.Selection.Branch {
+		return fmt.Errorf("commit got %+v for %+v", in, rec)
 	}
 	c := *rec
 	f.records = append(f.records, &c)
@@ -63,7 +85,7 @@ func accept(f *fakeAccept) (crashed string, err error) {
 			crashed = r.(crash).at
 		}
 	}()
-	_, err = Accept(context.Background(), f)
+	_, err = Accept(context.Background(), f, "", "")
 	return "", err
 }
 
@@ -117,5 +139,72 @@ func TestAcceptFailpoints(t *testing.T) {
 			t.Errorf("%q: %d archives, %d records, %d committed, %d started; want 1, %d, %d, %d",
 				c.at, len(f.archives), len(f.records), f.committed, f.started, c.records, c.committed, c.started)
 		}
+	}
+}
+
+// TestAcceptValidation: each of Accept's refusals, in its order, stops
+// before the archive with nothing changed (no archive, no record, the
+// plan not even read past a refusal of the selection); the branch is the
+// acceptance's, else the card's for a Worktree.
+func TestAcceptValidation(t *testing.T) {
+	root := gitRepo(t, map[string]string{"a.txt": "a\n"})
+	sel := func(loc Location, branch string) *Selection {
+		return &Selection{Location: loc, Context: Current, Execution: Direct, Mode: "ask", Branch: branch}
+	}
+	invalid := sel(Here, "")
+	invalid.Mode = "yolo"
+	stale := errors.New("this approval card is no longer current")
+	for _, c := range []struct {
+		name       string
+		f          fakeAccept
+		branch     string
+		expect     Location
+		code       string // a Refusal's code; "" with err: that error
+		err        error
+		wantBranch string
+		bodies     int
+	}{
+		{name: "stale attempt", f: fakeAccept{refuse: stale}, err: stale},
+		{name: "expected location", f: fakeAccept{sel: sel(Here, "")}, expect: Worktree, code: CodeSettingsChanged},
+		{name: "expected location holds", f: fakeAccept{sel: sel(Here, "")}, expect: Here, bodies: 1},
+		{name: "invalid selection", f: fakeAccept{sel: invalid}, code: CodeInvalidSelection},
+		{name: "goal unfinished", f: fakeAccept{fakeRun: fakeRun{goal: true}}, code: CodeGoalUnfinished},
+		{name: "model", f: fakeAccept{fakeRun: fakeRun{model: errors.New("model gone")}, sel: sel(Here, "")}, code: CodeInvalidSelection},
+		{name: "worktree, the card's branch", f: fakeAccept{fakeRun: fakeRun{root: root}, sel: sel(Worktree, ""), title: "Add a flag"},
+			wantBranch: "plan/add-a-flag", bodies: 1},
+		{name: "worktree, the card's chosen branch", f: fakeAccept{fakeRun: fakeRun{root: root}, sel: sel(Worktree, "feature/x")},
+			wantBranch: "feature/x", bodies: 1},
+		{name: "worktree, the acceptance's branch", f: fakeAccept{fakeRun: fakeRun{root: root}, sel: sel(Worktree, "feature/x")}, branch: "feature/y",
+			wantBranch: "feature/y", bodies: 1},
+		{name: "worktree, existing branch", f: fakeAccept{fakeRun: fakeRun{root: root}, sel: sel(Worktree, "")}, branch: "taken", code: CodeForkBlocked},
+		{name: "worktree, blocked", f: fakeAccept{fakeRun: fakeRun{root: root, blockers: []string{"a request is running"}}, sel: sel(Worktree, "")}, code: CodeForkBlocked},
+		{name: "plan unreadable", f: fakeAccept{bodyErr: errors.New("changed outside planbridge")}, err: errors.New("changed outside planbridge"), bodies: 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := c.f
+			f.archives = map[string]string{}
+			_, err := Accept(context.Background(), &f, c.branch, c.expect)
+			if f.bodies != c.bodies {
+				t.Errorf("plan read %d times, want %d", f.bodies, c.bodies)
+			}
+			if c.code == "" && c.err == nil {
+				if err != nil || len(f.records) != 1 || f.started != 1 || f.records[0].Selection.Branch != c.wantBranch {
+					t.Fatalf("accepted: %v %+v", err, f.records)
+				}
+				return
+			}
+			if len(f.archives) != 0 || len(f.records) != 0 || f.started != 0 {
+				t.Errorf("a refusal changed something: %+v", f)
+			}
+			if c.err != nil {
+				if err == nil || err.Error() != c.err.Error() {
+					t.Errorf("err %v, want %v", err, c.err)
+				}
+				return
+			}
+			if r, ok := AsRefusal(err); !ok || r.Code != c.code || strings.TrimSpace(r.Message) == "" {
+				t.Errorf("err %#v, want %s", err, c.code)
+			}
+		})
 	}
 }

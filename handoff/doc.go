@@ -12,10 +12,13 @@
 // Each step machine is a function over a narrow port that the session
 // implements; the session keeps the data access, and every port method
 // that commits is one named store operation:
-//   - [Accept] over [AcceptPort]: validate, archive immutably, the
+//   - [Accept] over [AcceptPort]: validate (the attempt, the expected
+//     Location, the selection, the branch, [CheckRun], the plan), archive
+//     immutably, the
 //     acceptance commit, the session brought in line with it, start
 //     (each failpoint of acceptance is between two of these).
-//   - [Park] over [ParkPort]: approve and park (archive, one commit,
+//   - [Park] over [ParkPort]: approve and park (validate, with the
+//     expected settings [Selection.SameSettings]; archive, one commit,
 //     nothing starts); [StartParked] over [StartPort] starts a parked plan
 //     through the same record and [Run] (Location and branch applied, a
 //     Goal reserved, a moved HEAD reported).

@@ -23,9 +23,10 @@ type Parking struct {
 
 // ParkPort is what [Park] needs from the session whose card is parked.
 type ParkPort interface {
-	// Validate checks the attempt and the selection and reads the plan; a
-	// refusal leaves the card pending and changes nothing.
-	Validate(ctx context.Context) (Accepting, error)
+	// Presented checks the attempt (as [AcceptPort.Presented]).
+	Presented(ctx context.Context) (Presented, error)
+	// Body is the plan the card shows (as [AcceptPort.Body]).
+	Body(ctx context.Context) (string, error)
 	// Archive writes the plan immutably at a.Path (as [AcceptPort.Archive]).
 	Archive(ctx context.Context, a Artifact, body string) error
 	// Head is the workspace's HEAD commit and branch ("" outside git).
@@ -43,11 +44,28 @@ type ParkPort interface {
 // reuses it); one transaction records it parked with the selection and
 // the workspace HEAD. Nothing starts. A crash after the archive leaves the
 // card pending and parking again reuses the identical archive.
-func Park(ctx context.Context, p ParkPort) (Parking, error) {
-	in, err := p.Validate(ctx)
+//
+// Validation, in this order: the attempt; the whole selection, unless
+// expect is nil ([ErrSettingsChanged] unless [Selection.SameSettings]: a
+// browser page thus parks exactly the settings it showed); the selection
+// ([CodeInvalidSelection]); the plan's text. A parked plan's run checks
+// are its start's ([StartParked]).
+func Park(ctx context.Context, p ParkPort, expect *Selection) (Parking, error) {
+	pr, err := p.Presented(ctx)
 	if err != nil {
 		return Parking{}, err
 	}
+	if expect != nil && !pr.Selection.SameSettings(*expect) {
+		return Parking{}, ErrSettingsChanged
+	}
+	if err := pr.Selection.Validate(); err != nil {
+		return Parking{}, &Refusal{Code: CodeInvalidSelection, Message: err.Error()}
+	}
+	body, err := p.Body(ctx)
+	if err != nil {
+		return Parking{}, err
+	}
+	in := Accepting{Selection: pr.Selection, Title: pr.Title, Body: body, Hash: pr.Hash}
 	art := Artifact{Path: ArtifactPath(in.Hash), Hash: in.Hash}
 	if err := p.Archive(ctx, art, in.Body); err != nil {
 		return Parking{}, fmt.Errorf("archive the approved plan: %w", err)

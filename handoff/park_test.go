@@ -19,17 +19,27 @@ type parkWorld struct {
 type fakePark struct {
 	w        *parkWorld
 	refuse   error
+	sel      *Selection // the card's (default: Here, Current, Direct)
+	expect   *Selection
+	bodies   int
 	failOp   string
 	crashAt  string
 	archived int
 }
 
-func (f *fakePark) Validate(ctx context.Context) (Accepting, error) {
+func (f *fakePark) Presented(ctx context.Context) (Presented, error) {
 	if f.refuse != nil {
-		return Accepting{}, f.refuse
+		return Presented{}, f.refuse
 	}
-	return Accepting{Selection: Selection{Location: Here, Context: Current, Execution: Direct, Mode: "ask"},
-		Title: "T", Body: "# T\n", Hash: "0123456789abcdef0123"}, nil
+	sel := Selection{Location: Here, Context: Current, Execution: Direct, Mode: "ask"}
+	if f.sel != nil {
+		sel = *f.sel
+	}
+	return Presented{Selection: sel, Title: "T", Hash: "0123456789abcdef0123"}, nil
+}
+func (f *fakePark) Body(ctx context.Context) (string, error) {
+	f.bodies++
+	return "# T\n", nil
 }
 func (f *fakePark) Archive(ctx context.Context, a Artifact, body string) error {
 	if f.failOp == "archive" {
@@ -66,7 +76,7 @@ func parkUntil(f *fakePark) (crashed string, err error) {
 			crashed = r.(crash).at
 		}
 	}()
-	_, err = Park(context.Background(), f)
+	_, err = Park(context.Background(), f, f.expect)
 	return "", err
 }
 
@@ -225,5 +235,68 @@ func TestStartParkedSteps(t *testing.T) {
 				c.check(t, &f, st)
 			}
 		})
+	}
+}
+
+// TestParkValidation: a park refuses, before reading the plan and with
+// nothing parked, settings other than the expected ones (a branch of its
+// own aside) and a selection that does not validate.
+func TestParkValidation(t *testing.T) {
+	card := Selection{Location: Here, Context: Current, Execution: Direct, Mode: "ask"}
+	otherBranch, otherContext, invalid := card, card, card
+	otherBranch.Branch = "plan/else"
+	otherContext.Context = Summary
+	invalid.Mode = "yolo"
+	for _, c := range []struct {
+		name         string
+		sel, expect  *Selection
+		code         string
+		bodies, park int
+	}{
+		{"no expectation", nil, nil, "", 1, 1},
+		{"as expected", nil, &card, "", 1, 1},
+		{"as expected but the branch", nil, &otherBranch, "", 1, 1},
+		{"settings changed", nil, &otherContext, CodeSettingsChanged, 0, 0},
+		{"invalid", &invalid, nil, CodeInvalidSelection, 0, 0},
+	} {
+		w := &parkWorld{archives: map[string]string{}, pending: true}
+		f := &fakePark{w: w, sel: c.sel, expect: c.expect}
+		_, err := parkUntil(f)
+		if f.bodies != c.bodies || w.parked != c.park || len(w.archives) != c.park {
+			t.Errorf("%s: %d reads, %d parked, %d archives; want %d, %d", c.name, f.bodies, w.parked, len(w.archives), c.bodies, c.park)
+		}
+		if c.code == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		if r, ok := AsRefusal(err); !ok || r.Code != c.code {
+			t.Errorf("%s: %#v, want %s", c.name, err, c.code)
+		}
+	}
+}
+
+// TestSameSettings: the branch aside, any axis differing differs.
+func TestSameSettings(t *testing.T) {
+	a := Selection{Location: Worktree, Context: Fresh, Execution: Goal, Budget: 5, Mode: "ask", Model: "m", Effort: "high",
+		Skills: []string{"/s/SKILL.md"}, Instructions: "x", Branch: "plan/a"}
+	b := a
+	b.Branch = "plan/b"
+	if !a.SameSettings(b) || !a.SameSettings(a) {
+		t.Error("the branch counted")
+	}
+	for name, change := range map[string]func(*Selection){
+		"location": func(s *Selection) { s.Location = Here }, "context": func(s *Selection) { s.Context = Current },
+		"execution": func(s *Selection) { s.Execution = Direct }, "budget": func(s *Selection) { s.Budget = 6 },
+		"mode": func(s *Selection) { s.Mode = "edits" }, "model": func(s *Selection) { s.Model = "n" },
+		"effort": func(s *Selection) { s.Effort = "" }, "skills": func(s *Selection) { s.Skills = nil },
+		"instructions": func(s *Selection) { s.Instructions = "y" },
+	} {
+		c := a
+		change(&c)
+		if a.SameSettings(c) {
+			t.Errorf("%s: a change not seen", name)
+		}
 	}
 }

@@ -26,7 +26,12 @@ const (
 	CodeGoalUnfinished   = "goal_unfinished"
 	CodeBusy             = "busy"
 	CodeSessionEnded     = "session_ended"
+	CodeSettingsChanged  = "settings_changed"
 )
+
+// ErrSettingsChanged refuses an acceptance or a park whose card settings
+// moved under it, or are not the ones its caller expected.
+var ErrSettingsChanged = &Refusal{Code: CodeSettingsChanged, Message: "the approval settings changed during acceptance; review them and accept again"}
 
 // RunPort is what [CheckRun] and [CheckFork] read of the session whose
 // plan would start. Every method reads; none changes anything.

@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -77,6 +78,16 @@ func DefaultBranch(title string) string {
 		slug = slug[:40]
 	}
 	return "plan/" + strings.TrimRight(slug, "-")
+}
+
+// SameSettings reports whether s and o choose the same, ignoring Branch
+// (an acceptance may name its own): what a card's decision checks
+// against the settings it validated or was expected to show.
+func (s Selection) SameSettings(o Selection) bool {
+	s.Branch, o.Branch = "", ""
+	x, _ := json.Marshal(s)
+	y, _ := json.Marshal(o)
+	return string(x) == string(y)
 }
 
 // Policy is the implementation-scoped model/effort/mode. It is never

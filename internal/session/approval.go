@@ -308,61 +308,51 @@ func (s *Session) Accept(ctx context.Context, attempt, branch string) (AcceptRes
 	return s.AcceptExpecting(ctx, attempt, branch, "")
 }
 
-// ErrSettingsChanged refuses an acceptance whose settings moved under it.
-var errSettingsChanged = &Error{Code: "settings_changed", Message: "the approval settings changed during acceptance; review them and accept again"}
+// errSettingsChanged is [handoff.ErrSettingsChanged].
+var errSettingsChanged = refused(handoff.ErrSettingsChanged)
 
 // AcceptExpecting is [Session.Accept] that also refuses, atomically with
 // the attempt check, unless the selection's Location is expect ("" = any):
-// a browser link can thus never accept a Location it may not choose.
+// a browser link can thus never accept a Location it may not choose. It
+// is [handoff.Accept] over this session.
 func (s *Session) AcceptExpecting(ctx context.Context, attempt, branch string, expect handoff.Location) (AcceptResult, error) {
-	rec, err := handoff.Accept(ctx, &acceptance{s: s, attempt: attempt, branch: branch, expect: expect})
+	rec, err := handoff.Accept(ctx, &acceptance{runChecks: runChecks{s}, attempt: attempt}, branch, expect)
 	if err != nil {
-		return AcceptResult{}, err
+		return AcceptResult{}, refused(err)
 	}
 	return AcceptResult{Accepted: true, Artifact: agent.WorkScheme + rec.Artifact.Path, Message: "Preparing implementation..."}, nil
 }
 
 // acceptance is the session side of one [handoff.Accept] ([handoff.AcceptPort]).
 type acceptance struct {
-	s       *Session
+	runChecks
 	attempt string
-	branch  string
-	expect  handoff.Location // "" = any
-	p       store.Proposal   // validated; once committed, as committed
-	closed  string           // the attempt the commit closed
-	base    string           // the base the commit names
+	p       store.Proposal // presented; once committed, as committed
+	closed  string         // the attempt the commit closed
+	base    string         // the base the commit names
 }
 
-// Validate: a refusal leaves the card pending.
-func (a *acceptance) Validate(ctx context.Context) (handoff.Accepting, error) {
-	s := a.s
+// Presented: a refusal leaves the card pending.
+func (a *acceptance) Presented(ctx context.Context) (handoff.Presented, error) {
+	pr, p, err := a.s.presented(a.attempt)
+	a.p = p
+	return pr, err
+}
+
+func (a *acceptance) Body(ctx context.Context) (string, error) {
+	body, _, err := a.s.proposalBody(a.p)
+	return body, err
+}
+
+// presented is the card's proposal under attempt, checked current.
+func (s *Session) presented(attempt string) (handoff.Presented, store.Proposal, error) {
 	s.mu.Lock()
-	if err := s.checkAttemptLocked(a.attempt); err != nil {
-		s.mu.Unlock()
-		return handoff.Accepting{}, err
+	defer s.mu.Unlock()
+	if err := s.checkAttemptLocked(attempt); err != nil {
+		return handoff.Presented{}, store.Proposal{}, err
 	}
-	sel := s.selectionLocked()
-	if a.expect != "" && sel.Location != a.expect {
-		s.mu.Unlock()
-		return handoff.Accepting{}, errSettingsChanged
-	}
-	a.p = *s.prop
-	s.mu.Unlock()
-	if err := sel.Validate(); err != nil {
-		return handoff.Accepting{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
-	}
-	if sel.Location == handoff.Worktree && a.branch == "" {
-		a.branch = sel.BranchFor(a.p.Title) // the card's branch
-	}
-	sel.Branch = a.branch
-	if err := s.checkRun(sel, "accepting"); err != nil {
-		return handoff.Accepting{}, err
-	}
-	body, _, err := s.proposalBody(a.p)
-	if err != nil {
-		return handoff.Accepting{}, err
-	}
-	return handoff.Accepting{Selection: sel, Title: a.p.Title, Body: body, Hash: a.p.Hash}, nil
+	p := *s.prop
+	return handoff.Presented{Selection: s.selectionLocked(), Title: p.Title, Hash: p.Hash}, p, nil
 }
 
 func (a *acceptance) Archive(ctx context.Context, art handoff.Artifact, body string) error {
@@ -385,7 +375,7 @@ func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff
 		s.mu.Unlock()
 		return err
 	}
-	if cur := s.selectionLocked(); !sameSelection(cur, in.Selection) {
+	if cur := s.selectionLocked(); !cur.SameSettings(in.Selection) {
 		s.mu.Unlock()
 		return errSettingsChanged
 	}
@@ -495,12 +485,4 @@ func (s *Session) SavePlanToProject(ctx context.Context, date string) (string, e
 		return "", &Error{Code: CodeSaveFailed, Message: strings.TrimPrefix(err.Error(), handoff.ErrSave.Error()+": ")}
 	}
 	return rel, err
-}
-
-// sameSelection compares selections, ignoring the acceptance-time branch.
-func sameSelection(a, b handoff.Selection) bool {
-	a.Branch, b.Branch = "", ""
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return string(x) == string(y)
 }

@@ -223,9 +223,9 @@ func (s *Session) Park(ctx context.Context, attempt string) (ParkedView, error) 
 // thus parks exactly the settings it showed. It is [handoff.Park] over
 // this session.
 func (s *Session) ParkExpecting(ctx context.Context, attempt string, expect *handoff.Selection) (ParkedView, error) {
-	pp := &parking{s: s, attempt: attempt, expect: expect}
-	if _, err := handoff.Park(ctx, pp); err != nil {
-		return ParkedView{}, err
+	pp := &parking{s: s, attempt: attempt}
+	if _, err := handoff.Park(ctx, pp, expect); err != nil {
+		return ParkedView{}, refused(err)
 	}
 	s.emit(ApprovalClosedEvent{Attempt: attempt, Reason: OutcomeParked})
 	saved, err := s.m.st.GetParkedPlan(ctx, pp.id)
@@ -244,33 +244,19 @@ func (s *Session) ParkExpecting(ctx context.Context, attempt string, expect *han
 type parking struct {
 	s       *Session
 	attempt string
-	expect  *handoff.Selection
 	p       store.Proposal
 	id      string // the parked plan's, once committed
 }
 
-func (a *parking) Validate(ctx context.Context) (handoff.Accepting, error) {
-	s := a.s
-	s.mu.Lock()
-	if err := s.checkAttemptLocked(a.attempt); err != nil {
-		s.mu.Unlock()
-		return handoff.Accepting{}, err
-	}
-	sel := s.selectionLocked()
-	if a.expect != nil && !sameSelection(sel, *a.expect) {
-		s.mu.Unlock()
-		return handoff.Accepting{}, errSettingsChanged
-	}
-	a.p = *s.prop
-	s.mu.Unlock()
-	if err := sel.Validate(); err != nil {
-		return handoff.Accepting{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
-	}
-	body, _, err := s.proposalBody(a.p)
-	if err != nil {
-		return handoff.Accepting{}, err
-	}
-	return handoff.Accepting{Selection: sel, Title: a.p.Title, Body: body, Hash: a.p.Hash}, nil
+func (a *parking) Presented(ctx context.Context) (handoff.Presented, error) {
+	pr, p, err := a.s.presented(a.attempt)
+	a.p = p
+	return pr, err
+}
+
+func (a *parking) Body(ctx context.Context) (string, error) {
+	body, _, err := a.s.proposalBody(a.p)
+	return body, err
 }
 
 func (a *parking) Archive(ctx context.Context, art handoff.Artifact, body string) error {
@@ -294,7 +280,7 @@ func (a *parking) Commit(ctx context.Context, pk handoff.Parking) error {
 		s.mu.Unlock()
 		return err
 	}
-	if cur := s.selectionLocked(); !sameSelection(cur, pk.Selection) {
+	if cur := s.selectionLocked(); !cur.SameSettings(pk.Selection) {
 		s.mu.Unlock()
 		return errSettingsChanged
 	}
