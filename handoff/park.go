@@ -79,11 +79,16 @@ func Park(ctx context.Context, p ParkPort, expect *Selection) (Parking, error) {
 // StartPort is what [StartParked] needs from the session that parked the
 // plan.
 type StartPort interface {
-	// Check refuses, changing nothing, when the session cannot start sel
-	// now (it continued in a fork, is busy, has a card pending or a
-	// record waiting; for sel: a fork blocker or the branch, an
-	// unfinished Goal, the model).
-	Check(ctx context.Context, sel Selection) error
+	// RunPort is read by [CheckRun] once the session is claimed.
+	RunPort
+	// Claim refuses the start with [StartBlocker] of the session's
+	// [StartState] or, in the same critical section, claims the session
+	// for it (its caller releases the claim once the start handed over
+	// or failed).
+	Claim() error
+	// RecordWaiting reports whether an accepted plan of the session waits
+	// for its recovery.
+	RecordWaiting(ctx context.Context) bool
 	// PlanBody returns the archived plan, verified against a.Hash.
 	PlanBody(ctx context.Context, a Artifact) (string, error)
 	// Head is the workspace's HEAD commit now ("" outside git).
@@ -110,8 +115,9 @@ type Started struct {
 
 // StartParked starts a parked plan through the same durable handoff as an
 // acceptance: location ("" keeps the parked one) and branch (Worktree)
-// apply to the parked selection, which must validate and pass the
-// session's checks; a Goal execution reserves its Goal id; one commit
+// apply to the parked selection, which must validate; the session is
+// claimed ([StartPort.Claim]), no record may wait ([ErrRecordWaiting]),
+// and [CheckRun] must pass; a Goal execution reserves its Goal id; one commit
 // marks it started and writes the record; then the handoff runs. The
 // archive is reused, never rewritten.
 func StartParked(ctx context.Context, p StartPort, pk Parking, location Location, branch string) (Started, error) {
@@ -127,7 +133,13 @@ func StartParked(ctx context.Context, p StartPort, pk Parking, location Location
 		return Started{}, fmt.Errorf("%w: %v", ErrInvalidSelection, err)
 	}
 	sel.Branch = branch
-	if err := p.Check(ctx, sel); err != nil {
+	if err := p.Claim(); err != nil {
+		return Started{}, err
+	}
+	if p.RecordWaiting(ctx) {
+		return Started{}, ErrRecordWaiting
+	}
+	if err := CheckRun(p, sel, "starting"); err != nil {
 		return Started{}, err
 	}
 	body, err := p.PlanBody(ctx, pk.Artifact)

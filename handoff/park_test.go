@@ -121,20 +121,26 @@ func TestParkSteps(t *testing.T) {
 }
 
 type fakeStart struct {
+	fakeRun
 	refuse  error
+	waiting bool // a record waits
+	claimed int
 	head    string
 	failOp  string
 	crashAt string
-	checked *Selection
 	commits int
 	starts  int
 	rec     *Record
 }
 
-func (f *fakeStart) Check(ctx context.Context, sel Selection) error {
-	f.checked = &sel
-	return f.refuse
+func (f *fakeStart) Claim() error {
+	if f.refuse != nil {
+		return f.refuse
+	}
+	f.claimed++
+	return nil
 }
+func (f *fakeStart) RecordWaiting(ctx context.Context) bool { return f.waiting }
 func (f *fakeStart) PlanBody(ctx context.Context, a Artifact) (string, error) {
 	if f.failOp == "body" {
 		return "", errors.New("the archive does not match its hash")
@@ -163,6 +169,7 @@ func (f *fakeStart) Failpoint(name string) {
 // one recovery path); the Location and branch apply; a Goal execution
 // reserves its Goal; a moved HEAD is reported.
 func TestStartParkedSteps(t *testing.T) {
+	root := gitRepo(t, map[string]string{"a.txt": "a\n"})
 	pk := Parking{Selection: Selection{Location: Here, Context: Fresh, Execution: Direct, Mode: "edits"},
 		Title: "T", Artifact: Artifact{Path: "plans/accepted-x.md", Hash: "h"}, Head: "0123456789abcdef"}
 	goalPk := pk
@@ -183,17 +190,28 @@ func TestStartParkedSteps(t *testing.T) {
 				t.Errorf("started %+v record %+v", st, f.rec)
 			}
 		}},
-		{"worktree with a branch", fakeStart{head: "0123456789abcdef"}, pk, Worktree, "plan/x", "", 1, 1, func(t *testing.T, f *fakeStart, st Started) {
-			if f.checked.Location != Worktree || f.checked.Branch != "plan/x" || f.rec.Selection.Branch != "plan/x" {
-				t.Errorf("checked %+v record %+v", f.checked, f.rec)
+		{"worktree with a branch", fakeStart{fakeRun: fakeRun{root: root}, head: "0123456789abcdef"}, pk, Worktree, "plan/x", "", 1, 1, func(t *testing.T, f *fakeStart, st Started) {
+			if f.rec.Selection.Location != Worktree || f.rec.Selection.Branch != "plan/x" || strings.Join(f.reads, " ") != "blockers root model" {
+				t.Errorf("record %+v after the checks %v", f.rec, f.reads)
 			}
 		}},
+		{"worktree on an existing branch", fakeStart{fakeRun: fakeRun{root: root}}, pk, Worktree, "taken", "branch taken already exists", 0, 0, nil},
 		{"a bad location", fakeStart{}, pk, "moon", "", "invalid selection", 0, 0, func(t *testing.T, f *fakeStart, st Started) {
-			if f.checked != nil {
-				t.Error("checked the session for a bad location")
+			if f.claimed != 0 {
+				t.Error("claimed the session for a bad location")
 			}
 		}},
-		{"refused by the session", fakeStart{refuse: errors.New("busy")}, pk, "", "", "busy", 0, 0, nil},
+		{"refused by the session", fakeStart{refuse: errors.New("busy")}, pk, "", "", "busy", 0, 0, func(t *testing.T, f *fakeStart, st Started) {
+			if len(f.reads) != 0 {
+				t.Errorf("checked after a refused claim: %v", f.reads)
+			}
+		}},
+		{"a record waits", fakeStart{waiting: true}, pk, "", "", ErrRecordWaiting.Message, 0, 0, func(t *testing.T, f *fakeStart, st Started) {
+			if f.claimed != 1 || len(f.reads) != 0 {
+				t.Errorf("claimed %d, checks %v", f.claimed, f.reads)
+			}
+		}},
+		{"goal unfinished", fakeStart{fakeRun: fakeRun{goal: true}}, goalPk, "", "", "finish or clear it before starting with Goal", 0, 0, nil},
 		{"archive tampered", fakeStart{failOp: "body"}, pk, "", "", "archive", 0, 0, nil},
 		{"commit fails", fakeStart{failOp: "commit"}, pk, "", "", "no space", 0, 0, nil},
 		{"crash after the commit", fakeStart{crashAt: "handoff.recorded"}, pk, "", "", "crash", 1, 0, nil},

@@ -359,14 +359,14 @@ func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, locatio
 		return StartResult{}, &Error{Code: CodeInvalidSelect, Message: "the parked selection is unreadable: " + err.Error()}
 	}
 	pk := handoff.Parking{Selection: sel, Title: row.Title, Artifact: handoff.Artifact{Path: row.Path, Hash: row.Hash}, Head: row.Head, Branch: row.Branch}
-	port := &starting{s: s, id: row.ID}
+	port := &starting{runChecks: runChecks{s}, id: row.ID}
 	st, err := handoff.StartParked(ctx, port, pk, location, branch)
 	port.release()
 	if errors.Is(err, handoff.ErrInvalidSelection) {
 		return StartResult{}, &Error{Code: CodeInvalidSelect, Message: strings.TrimPrefix(err.Error(), handoff.ErrInvalidSelection.Error()+": ")}
 	}
 	if err != nil {
-		return StartResult{}, err
+		return StartResult{}, refused(err)
 	}
 	return StartResult{Started: true, Session: s.id, Artifact: agent.WorkScheme + row.Path, StaleBase: st.StaleBase, Head: st.Head,
 		Notice: st.Notice, Message: "Preparing implementation..."}, nil
@@ -379,26 +379,25 @@ func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, locatio
 // that moment is told the session is busy starting, not that a retry
 // waits.
 type starting struct {
-	s       *Session
+	runChecks
 	id      string
 	claimed bool
 }
 
-func (a *starting) Check(ctx context.Context, sel handoff.Selection) error {
+func (a *starting) Claim() error {
 	s := a.s
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	err := handoff.StartBlocker(handoff.StartState{ForkedTo: s.row.ForkedTo, Busy: s.busy, Starting: s.starting, Pending: s.approval.Pending()})
 	if err == nil {
 		s.starting, a.claimed = true, true
 	}
-	s.mu.Unlock()
-	if err != nil {
-		return refused(err)
-	}
-	if _, err := s.m.st.GetRetryRecord(ctx, s.id); err == nil {
-		return refused(handoff.ErrRecordWaiting)
-	}
-	return s.checkRun(sel, "starting")
+	return err
+}
+
+func (a *starting) RecordWaiting(ctx context.Context) bool {
+	_, err := a.s.m.st.GetRetryRecord(ctx, a.s.id)
+	return err == nil
 }
 
 // release ends the claim of a start that made one.

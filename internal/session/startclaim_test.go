@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"planbridge/handoff"
 	"planbridge/internal/store"
 )
 
@@ -26,23 +25,22 @@ func TestParkedStartClaimsTheSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sel := handoff.Selection{Location: handoff.Here, Context: handoff.Current, Execution: handoff.Direct, Mode: "ask"}
-	first := &starting{s: s, id: "p1"}
-	if err := first.Check(ctx, sel); err != nil {
+	first := &starting{runChecks: runChecks{s}, id: "p1"}
+	if err := first.Claim(); err != nil {
 		t.Fatalf("the first start's checks: %v", err)
 	}
-	second := &starting{s: s, id: "p1"}
-	err = second.Check(ctx, sel)
+	second := &starting{runChecks: runChecks{s}, id: "p1"}
+	err = second.Claim()
 	if err == nil || !strings.Contains(err.Error(), "busy starting") {
 		t.Fatalf("a second start while the first one runs: %v", err)
 	}
 	second.release() // refused: it claimed nothing
-	if err := (&starting{s: s, id: "p1"}).Check(ctx, sel); err == nil {
+	if err := (&starting{runChecks: runChecks{s}, id: "p1"}).Claim(); err == nil {
 		t.Fatal("a refused start released the first one's claim")
 	}
 	first.release()
-	third := &starting{s: s, id: "p1"}
-	if err := third.Check(ctx, sel); err != nil {
+	third := &starting{runChecks: runChecks{s}, id: "p1"}
+	if err := third.Claim(); err != nil {
 		t.Fatalf("after the first start ended: %v", err)
 	}
 	third.release()
