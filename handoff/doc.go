@@ -30,7 +30,8 @@
 //     rides along verbatim).
 //   - [ForkStep] over [ForkPort] and [Git]: fork point, reservation with
 //     base commit and owner mark, fork session, verified worktree,
-//     hand-over ([WorktreeGit] is package worktree). The fork's checks
+//     hand-over ([WorktreeGit] is package worktree; [InstallPlan] gives
+//     the fork its plan files). The fork's checks
 //     before acceptance are here too: [ForkBlockers] (what refuses any
 //     fork of the session now), [BranchBlocker] (the card's branch
 //     and the acceptance's, in the refusal's words), [WorktreeNotice]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Env is what the pipeline needs from the session that owns the handoff.
@@ -17,7 +18,7 @@ type Env interface {
 	// accepted plan replaced by [OmittedPlan].
 	History(ctx context.Context) (string, error)
 	// Summarize sends one summarization-workload model request and
-	// returns the completed summary. It commits nothing: the summary's
+	// returns the completed summary (a blank one fails the step). It commits nothing: the summary's
 	// commit is the next thing that happens ([Env.Save]).
 	Summarize(ctx context.Context, system, input string) (string, error)
 	// Summarized tells the person the summary of rec arrived; it is
@@ -53,6 +54,10 @@ type Env interface {
 // ErrHandedOver is returned by a step after which another session owns the
 // record (a Worktree fork): the caller must not save it here again.
 var ErrHandedOver = errors.New("the implementation was handed over to another session")
+
+// errEmptySummary fails a Summary context whose summary came back blank:
+// it is not cached, so a retry requests it again.
+var errEmptySummary = errors.New("the summary came back empty")
 
 // ErrNothingToRetry is returned by a retry without a record.
 var ErrNothingToRetry = errors.New("nothing_to_retry: no accepted plan is waiting for implementation")
@@ -126,6 +131,9 @@ func prepareContext(ctx context.Context, env Env, rec *Record) error {
 				return err
 			}
 			sum, err := env.Summarize(ctx, SummaryPrompt(), SummaryInput(hist, plan, rec.Selection.Instructions))
+			if err == nil && strings.TrimSpace(sum) == "" {
+				err = errEmptySummary
+			}
 			if err != nil {
 				return fmt.Errorf("summary request failed: %w", err)
 			}

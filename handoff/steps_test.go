@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -42,6 +43,8 @@ type fakeEnv struct {
 	// interrupt arriving with the last chunk); calls logs the port calls.
 	cancel context.CancelFunc
 	calls  []string
+	// summary, when set, is what the summary request returns.
+	summary *string
 }
 
 func (f *fakeEnv) commit(op string, rec *Record) error {
@@ -75,6 +78,9 @@ func (f *fakeEnv) Summarize(ctx context.Context, system, input string) (string, 
 	f.calls = append(f.calls, "summarize")
 	if f.cancel != nil {
 		f.cancel()
+	}
+	if f.summary != nil {
+		return *f.summary, nil
 	}
 	return "## Scope\nx\n", nil
 }
@@ -347,5 +353,28 @@ func TestSummaryCommittedFirst(t *testing.T) {
 	}
 	if w.summary != 1 {
 		t.Fatalf("the summary was requested %d times", w.summary)
+	}
+}
+
+// TestBlankSummary: a summary that comes back blank fails the step with a
+// reason in the record, caches nothing and installs no segment; the retry
+// requests it again and goes on.
+func TestBlankSummary(t *testing.T) {
+	for _, blank := range []string{"", " \n\t\n"} {
+		w := &world{}
+		rec := newRecord(Here, Summary, Direct)
+		w.record = rec.Marshal()
+		f := &fakeEnv{w: w, summary: &blank}
+		err := Run(context.Background(), f, rec)
+		if err == nil || err.Error() != "summary request failed: the summary came back empty" {
+			t.Fatalf("%q: %v", blank, err)
+		}
+		back, err := UnmarshalRecord(w.record)
+		if err != nil || back.Summary != "" || back.Step != StepRecorded || !strings.Contains(back.Reason, "came back empty") || w.segments != 0 {
+			t.Fatalf("%q: record %+v (%v), %d segments", blank, back, err, w.segments)
+		}
+		if err := Run(context.Background(), &fakeEnv{w: w}, back); err != nil || w.summary != 2 || w.segments != 1 || w.kickoffs != 1 {
+			t.Fatalf("%q: retry: %v, %d summaries, %d segments, %d kickoffs", blank, err, w.summary, w.segments, w.kickoffs)
+		}
 	}
 }

@@ -159,22 +159,8 @@ func (e *handoffEnv) RestoreEdits(ctx context.Context, root, dir string) error {
 // links it to the fork.
 func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 	s := e.s
-	forkWork := s.m.workDir(rec.Fork.Session)
-	for _, rel := range []string{rec.Artifact.Path, CurrentPlanPath} {
-		b, err := os.ReadFile(s.workPath(rel))
-		if err != nil {
-			if rel == CurrentPlanPath {
-				continue
-			}
-			return err
-		}
-		perm := os.FileMode(0o444)
-		if rel == CurrentPlanPath {
-			perm = 0o644
-		}
-		if _, err := store.WriteFileOnce(filepath.Join(forkWork, filepath.FromSlash(rel)), b, perm); err != nil {
-			return fmt.Errorf("install the accepted plan in the fork: %w", err)
-		}
+	if err := handoff.InstallPlan(s.workDir, s.m.workDir(rec.Fork.Session), rec.Artifact.Path); err != nil {
+		return err
 	}
 	forkRec := handoff.ForkRecord(rec)
 	// The fork's base is its checkout now: the base commit plus the

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
@@ -50,9 +49,6 @@ func (e *handoffEnv) Summarize(ctx context.Context, system, input string) (strin
 		{Role: agent.RoleSystem, Content: system}, {Role: agent.RoleUser, Content: input}}}, func(string) {})
 	if err != nil {
 		return "", err
-	}
-	if strings.TrimSpace(resp.Text) == "" {
-		return "", fmt.Errorf("the summary came back empty")
 	}
 	return resp.Text, nil
 }

@@ -30,7 +30,7 @@ const notesReminder = "Keep your own notes under " + agent.NotesDir + " (apply_p
 	agent.WorkScheme + agent.PlansDir + "/ holds the published plan, which belongs to the session: revise it by proposing again."
 
 // CurrentPlanPath is the session-relative path of the actionable proposal.
-const CurrentPlanPath = "plans/current.md"
+const CurrentPlanPath = handoff.CurrentPlan
 
 // registry returns the tools this session's turns are offered.
 func (s *Session) registry() *agent.Registry {
