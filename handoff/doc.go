@@ -7,7 +7,8 @@
 // [FeedbackEnvelope]), the approval card ([NewCard] draws a [Card] from a
 // [CardState] snapshot: the stored selection or the defaults
 // ([CardSelection]), the fork blockers, the Worktree checks
-// ([CheckWorktreeCard]), a tampered plan's notice), the retry [Record] and its steps (recorded →
+// ([CheckWorktreeCard]), a tampered plan's notice) and its [Timeout],
+// the retry [Record] and its steps (recorded →
 // context_ready → kickoff → dispatched, or forked), and the step machines.
 // Each step machine is a function over a narrow port that the session
 // implements; the session keeps the data access, and every port method

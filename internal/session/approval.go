@@ -191,10 +191,7 @@ func (s *Session) SetHidden(attempt string, hidden bool) (ApprovalView, error) {
 func (s *Session) closeApprovalLocked() string {
 	a := s.approval.Attempt
 	s.approval = handoff.Approval{}
-	if s.timeout != nil {
-		s.timeout.Stop()
-		s.timeout = nil
-	}
+	s.timeout.Stop()
 	return a
 }
 

@@ -257,11 +257,8 @@ func (m *Manager) Get(ctx context.Context, id string) (*Session, error) {
 		return nil, fmt.Errorf("load session %s: %w", id, err)
 	}
 	m.sessions[id] = s
-	if s.approval.Pending() && m.approvalTimeout > 0 {
-		// A card presented again on resume times out like any other.
-		attempt, d := s.approval.Attempt, m.approvalTimeout
-		s.timeout = time.AfterFunc(d, func() { s.timeOut(attempt) })
-	}
+	// A card presented again on resume times out like any other.
+	s.timeout.Arm(m.approvalTimeout, s.approval, s.timeOut)
 	return s, nil
 }
 

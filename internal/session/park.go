@@ -94,18 +94,9 @@ func (m *Manager) approvalTimeoutValue() time.Duration {
 }
 
 // armTimeoutLocked starts the timeout of the current presentation (if
-// one is configured), replacing any earlier timer. Caller holds s.mu.
+// one is configured), replacing any earlier one. Caller holds s.mu.
 func (s *Session) armTimeoutLocked() {
-	if s.timeout != nil {
-		s.timeout.Stop()
-		s.timeout = nil
-	}
-	d := s.m.approvalTimeoutValue()
-	if d <= 0 || !s.approval.Pending() {
-		return
-	}
-	attempt := s.approval.Attempt
-	s.timeout = time.AfterFunc(d, func() { s.timeOut(attempt) })
+	s.timeout.Arm(s.m.approvalTimeoutValue(), s.approval, s.timeOut)
 }
 
 // timeOut closes the card of attempt as timed_out if it is still the

@@ -45,7 +45,7 @@ type Session struct {
 	// wt is the card's last Worktree check (notice, branch; NoGit is a
 	// fork blocker), zero unless Worktree is selected.
 	wt      handoff.WorktreeCard
-	timeout *time.Timer     // the approval timeout of the current presentation, if armed
+	timeout handoff.Timeout // the approval timeout of the current presentation
 	msgs    []agent.Message // transcript of the current context segment
 	nextIdx int64
 	turnNo  int64 // the last turn started; loaded from the log, so numbering survives a restart
