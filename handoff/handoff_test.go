@@ -154,3 +154,20 @@ func TestFeedbackText(t *testing.T) {
 		t.Error("empty feedback is not empty")
 	}
 }
+
+// TestFeedbackTurn: the envelope first, then the checks in their own
+// block only when there are any; the display names the feedback.
+func TestFeedbackTurn(t *testing.T) {
+	for _, c := range []struct{ checks, tail string }{
+		{"", "</plan_feedback>"},
+		{"- src/x.go does not exist", "</plan_feedback>\n<plan_checks>\n- src/x.go does not exist\n</plan_checks>"},
+	} {
+		prompt, display := FeedbackTurn("T", " shorter, please\n", 1, c.checks)
+		if !strings.HasPrefix(prompt, FeedbackEnvelope("T", " shorter, please\n", 1)) || !strings.HasSuffix(prompt, c.tail) {
+			t.Errorf("checks %q: prompt %q", c.checks, prompt)
+		}
+		if display != "Feedback: shorter, please" {
+			t.Errorf("display %q", display)
+		}
+	}
+}

@@ -36,6 +36,19 @@ func FeedbackEnvelope(title, text string, rejections int64) string {
 	return b.String()
 }
 
+// FeedbackTurn is the turn a person's feedback (feedback: [FeedbackText])
+// on the proposal titled title sends: the prompt is its
+// [FeedbackEnvelope], then the plan's pre-approval checks (checks, ""
+// for none) in a plan_checks block of their own, offered for the
+// revision; display is what the transcript shows of it.
+func FeedbackTurn(title, feedback string, rejections int64, checks string) (prompt, display string) {
+	prompt = FeedbackEnvelope(title, feedback, rejections)
+	if checks != "" {
+		prompt += "\n<plan_checks>\n" + checks + "\n</plan_checks>"
+	}
+	return prompt, "Feedback: " + strings.TrimSpace(feedback)
+}
+
 // SummarySections are the eight sections of a Summary handoff, in order.
 var SummarySections = []string{
 	"Scope", "Constraints & Preferences", "Work & Evidence", "Key Decisions",

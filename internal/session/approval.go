@@ -263,11 +263,8 @@ func (s *Session) Feedback(ctx context.Context, attempt, text string, comments [
 		return err
 	}
 	s.closedWith(ctx, a, OutcomeFeedback, &p)
-	text = handoff.FeedbackEnvelope(title, feedback, p.Rejections)
-	if hint := s.checksHint(p.Hash); hint != "" {
-		text += "\n<plan_checks>\n" + hint + "\n</plan_checks>"
-	}
-	s.enqueue(turnReq{text: text, display: "Feedback: " + strings.TrimSpace(feedback)})
+	prompt, display := handoff.FeedbackTurn(title, feedback, p.Rejections, s.checksHint(p.Hash))
+	s.enqueue(turnReq{text: prompt, display: display})
 	return nil
 }
 
