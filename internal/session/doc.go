@@ -7,6 +7,11 @@
 // [handoff.StartParked], [handoff.Run], [handoff.ForkStep],
 // [handoff.StartGoal], [handoff.NextRecovery]) and keeps their data
 // access: each port method that commits is one named store operation.
+// The approval card is drawn by package handoff ([handoff.NewCard] from
+// a snapshot, the review parts beside it), which also decides whether an
+// implementation may start ([handoff.CheckRun], [handoff.StartBlocker])
+// and times the card out ([handoff.Timeout]); the session presents and
+// closes cards (one at a time) and records how each ended.
 // Goal policy (what runs next, the /goal command, a turn's admission and
 // its booking) is package goal's; the session dispatches what it decides.
 // A turn runs through [agent.Turn.Send] with the session as its ledger;
