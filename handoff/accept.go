@@ -43,8 +43,9 @@ type AcceptPort interface {
 	// failure nothing moved and the card stays pending.
 	Commit(ctx context.Context, rec *Record, in Accepting) error
 	// Committed brings the session in line with the commit and announces
-	// it (the card closed as accepted, the plan's steps); it commits
-	// nothing the restart needs.
+	// it (the card closed as accepted, the plan's steps). Nothing a
+	// restart needs is left to it: the card's outcome it records is best
+	// effort (the event log holds it too).
 	Committed(ctx context.Context, rec *Record, in Accepting)
 	// Start runs [Run] on rec as the session's owning workflow.
 	Start(rec *Record) error
