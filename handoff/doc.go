@@ -22,7 +22,8 @@
 //     expected settings [Selection.SameSettings]; archive, one commit,
 //     nothing starts); [StartParked] over [StartPort] starts a parked plan
 //     through the same record and [Run] (Location and branch applied, a
-//     Goal reserved, a moved HEAD reported).
+//     Goal reserved, a moved HEAD reported). [ParkedPlan] is a parked
+//     plan as clients see it, [ParkedList] the `/plan parked` text.
 //   - [Run] over [Env]: context preparation (Current; Fresh with
 //     [FreshMaterial]; Summary from [RenderHistory], proposals omitted,
 //     its summary cached in the record), then the Worktree fork, the Goal

@@ -152,34 +152,15 @@ func (s *Session) interruptApproval(ctx context.Context, demote bool) {
 
 // --- Approve and park ---------------------------------------------------------
 
-// ParkedView is a parked plan as clients see it.
-type ParkedView struct {
-	ID        string            `json:"id"`
-	Session   string            `json:"session"`
-	Title     string            `json:"title"`
-	Hash      string            `json:"hash"`
-	Artifact  string            `json:"artifact"`
-	Selection handoff.Selection `json:"selection"`
-	Head      string            `json:"head,omitempty"`
-	Branch    string            `json:"branch,omitempty"`
-	CreatedAt time.Time         `json:"created_at"`
-	// Started is set once the plan was started (it never starts twice).
-	Started   bool       `json:"started"`
-	StartedAt *time.Time `json:"started_at,omitempty"`
-	Location  string     `json:"location,omitempty"` // the Location it was started with
-	Trailer   string     `json:"trailer,omitempty"`
-}
+// ParkedView is a parked plan as clients see it ([handoff.ParkedPlan]).
+type ParkedView struct{ handoff.ParkedPlan }
 
 func parkedView(p store.ParkedPlan) ParkedView {
-	v := ParkedView{ID: p.ID, Session: p.SessionID, Title: p.Title, Hash: p.Hash, Artifact: agent.WorkScheme + p.Path,
+	v := handoff.ParkedPlan{ID: p.ID, Session: p.SessionID, Title: p.Title, Hash: p.Hash, Artifact: agent.WorkScheme + p.Path,
 		Head: p.Head, Branch: p.Branch, CreatedAt: p.CreatedAt, Location: p.StartedLocation}
 	_ = json.Unmarshal([]byte(p.Selection), &v.Selection)
-	if !p.StartedAt.IsZero() {
-		t := p.StartedAt
-		v.Started, v.StartedAt = true, &t
-	}
-	v.Trailer = (&TrackedPlan{Title: p.Title, Hash: p.Hash}).Trailer()
-	return v
+	v.SetStarted(p.StartedAt)
+	return ParkedView{v}
 }
 
 // workspaceHead is the workspace's HEAD commit and branch ("" outside git).
@@ -457,19 +438,15 @@ func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) 
 	return nil
 }
 
-// parkedText is the `/plan parked` notice.
+// parkedText is the `/plan parked` notice ([handoff.ParkedList]).
 func (m *Manager) parkedText(ctx context.Context, session string) string {
 	ps, err := m.Parked(ctx, session, false)
 	if err != nil {
 		return "cannot list parked plans: " + err.Error()
 	}
-	if len(ps) == 0 {
-		return "No parked plans in this session."
+	list := make([]handoff.ParkedPlan, len(ps))
+	for i, p := range ps {
+		list[i] = p.ParkedPlan
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d parked plan(s):", len(ps))
-	for _, p := range ps {
-		fmt.Fprintf(&b, "\n- %s %q (sha256:%s), %s, parked %s", p.ID, p.Title, p.Hash[:min(12, len(p.Hash))], p.Selection.Location, p.CreatedAt.Format(time.RFC3339))
-	}
-	return b.String()
+	return handoff.ParkedList(list)
 }
