@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -168,6 +169,16 @@ func TestFeedbackTurn(t *testing.T) {
 		}
 		if display != "Feedback: shorter, please" {
 			t.Errorf("display %q", display)
+		}
+	}
+}
+
+// TestStoppedMessage names the step, the cause and the recovery command.
+func TestStoppedMessage(t *testing.T) {
+	got := StoppedMessage(&Record{Step: StepContextReady}, errors.New("disk full"))
+	for _, want := range []string{"step context_ready", "disk full", "The accepted plan is kept", "M-x planbridge-retry-plan-implementation"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
 		}
 	}
 }

@@ -132,6 +132,15 @@ func SummarySetup(summary string) string {
 	return "Handoff summary of the planning conversation (the accepted plan follows separately):\n\n" + summary
 }
 
+// InterruptedDisplay is what the transcript shows of [InterruptedPrompt].
+const InterruptedDisplay = "Continue the interrupted implementation"
+
+// StoppedMessage tells the person that the handoff of rec stopped with
+// err: the plan is kept, and the one recovery command goes on.
+func StoppedMessage(rec *Record, err error) string {
+	return fmt.Sprintf("Implementation handoff stopped at step %s: %v. The accepted plan is kept; retry with M-x planbridge-retry-plan-implementation.", rec.Step, err)
+}
+
 // InterruptedPrompt is the continuation of an implementation whose turn
 // was cut off (the process stopped, the request failed or was
 // interrupted) after its kickoff was sent; carry lists the steps still to

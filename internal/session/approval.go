@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 
@@ -422,7 +421,7 @@ func (s *Session) startHandoff(rec *handoff.Record) error {
 		s.emit(HandoffEvent{State: "started", Step: rec.Step})
 		err := handoff.Run(ctx, &handoffEnv{s: s}, rec)
 		if err != nil {
-			msg := fmt.Sprintf("Implementation handoff stopped at step %s: %v. The accepted plan is kept; retry with M-x planbridge-retry-plan-implementation.", rec.Step, err)
+			msg := handoff.StoppedMessage(rec, err)
 			return func() {
 				s.emit(HandoffEvent{State: "failed", Step: rec.Step, Reason: rec.Reason})
 				s.emit(ErrorEvent{Message: msg})

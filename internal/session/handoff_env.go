@@ -124,6 +124,6 @@ func (e *handoffEnv) Continue(ctx context.Context, rec *handoff.Record) error {
 		carry = p.Carry()
 	}
 	policy := rec.Policy
-	return s.runTurn(ctx, turnReq{text: handoff.InterruptedPrompt(carry), display: "Continue the interrupted implementation", policy: &policy,
+	return s.runTurn(ctx, turnReq{text: handoff.InterruptedPrompt(carry), display: handoff.InterruptedDisplay, policy: &policy,
 		settle: func(st *store.TurnStep) { st.DeleteRecord = true }})
 }
