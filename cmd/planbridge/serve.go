@@ -93,17 +93,22 @@ type scriptCursors struct {
 	prefix string
 }
 
-func (c scriptCursors) LoadCursor(session string) (int, bool) {
+// LoadCursor reads session's position; a store error is returned, never
+// taken for "no position" (that would replay the script from its start).
+func (c scriptCursors) LoadCursor(session string) (int, bool, error) {
 	v, ok, err := c.st.Get(context.Background(), c.prefix+session)
 	if err != nil || !ok {
-		return 0, false
+		return 0, false, err
 	}
 	n, err := strconv.Atoi(v)
-	return n, err == nil
+	if err != nil {
+		return 0, false, fmt.Errorf("stored script position %q: %w", v, err)
+	}
+	return n, true, nil
 }
 
-func (c scriptCursors) SaveCursor(session string, pos int) {
-	_ = c.st.Put(context.Background(), c.prefix+session, strconv.Itoa(pos))
+func (c scriptCursors) SaveCursor(session string, pos int) error {
+	return c.st.Put(context.Background(), c.prefix+session, strconv.Itoa(pos))
 }
 
 // envOr returns the environment variable name, or def when it is unset or empty.

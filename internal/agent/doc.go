@@ -66,7 +66,9 @@
 // The [Script] engine's replay position belongs to a session, as a
 // conversation does ([SessionEngine]): every session starts the script from
 // its first step, a fork from its parent's position, and a [CursorStore]
-// keeps the positions across restarts.
+// keeps the positions across restarts; a position the store cannot read or
+// save fails the request, consuming nothing, instead of replaying the
+// script from its start.
 //
 // A root turn is kept as it happens ([Turn.Send] over a [Ledger], the
 // session's side): the prompt is committed before it is sent (with a

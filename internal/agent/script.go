@@ -60,10 +60,13 @@ type Script struct {
 }
 
 // CursorStore keeps script positions per session. LoadCursor reports
-// whether a position was stored for session.
+// whether a position was stored for session; an error means the position
+// could not be read (never "none stored"), and a SaveCursor error means the
+// new position is not kept: either fails the request, with the position
+// unchanged, rather than replay a step the session already had.
 type CursorStore interface {
-	LoadCursor(session string) (pos int, ok bool)
-	SaveCursor(session string, pos int)
+	LoadCursor(session string) (pos int, ok bool, err error)
+	SaveCursor(session string, pos int) error
 }
 
 // SessionEngine is an [Engine] that keeps state per session, such as the
@@ -110,48 +113,63 @@ func (s *Script) ForSession(session, parent string) Engine {
 }
 
 // Pos is the index of the next step session replays.
+// A position that cannot be read counts as 0 here.
 func (s *Script) Pos(session string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.cursorLocked(session, "")
-}
-
-// cursorLocked returns session's position, loading or inheriting it on
-// first use (under s.mu).
-func (s *Script) cursorLocked(session, parent string) int {
-	if pos, ok := s.cursors[session]; ok {
-		return pos
-	}
-	pos := 0
-	if s.Cursors != nil {
-		if n, ok := s.Cursors.LoadCursor(session); ok && n >= 0 {
-			pos = n
-			s.cursors[session] = pos
-			return pos
-		}
-	}
-	if parent != "" && parent != session {
-		pos = s.cursorLocked(parent, "")
-	}
-	s.cursors[session] = pos
+	pos, _ := s.cursorLocked(session, "")
 	return pos
 }
 
-// next consumes session's next step; ok is false when none is left.
-func (s *Script) next(session, parent string) (st ScriptStep, pos int, ok bool) {
+// cursorLocked returns session's position, loading or inheriting it on
+// first use (under s.mu). A position that cannot be loaded is an error and
+// is not remembered: the next request asks the store again.
+func (s *Script) cursorLocked(session, parent string) (int, error) {
+	if pos, ok := s.cursors[session]; ok {
+		return pos, nil
+	}
+	pos := 0
+	if s.Cursors != nil {
+		n, ok, err := s.Cursors.LoadCursor(session)
+		if err != nil {
+			return 0, fmt.Errorf("script: read the replay position of session %s: %w", session, err)
+		}
+		if ok && n >= 0 {
+			s.cursors[session] = n
+			return n, nil
+		}
+	}
+	if parent != "" && parent != session {
+		var err error
+		if pos, err = s.cursorLocked(parent, ""); err != nil {
+			return 0, err
+		}
+	}
+	s.cursors[session] = pos
+	return pos, nil
+}
+
+// next consumes session's next step; ok is false when none is left. A
+// position that cannot be loaded or saved fails the request and consumes
+// nothing.
+func (s *Script) next(session, parent string) (st ScriptStep, pos int, ok bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	pos = s.cursorLocked(session, parent)
+	if pos, err = s.cursorLocked(session, parent); err != nil {
+		return ScriptStep{}, 0, false, err
+	}
 	if pos >= len(s.steps) {
-		return ScriptStep{}, pos, false
+		return ScriptStep{}, pos, false, nil
 	}
 	st = s.steps[pos]
+	if s.Cursors != nil {
+		if err := s.Cursors.SaveCursor(session, pos+1); err != nil {
+			return ScriptStep{}, pos, false, fmt.Errorf("script: save the replay position of session %s: %w", session, err)
+		}
+	}
 	pos++
 	s.cursors[session] = pos
-	if s.Cursors != nil {
-		s.Cursors.SaveCursor(session, pos)
-	}
-	return st, pos, true
+	return st, pos, true, nil
 }
 
 // scriptSession is the view of a [Script] one session's requests use.
@@ -179,7 +197,10 @@ func (s *Script) stream(ctx context.Context, session, parent string, req Request
 		// Never answered: the step stays for the next request.
 		return Response{}, fmt.Errorf("script stream: %w", err)
 	}
-	st, pos, ok := s.next(session, parent)
+	st, pos, ok, err := s.next(session, parent)
+	if err != nil {
+		return Response{}, err
+	}
 	if !ok {
 		return Response{}, fmt.Errorf("%w (%d responses in %s)", ErrScriptExhausted, len(s.steps), s.path)
 	}
