@@ -265,7 +265,10 @@ func (t *Tracker) EmitSteps() {
 var ErrNoPlan = errors.New("there is no accepted plan with steps to update")
 
 // UpdateStep sets one step's status (by id like "s2" or 1-based number;
-// [TrackedPlan.SetStep]), commits and publishes the progress.
+// [TrackedPlan.SetStep]), commits and publishes the progress. A failed
+// commit puts the step (and the implementation's status, which the last
+// step ends) back as they were: the implementation never ends in memory
+// only, which would release its held scope.
 func (t *Tracker) UpdateStep(ctx context.Context, step, status string) (*TrackedPlan, error) {
 	t.mu.Lock()
 	p := t.plan
@@ -273,12 +276,29 @@ func (t *Tracker) UpdateStep(ctx context.Context, step, status string) (*Tracked
 		t.mu.Unlock()
 		return nil, ErrNoPlan
 	}
+	prevSteps := append([]PlanStep(nil), p.Steps...)
+	prevStatus, prevReason := p.Status, p.Reason
 	err := p.SetStep(step, status)
+	mine := append([]PlanStep(nil), p.Steps...)
+	myStatus := p.Status
 	t.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
 	if err := t.save(ctx); err != nil {
+		t.mu.Lock()
+		// Only what this call changed, unless something changed it since.
+		if t.plan == p {
+			for i := range p.Steps {
+				if i < len(mine) && i < len(prevSteps) && p.Steps[i].Status == mine[i].Status {
+					p.Steps[i].Status = prevSteps[i].Status
+				}
+			}
+			if p.Status == myStatus && myStatus != prevStatus {
+				p.Status, p.Reason = prevStatus, prevReason
+			}
+		}
+		t.mu.Unlock()
 		return nil, err
 	}
 	t.EmitSteps()

@@ -736,3 +736,60 @@ func TestTrackerReportWriteFails(t *testing.T) {
 		t.Fatal("published a report that was not stored")
 	}
 }
+
+// A step whose commit fails leaves the tracked plan as it was in memory
+// too: the last step's failed commit must not end the implementation in
+// this process only (which would release the held scope, stop the tool
+// log and build a report of an implementation the store still has
+// running), and the previous step status is what a later commit stores.
+func TestTrackerStepFailedCommitChangesNothing(t *testing.T) {
+	ws := repo(t, map[string]string{"a.txt": "a\n", "b/c.txt": "c\n"})
+	tr, f := newTracker(t, ws)
+	ctx := context.Background()
+	accept(t, tr, f, []string{"a.txt"})
+	p := tr.Plan()
+	if len(p.Steps) < 2 {
+		t.Fatalf("steps %+v", p.Steps)
+	}
+	for _, st := range p.Steps[:len(p.Steps)-1] {
+		if _, err := tr.UpdateStep(ctx, st.ID, StepCompleted); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := p.Steps[len(p.Steps)-1].ID
+	if _, err := tr.UpdateStep(ctx, last, StepInProgress); err != nil {
+		t.Fatal(err)
+	}
+	if !tr.Holding() {
+		t.Fatal("no scope held while running")
+	}
+	boom := errors.New("disk full")
+	f.fail = boom
+	if _, err := tr.UpdateStep(ctx, last, StepCompleted); !errors.Is(err, boom) {
+		t.Fatalf("err %v, want the commit's", err)
+	}
+	got := tr.Plan()
+	if got.Status != ImplRunning {
+		t.Fatalf("implementation %s after a failed commit, want %s", got.Status, ImplRunning)
+	}
+	if st := got.Steps[len(got.Steps)-1].Status; st != StepInProgress {
+		t.Fatalf("last step %s after a failed commit, want %s", st, StepInProgress)
+	}
+	if !tr.Running() || !tr.Holding() || !tr.Logging() {
+		t.Fatalf("running %v holding %v logging %v after a failed commit", tr.Running(), tr.Holding(), tr.Logging())
+	}
+	f.fail = nil
+	tr.ReportIfEnded(ctx, false)
+	if ev := f.eventList(); slices.Contains(ev, "report") {
+		t.Fatalf("a report of an implementation the store has running: %v", ev)
+	}
+	// The next commit stores the state as it was, not the failed step.
+	tr.SetStatus(ctx, ImplPaused, "x")
+	var stored TrackedPlan
+	if err := json.Unmarshal([]byte(f.commits[len(f.commits)-1].Plan), &stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored.Status != ImplPaused || stored.Steps[len(stored.Steps)-1].Status != StepInProgress {
+		t.Fatalf("stored %+v", stored)
+	}
+}
