@@ -349,18 +349,35 @@ func (t *Tracker) Forget() {
 // (a done one, or one already there, is left alone), commits (a failed
 // commit is logged) and publishes the progress.
 func (t *Tracker) SetStatus(ctx context.Context, status, reason string) {
+	if err := t.setStatus(ctx, status, reason, false); err != nil {
+		t.cfg.Log.Error("save tracking", "session", t.cfg.Session, "err", err)
+	}
+}
+
+// setStatus is [Tracker.SetStatus]; undo puts the previous status back
+// when the commit fails, with nothing published (the commit's error is
+// returned either way).
+func (t *Tracker) setStatus(ctx context.Context, status, reason string, undo bool) error {
 	t.mu.Lock()
 	p := t.plan
 	if p == nil || p.Status == ImplDone || p.Status == status {
 		t.mu.Unlock()
-		return
+		return nil
 	}
+	prevStatus, prevReason := p.Status, p.Reason
 	p.Status, p.Reason = status, reason
 	t.mu.Unlock()
-	if err := t.save(ctx); err != nil {
-		t.cfg.Log.Error("save tracking", "session", t.cfg.Session, "err", err)
+	err := t.save(ctx)
+	if err != nil && undo {
+		t.mu.Lock()
+		if t.plan == p && p.Status == status && p.Reason == reason {
+			p.Status, p.Reason = prevStatus, prevReason
+		}
+		t.mu.Unlock()
+		return err
 	}
 	t.EmitSteps()
+	return err
 }
 
 // ErrNothingToResume: there is no paused implementation.
@@ -369,12 +386,16 @@ var ErrNothingToResume = errors.New("there is no paused implementation to resume
 // Resume sets a paused implementation running again and returns the
 // prompt that continues it with its remaining steps, and its policy. One
 // paused by a restart is told it was interrupted ([handoff.InterruptedPrompt]).
+// A resume whose commit fails resumes nothing: it stays paused, nothing is
+// published, and the commit's error is returned.
 func (t *Tracker) Resume(ctx context.Context) (prompt string, policy handoff.Policy, err error) {
 	p := t.Plan()
 	if p == nil || p.Status != ImplPaused {
 		return "", handoff.Policy{}, ErrNothingToResume
 	}
-	t.SetStatus(ctx, ImplRunning, "")
+	if err := t.setStatus(ctx, ImplRunning, "", true); err != nil {
+		return "", handoff.Policy{}, err
+	}
 	prompt = "Resume implementing the accepted plan. " + p.Carry() + "\nContinue with the first step still to do and update each step's status with update_plan_step."
 	if p.Reason == "paused by restart" {
 		prompt = handoff.InterruptedPrompt(p.Carry()) + "\nUpdate each step's status with update_plan_step."

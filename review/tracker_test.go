@@ -793,3 +793,30 @@ func TestTrackerStepFailedCommitChangesNothing(t *testing.T) {
 		t.Fatalf("stored %+v", stored)
 	}
 }
+
+// A resume whose commit fails resumes nothing: the implementation stays
+// paused (in memory, in the store, on every surface) and no prompt goes
+// out, so a model never implements while the store has it paused.
+func TestTrackerResumeFailedCommit(t *testing.T) {
+	ctx := context.Background()
+	tr, f := newTracker(t, "")
+	tr.Begin(Accepted{Title: "P", Body: "# P\n\n## Steps\n1. Add the flag\n2. Print the name\n"})
+	tr.SetStatus(ctx, ImplPaused, "why")
+	commits, events := len(f.commits), len(f.eventList())
+	boom := errors.New("disk full")
+	f.fail = boom
+	prompt, _, err := tr.Resume(ctx)
+	if !errors.Is(err, boom) || prompt != "" {
+		t.Fatalf("resume over a failing commit: %q %v", prompt, err)
+	}
+	if p := tr.Plan(); p.Status != ImplPaused || p.Reason != "why" {
+		t.Fatalf("after a failed resume: %+v", p)
+	}
+	if len(f.commits) != commits || len(f.eventList()) != events {
+		t.Fatalf("committed %d, published %v", len(f.commits)-commits, f.eventList()[events:])
+	}
+	f.fail = nil
+	if _, _, err := tr.Resume(ctx); err != nil || tr.Plan().Status != ImplRunning {
+		t.Fatalf("a later resume: %v %+v", err, tr.Plan())
+	}
+}

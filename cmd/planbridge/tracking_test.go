@@ -184,3 +184,48 @@ func TestPromptSurvivesCrashMidTurn(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeWhoseCommitFailsResumesNothing: with the tracking commit
+// failing (a full disk), implementation/resume fails visibly and resumes
+// nothing: the implementation stays paused, in the store and as served,
+// and no implementation turn starts while the store has it paused.
+func TestResumeWhoseCommitFailsResumesNothing(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"main.go": "package main\n"})
+	state := t.TempDir()
+	script := writeScript(t, fmt.Sprintf(`[
+	 {"text": %q},
+	 {"text": "Starting.\n", "tool_calls": %s},
+	 {"text": "Two steps done.\n"}
+	]`, fourStepPlan, stepCalls("completed", "s1", "s2")))
+	p := startServe(t, state, "--engine", "script", "--script", script)
+	s, _ := proposeAndWait(t, ctx, p, ws)
+	acceptFullAuto(t, ctx, p.c, s.ID)
+	waitHandoffDone(t, ctx, p.c)
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+	// The restart pauses the implementation (committed) ...
+	p2 := startServe(t, state, "--engine", "script", "--script", script)
+	if tr := getTracking(t, ctx, p2.c, s.ID); tr.Plan.Status != "paused" {
+		t.Fatalf("after restart: %+v", tr.Plan)
+	}
+	p2.cmd.Process.Signal(syscall.SIGKILL)
+	p2.cmd.Wait()
+	// ... and with the disk full, resuming it must not go ahead.
+	p3 := startServeEnv(t, []string{"PLANBRIDGE_STORE_FAIL=tracking"}, state, "--engine", "script", "--script", script)
+	if tr := getTracking(t, ctx, p3.c, s.ID); tr.Plan.Status != "paused" {
+		t.Fatalf("before resume: %+v", tr.Plan)
+	}
+	err := p3.c.Call(ctx, "implementation/resume", map[string]string{"session": s.ID}, nil)
+	if err == nil || !strings.Contains(err.Error(), "no space") {
+		t.Fatalf("resume over a failing tracking commit: %v", err)
+	}
+	if tr := getTracking(t, ctx, p3.c, s.ID); tr.Plan.Status != "paused" {
+		t.Fatalf("served after a failed resume: %+v", tr.Plan)
+	}
+	for _, e := range p3.c.Events() {
+		if e.Kind == "turn_start" || (e.Kind == "steps" && strings.Contains(string(e.Data), `"running"`)) {
+			t.Fatalf("a failed resume published %s %s", e.Kind, e.Data)
+		}
+	}
+}

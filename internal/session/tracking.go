@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 
 	"planbridge/goal"
@@ -127,8 +128,11 @@ func (s *Session) setImplStatus(ctx context.Context, status, reason string) {
 // steps, under the accepted implementation policy.
 func (s *Session) ResumeImplementation(ctx context.Context) error {
 	text, policy, err := s.track.Resume(ctx)
-	if err != nil {
+	if errors.Is(err, review.ErrNothingToResume) {
 		return &Error{Code: CodeNothingToRetry, Message: err.Error()}
+	}
+	if err != nil {
+		return fmt.Errorf("could not resume the implementation: %w", err) // its commit failed: nothing resumed
 	}
 	s.enqueue(turnReq{text: text, display: "Resume implementation", policy: &policy})
 	return nil
