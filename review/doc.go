@@ -13,7 +13,9 @@
 // call of a running implementation ([Tracker.LogTool]); it builds, stores
 // and publishes the report ([Tracker.Report], once on its own when the
 // implementation ends: [Tracker.ReportIfEnded]); it holds the declared
-// scope ([Tracker.Allows] fails closed, [Tracker.Extend] records what the
+// scope ([Tracker.Allows] fails closed, and a scope file that cannot be
+// read, or is gone from a staged base, is still held by [Tracker.Holding],
+// allowing nothing; [Tracker.Extend] records what the
 // person allowed) and watches the commands whose writes cannot be declared
 // ([Tracker.Watch]: ask the person to extend the scope or restore, restore
 // and [Port.Pause] where nobody can answer, the implementation's own

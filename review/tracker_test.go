@@ -577,9 +577,10 @@ func TestTrackerScope(t *testing.T) {
 	if len(f.scopes) != 1 {
 		t.Fatal("a write inside the scope was recorded")
 	}
-	// Fails closed: a scope file that cannot be read allows nothing.
+	// Fails closed: a scope file that cannot be read allows nothing, and
+	// is still held (TestTrackerUnreadableScopeHoldsEverything).
 	writeFile(t, tr.scopePath(), "{")
-	if tr.Allows("src/a.go") || tr.Holding() {
+	if tr.Allows("src/a.go") || !tr.Holding() {
 		t.Fatal("a corrupt scope allowed a write")
 	}
 }

@@ -73,12 +73,36 @@ func (t *Tracker) loadScope() (*Scope, error) {
 
 // Holding reports whether a declared scope is held now: an accepted
 // plan's implementation is not done and its recorded scope names paths.
+// A scope that cannot be read, or is missing from a staged base (which
+// always has one), is held too, allowing nothing: a command that broke
+// the file never releases the scope.
 func (t *Tracker) Holding() bool {
 	if !t.Running() {
 		return false
 	}
+	_, held := t.scopeNow()
+	return held
+}
+
+// scopeNow is the implementation's recorded scope (nil when none can be
+// read) and whether it holds: declared, or unreadable (allowing nothing).
+func (t *Tracker) scopeNow() (sc *Scope, held bool) {
 	sc, err := t.loadScope()
-	return err == nil && sc != nil && sc.Declared()
+	switch {
+	case err != nil:
+		return nil, true
+	case sc == nil:
+		return nil, t.staged()
+	}
+	return sc, sc.Declared()
+}
+
+// staged reports whether the tracked plan names a staged base, whose
+// directory [StageBase] always gives a scope file.
+func (t *Tracker) staged() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.plan != nil && baseIDRE.MatchString(t.plan.Base)
 }
 
 // Allows is the held scope's decision for a workspace path (relative,
@@ -263,12 +287,15 @@ func (t *Tracker) after(ctx context.Context, call Call, unattended bool, base *B
 	if err != nil {
 		return "[planbridge: the workspace could not be compared after this command: " + err.Error() + "]"
 	}
-	sc, err := t.loadScope()
-	if err != nil || sc == nil || !sc.Declared() {
+	sc, held := t.scopeNow()
+	if !held {
 		return ""
 	}
 	t.noteChanged(call.ID, pathsOf(changes))
-	outside, paths := sc.Outside(changes, base.Prefix)
+	outside, paths := changes, pathsOf(changes) // an unreadable scope allows nothing
+	if sc != nil {
+		outside, paths = sc.Outside(changes, base.Prefix)
+	}
 	if len(outside) == 0 {
 		return ""
 	}

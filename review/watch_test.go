@@ -257,3 +257,52 @@ func TestTrackerScopeChangesAreOrdered(t *testing.T) {
 		t.Fatalf("%d publications for %d changes", len(f.scopes), 2*n)
 	}
 }
+
+// A scope file that cannot be read, or that is gone from a staged base
+// (which always has one), holds everything: the scope stays held at the
+// next turn (Holding), every write asks (Allows), and what a command
+// changed is treated as outside it. Before, Holding reported no scope, so
+// the next turn ran with no scope held at all: a command that broke the
+// file and a crash before its records were put back released the scope.
+func TestTrackerUnreadableScopeHoldsEverything(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		breakIt func(t *testing.T, p string)
+	}{
+		{"corrupt", func(t *testing.T, p string) { writeFile(t, p, "{") }},
+		{"removed", func(t *testing.T, p string) {
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ws := repo(t, map[string]string{"src/a.go": "a\n", "docs/d.md": "d\n"})
+			tr, f := newTracker(t, ws)
+			accept(t, tr, f, []string{"src"})
+			c.breakIt(t, tr.scopePath())
+			if !tr.Holding() {
+				t.Fatal("an unreadable scope released the scope")
+			}
+			if tr.Allows("src/a.go") || tr.Allows("docs/d.md") {
+				t.Fatal("an unreadable scope allowed a write")
+			}
+			out := watched(t, tr, true, "1", func() {
+				writeFile(t, filepath.Join(ws, "docs/d.md"), "d2\n")
+			})
+			if readFile(t, filepath.Join(ws, "docs/d.md")) != "d\n" {
+				t.Fatalf("an unattended write under an unreadable scope stayed: %q", out)
+			}
+			if len(f.pauses) != 1 || tr.Plan().Status != ImplPaused {
+				t.Fatalf("not paused: %v %+v", f.pauses, tr.Plan())
+			}
+		})
+	}
+	t.Run("a legacy base without a scope holds nothing", func(t *testing.T) {
+		tr, _ := newTracker(t, "")
+		tr.Begin(Accepted{Title: "P", Body: planBody}) // no staged base
+		if tr.Holding() {
+			t.Fatal("held with no scope ever declared")
+		}
+	})
+}
