@@ -306,3 +306,33 @@ func TestTrackerUnreadableScopeHoldsEverything(t *testing.T) {
 		}
 	})
 }
+
+// Files named like options, outside the scope, are restored like any
+// other: created ones removed (what they held kept), changed ones put
+// back; nothing reads their names as flags.
+func TestTrackerWatchRestoresOptionNamedFiles(t *testing.T) {
+	ws := repo(t, map[string]string{"src/a.go": "a\n", "-rf": "keep me\n"})
+	tr, f := newTracker(t, ws)
+	accept(t, tr, f, []string{"src"})
+	watched(t, tr, true, "1", func() {
+		writeFile(t, filepath.Join(ws, "-rf"), "changed\n")
+		writeFile(t, filepath.Join(ws, "--output=x"), "new\n")
+		writeFile(t, filepath.Join(ws, "-"), "dash\n")
+	})
+	if readFile(t, filepath.Join(ws, "-rf")) != "keep me\n" {
+		t.Fatal("-rf not put back")
+	}
+	for _, n := range []string{"--output=x", "-"} {
+		if _, err := os.Lstat(filepath.Join(ws, n)); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s stayed", n)
+		}
+	}
+	sc, _ := tr.loadScope()
+	if len(sc.Restored) != 1 || len(sc.Restored[0].Failed) != 0 || len(sc.Restored[0].Paths) != 3 {
+		t.Fatalf("restoration %+v", sc.Restored)
+	}
+	kept := filepath.Join(tr.cfg.State, sc.Restored[0].Kept)
+	if readFile(t, filepath.Join(kept, "--output=x")) != "new\n" || readFile(t, filepath.Join(kept, "-rf")) != "changed\n" {
+		t.Fatal("what the command left was not kept")
+	}
+}
