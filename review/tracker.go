@@ -31,7 +31,9 @@ import (
 //
 // What changes in memory is committed through [Port.CommitTracking]
 // before it is published; a rejected todo list, a failed commit of a new
-// list, leaves the previous list as it was. Files the Tracker writes are
+// list, leaves the previous list as it was, and a step or a resume whose
+// commit fails is put back as it was (a pause whose commit fails is kept:
+// paused is the safe side). Files the Tracker writes are
 // written atomically; their layout is fixed (a restart reads what an
 // earlier process wrote):
 //
