@@ -322,14 +322,28 @@ func (t *Tracker) after(ctx context.Context, call Call, unattended bool, base *B
 func (t *Tracker) restore(command string, cs []Change, o *checkout, by string) string {
 	// What the command left is kept beside the implementation's records:
 	// restoring never loses it (another process may have written there).
+	// Each restoration has a directory of its own: the next number the
+	// scope records, or a later one when that exists already (an earlier
+	// restoration the scope could not record).
 	n := 1
 	if sc, err := t.loadScope(); err == nil && sc != nil {
 		n = len(sc.Restored) + 1
 	}
-	dir := filepath.Join(t.baseDir(), "restored", strconv.Itoa(n))
+	bd := t.baseDir() // "" once no plan is tracked: nowhere to keep, never a relative path
+	parent := filepath.Join(bd, "restored")
+	var dir string
 	var keep *os.Root
-	if err := os.MkdirAll(dir, 0o700); err == nil {
-		keep, _ = os.OpenRoot(dir)
+	if bd != "" && os.MkdirAll(parent, 0o700) == nil {
+		for ; n < 1<<20; n++ {
+			dir = filepath.Join(parent, strconv.Itoa(n))
+			err := os.Mkdir(dir, 0o700)
+			if err == nil {
+				keep, _ = os.OpenRoot(dir)
+			}
+			if !errors.Is(err, fs.ErrExist) {
+				break
+			}
+		}
 	}
 	if keep == nil {
 		return "[planbridge: this command changed " + listPaths(pathsOf(cs)) + " outside the declared scope; they could not be restored (no place to keep what it left)]"

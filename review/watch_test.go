@@ -336,3 +336,35 @@ func TestTrackerWatchRestoresOptionNamedFiles(t *testing.T) {
 		t.Fatal("what the command left was not kept")
 	}
 }
+
+// Each restoration keeps what its command left in a directory of its own,
+// even when the scope could not record the earlier ones (an unreadable
+// scope, a failed write): restoring never loses what an earlier command
+// left.
+func TestTrackerRestorationsNeverShareAKeepDirectory(t *testing.T) {
+	ws := repo(t, map[string]string{"src/a.go": "a\n", "docs/d.md": "d\n"})
+	tr, f := newTracker(t, ws)
+	accept(t, tr, f, []string{"src"})
+	writeFile(t, tr.scopePath(), "{") // nothing can be recorded in it
+	for i, content := range []string{"first\n", "second\n"} {
+		watched(t, tr, true, fmt.Sprint(i+1), func() {
+			writeFile(t, filepath.Join(ws, "docs/d.md"), content)
+		})
+		if readFile(t, filepath.Join(ws, "docs/d.md")) != "d\n" {
+			t.Fatalf("command %d not restored", i+1)
+		}
+	}
+	var kept []string
+	root := filepath.Join(tr.baseDir(), "restored")
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			kept = append(kept, string(b))
+		}
+		return nil
+	})
+	slices.Sort(kept)
+	if !slices.Equal(kept, []string{"first\n", "second\n"}) {
+		t.Fatalf("kept %q, want what both commands left", kept)
+	}
+}
