@@ -361,7 +361,10 @@ func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff
 	// implementation's base is its fork's, staged at the hand-over.
 	base := ""
 	if in.Selection.Location != handoff.Worktree {
-		base = s.stageBase(ctx, p.Hash, agent.WorkScheme+rec.Artifact.Path, in.Title, in.Body)
+		var err error
+		if base, err = s.stageBase(ctx, p.Hash, agent.WorkScheme+rec.Artifact.Path, in.Title, in.Body); err != nil {
+			return err
+		}
 	}
 	s.mu.Lock()
 	if err := s.checkAttemptLocked(a.attempt); err != nil { // first decision wins

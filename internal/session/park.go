@@ -401,7 +401,10 @@ func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) 
 	// The base is the workspace now, at the start, not at park time.
 	base := ""
 	if rec.Selection.Location != handoff.Worktree {
-		base = s.stageBase(ctx, rec.Artifact.Hash, agent.WorkScheme+rec.Artifact.Path, rec.Title, body)
+		var err error
+		if base, err = s.stageBase(ctx, rec.Artifact.Hash, agent.WorkScheme+rec.Artifact.Path, rec.Title, body); err != nil {
+			return err
+		}
 	}
 	s.mu.Lock()
 	if s.busy || s.approval.Pending() {

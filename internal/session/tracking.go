@@ -275,19 +275,23 @@ func (m *Manager) stageBase(ctx context.Context, sess, ws, title, hash, artifact
 }
 
 // stageBase stages the base of an implementation of this session's plan
-// in its workspace as it is now; "" (logged) when it cannot, which loses
-// only the report, never the acceptance.
-func (s *Session) stageBase(ctx context.Context, hash, artifact, title, body string) string {
+// in its workspace as it is now. It fails closed: a base that cannot be
+// staged refuses the start it was for (nothing moved), because without
+// it the scope the person approved on the card would not be held.
+func (s *Session) stageBase(ctx context.Context, hash, artifact, title, body string) (string, error) {
 	s.mu.Lock()
 	ws := s.row.Workspace
 	s.mu.Unlock()
 	id, err := s.m.stageBase(ctx, s.id, ws, title, hash, artifact, s.cardScope(hash, body))
 	if err != nil {
-		s.m.log.Error("stage the implementation base", "session", s.id, "err", err)
-		return ""
+		return "", errorf(CodeBaseFailed, "the implementation's base (its scope and report) could not be taken, so nothing was started: %v", err)
 	}
-	return id
+	return id, nil
 }
+
+// CodeBaseFailed refuses a start whose implementation base could not be
+// staged; the card (or the parked plan) stays as it was.
+const CodeBaseFailed = "base_failed"
 
 // baseCommitted is called once the commit naming base is durable
 // ([review.BaseCommitted]).

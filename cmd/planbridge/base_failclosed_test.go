@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"planbridge/handoff"
+	"planbridge/internal/session"
+)
+
+// TestAcceptRefusedWithoutBase: an implementation whose base (the scope
+// the person approved, and the report's starting point) cannot be staged
+// is not started: acceptance is refused with base_failed, the card stays
+// pending, the workspace and Plan are untouched; once the base can be
+// staged, accepting the same card implements it once.
+func TestAcceptRefusedWithoutBase(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
+	state := t.TempDir()
+	p := startServe(t, state, "--engine", "script", "--script", writeScript(t, handoffScript(false)))
+	s, v := proposeAndWait(t, ctx, p, ws)
+	v = update(t, ctx, p.c, s.ID, v.Attempt, handoff.Change{Axis: "mode", Value: "full-auto"})
+	// The review directory cannot be made: a file stands where it goes.
+	rd := session.ReviewDir(state, s.ID)
+	if err := os.RemoveAll(rd); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(rd, []byte("in the way\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil)
+	if refusalCode(err) != session.CodeBaseFailed || !strings.Contains(err.Error(), "nothing was started") {
+		t.Fatalf("accept without a base: %v", err)
+	}
+	after := getApproval(t, ctx, p.c, s.ID)
+	if !after.Pending || after.Attempt != v.Attempt {
+		t.Fatalf("the card after a refused acceptance: %+v", after)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "greet.txt")); string(b) != "hello\n" {
+		t.Fatalf("greet.txt changed: %q", b)
+	}
+	var info sessionInfo
+	if err := p.c.Call(ctx, "session/get", map[string]string{"session": s.ID}, &info); err == nil && !info.Plan {
+		t.Fatalf("Plan was left by a refused acceptance: %+v", info)
+	}
+	if err := os.Remove(rd); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitTurnEnd(t, ctx, p.c, 2)
+	if b, _ := os.ReadFile(filepath.Join(ws, "greet.txt")); string(b) != "hi\n" {
+		dumpEvents(t, p.c, s.ID)
+		t.Fatalf("greet.txt after the accepted implementation: %q", b)
+	}
+}
