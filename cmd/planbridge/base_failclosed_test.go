@@ -41,9 +41,9 @@ func TestAcceptRefusedWithoutBase(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(ws, "greet.txt")); string(b) != "hello\n" {
 		t.Fatalf("greet.txt changed: %q", b)
 	}
-	var info sessionInfo
-	if err := p.c.Call(ctx, "session/get", map[string]string{"session": s.ID}, &info); err == nil && !info.Plan {
-		t.Fatalf("Plan was left by a refused acceptance: %+v", info)
+	var opened struct{ Session sessionInfo }
+	if err := p.c.Call(ctx, "session/open", map[string]any{"session": s.ID, "limit": 1}, &opened); err != nil || !opened.Session.Plan {
+		t.Fatalf("Plan was left by a refused acceptance: %+v, %v", opened.Session, err)
 	}
 	if err := os.Remove(rd); err != nil {
 		t.Fatal(err)

@@ -377,3 +377,40 @@ func TestWorktreeCardNamesExistingBranch(t *testing.T) {
 		t.Fatalf("back to the default: %v %+v", err, c)
 	}
 }
+
+// TestFailedHandOverKeepsThePlan: a hand-over whose commit fails (disk
+// full) leaves the planning session holding its tracked plan and its
+// retry record, in memory as in the store; recovering once the disk has
+// room hands it over and the fork implements it.
+func TestFailedHandOverKeepsThePlan(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
+	state := t.TempDir()
+	script := writeScript(t, forkScript())
+	p := startServeEnv(t, []string{"PLANBRIDGE_STORE_FAIL=handover"}, state, "--engine", "script", "--script", script)
+	s, v := prepareFork(t, ctx, p, ws)
+	if err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt, "branch": "feature/rename"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitHandoffDone(t, ctx, p.c)
+	if tr := getTracking(t, ctx, p.c, s.ID); len(tr.Plan.Steps) == 0 {
+		t.Fatalf("the source's plan after a failed hand-over: %+v", tr.Plan)
+	}
+	var opened struct {
+		Session struct {
+			ForkedTo string `json:"forked_to"`
+		} `json:"session"`
+	}
+	if err := p.c.Call(ctx, "session/open", map[string]any{"session": s.ID, "limit": 1}, &opened); err != nil || opened.Session.ForkedTo != "" {
+		t.Fatalf("after a failed hand-over: forked_to %q, %v", opened.Session.ForkedTo, err)
+	}
+	p.stop()
+	p2 := startServe(t, state, "--engine", "script", "--script", script)
+	if tr := getTracking(t, ctx, p2.c, s.ID); len(tr.Plan.Steps) == 0 {
+		t.Fatalf("the source's plan after a restart: %+v", tr.Plan)
+	}
+	if err := p2.c.Call(ctx, "handoff/recover", map[string]string{"session": s.ID}, nil); err != nil {
+		t.Fatal(err)
+	}
+	checkFork(t, ctx, p2.c, state, ws, s)
+}

@@ -173,7 +173,6 @@ func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 	s.mu.Lock()
 	row := s.row
 	row.ForkedTo = rec.Fork.Session
-	s.track.Forget()
 	s.mu.Unlock()
 	s.m.born(rec.Fork.Session) // its tracking is handed over running, not paused by restart
 	err = s.m.st.CommitHandOver(ctx, store.HandOver{Source: row, SourceTracking: store.Tracking{Todos: track.Todos},
@@ -181,8 +180,10 @@ func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 	if err != nil {
 		return err
 	}
+	// Only once the fork holds it: a failed hand-over keeps the plan here.
 	s.mu.Lock()
 	s.row.ForkedTo = rec.Fork.Session
+	s.track.Forget()
 	s.mu.Unlock()
 	var p TrackedPlan
 	if json.Unmarshal([]byte(forkTrack.Plan), &p) == nil {
