@@ -3,6 +3,8 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"sync"
 
@@ -78,8 +80,14 @@ func (c *Client) OnAsk(fn func(params json.RawMessage) any) {
 }
 
 // Call sends a request and decodes its result into result (may be nil).
+// A call its context ended names its method, so a stalled request says
+// which one it was.
 func (c *Client) Call(ctx context.Context, method string, params, result any) error {
-	return c.conn.Call(ctx, method, params, result)
+	err := c.conn.Call(ctx, method, params, result)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%s: no answer before the context ended: %w", method, err)
+	}
+	return err
 }
 
 // Events returns a copy of the notifications received so far.
