@@ -18,8 +18,9 @@ type Ledger interface {
 	// Step commits one completed message of the turn (see [Turn.Record]).
 	Step(ctx context.Context, m Message) error
 	// Announce shows the prompt and the turn's start: called once, right
-	// after the prompt's commit, whether it succeeded or not, so no surface
-	// shows a prompt the conversation does not hold.
+	// after the prompt's commit (so no surface sees the prompt before the
+	// conversation holds it), also when that commit failed: the turn then
+	// ends at once with the commit's error.
 	Announce()
 	// Dispatched is called once the prompt's commit is durable, before the
 	// first model request leaves.
