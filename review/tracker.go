@@ -31,7 +31,8 @@ import (
 //
 // What changes in memory is committed through [Port.CommitTracking]
 // before it is published; a rejected todo list, a failed commit of a new
-// list, leaves the previous list as it was, and a step or a resume whose
+// list, leaves the previous list as it was, and a step, a resume or a
+// continue ([Tracker.Continue], a Goal recovered) whose
 // commit fails is put back as it was (a pause whose commit fails is kept:
 // paused is the safe side). Files the Tracker writes are
 // written atomically; their layout is fixed (a restart reads what an
@@ -403,6 +404,15 @@ func (t *Tracker) Resume(ctx context.Context) (prompt string, policy handoff.Pol
 		prompt = handoff.InterruptedPrompt(p.Carry()) + "\nUpdate each step's status with update_plan_step."
 	}
 	return prompt, p.Policy, nil
+}
+
+// Continue sets a paused implementation running again for whatever
+// drives it on its own prompt (a Goal recovered after a restart). A done
+// or running one, or none, is left alone. A commit that fails continues
+// nothing: it stays paused, nothing is published, and the commit's error
+// is returned.
+func (t *Tracker) Continue(ctx context.Context) error {
+	return t.setStatus(ctx, ImplRunning, "", true)
 }
 
 // planChecks caches the pre-approval checks of one proposal body.

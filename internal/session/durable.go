@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"planbridge/goal"
@@ -93,7 +94,11 @@ func (s *Session) Recover(ctx context.Context) (RecoverResult, error) {
 		res.Step = string(rec.Step)
 		return res, s.startHandoff(rec)
 	case handoff.RecoverGoal:
-		s.setImplStatus(ctx, ImplRunning, "") // the Goal implements it
+		// The Goal implements it: running first, or nothing resumes (a
+		// failed tracking commit leaves both paused, as stored).
+		if err := s.track.Continue(ctx); err != nil {
+			return RecoverResult{}, fmt.Errorf("could not resume the implementation: %w", err)
+		}
 		_, err := s.GoalAction(ctx, GoalResume, next.Steer)
 		return res, err
 	case handoff.RecoverImplementation:
