@@ -45,6 +45,10 @@
 //   - Queued follow-ups (a share link's too, with its guest mark, so its
 //     turn stays unattended after a restart) are stored when queued and
 //     leave the queue in the transaction that stores them as a prompt.
+//     One whose prompt commit fails (a full disk) is neither sent nor
+//     dropped: its turn ends ok:false with the error and it stays queued,
+//     first, in memory as in the store, until the next kick (a prompt,
+//     [Session.Recover]) tries it again.
 //     A planning session that handed over to its Worktree fork takes no
 //     prompt, however it comes ([CodeSessionEnded]).
 //   - What a restart loads comes back paused (an implementation or Goal in

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -838,10 +839,19 @@ func (s *Session) kick() {
 func (s *Session) runQueue(ctx context.Context, cancel context.CancelFunc, req turnReq) {
 	defer s.m.turns.Done()
 	for {
-		s.runTurn(ctx, req)
+		err := s.runTurn(ctx, req)
 		cancel()
 		s.mu.Lock()
 		s.busy, s.cancel = false, nil
+		var kept *errPromptKept
+		if errors.As(err, &kept) {
+			// Still queued in the store: queued in memory too, first,
+			// and not tried again until the next kick.
+			s.queue = append([]turnReq{req}, s.queue...)
+			s.mu.Unlock()
+			s.changed()
+			return
+		}
 		next, ok, paused := s.nextLocked()
 		if paused {
 			go s.afterGoalPause()

@@ -80,12 +80,13 @@ func (k *turnSink) Blocked(call agent.ToolCall, code, reason string) {
 // runTurn runs one prompt as a model turn and persists what it produced.
 // It returns the turn's error (nil when it settled successfully).
 func (s *Session) runTurn(ctx context.Context, req turnReq) error {
-	promptStored := false
+	promptStored, promptFailed := false, false
 	if req.queueID != 0 {
 		// The queue entry leaves in the prompt's commit, or with the turn
-		// if it never gets that far.
+		// if it never gets that far; a prompt whose commit failed stays
+		// queued, in the store as in memory ([errPromptKept]).
 		defer func() {
-			if !promptStored {
+			if !promptStored && !promptFailed {
 				s.dropQueued(req.queueID)
 			}
 		}()
@@ -172,7 +173,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	// kickoff and continuations are retried by the Goal (the continuation
 	// regenerates them); any other turn, a person's or a guest's follow-up
 	// bound to the Goal included, is retried once by Send.
-	l := &turnLedger{s: s, req: &req, display: display, turn: turnNo, plan: plan, stored: &promptStored}
+	l := &turnLedger{s: s, req: &req, display: display, turn: turnNo, plan: plan, stored: &promptStored, failed: &promptFailed}
 	opts := agent.SendOptions{RetryTransient: !req.goal.Kickoff && !req.goal.Continuation && !req.goal.Retried}
 	if req.goal.Kickoff {
 		opts.BeforePrompt = "goal.kickoff"
@@ -182,7 +183,11 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	}
 	res, retried, err := t.Send(ctx, l, opts)
 	if !promptStored {
-		return s.finishTurn(ctx, turnNo, err, false, nil)
+		err = s.finishTurn(ctx, turnNo, err, false, nil)
+		if promptFailed && req.queueID != 0 && err != nil {
+			return &errPromptKept{err}
+		}
+		return err
 	}
 	if retried {
 		req.goal.Retried = true // the Goal does not retry it again
@@ -281,7 +286,19 @@ type turnLedger struct {
 	turn    int64
 	plan    bool
 	stored  *bool // set once the prompt's commit succeeded
+	failed  *bool // set when the prompt's commit failed (not cancelled)
 }
+
+// errPromptKept is a queued prompt's turn that ended because its prompt
+// could not be stored (a full disk): nothing was sent, and the prompt
+// stays queued, first, in the store as in memory. The queue runner puts
+// it back and stops, so it does not fail in a loop; the next kick (a
+// prompt, [Session.Recover]) tries it again, before anything queued
+// behind it.
+type errPromptKept struct{ err error }
+
+func (e *errPromptKept) Error() string { return e.err.Error() }
+func (e *errPromptKept) Unwrap() error { return e.err }
 
 func (l *turnLedger) Prompt(ctx context.Context, m agent.Message) error {
 	op := store.OpPrompt
@@ -290,6 +307,7 @@ func (l *turnLedger) Prompt(ctx context.Context, m agent.Message) error {
 	}
 	err := l.s.appendTranscript(ctx, op, []agent.Message{m}, l.req.dispatch)
 	*l.stored = err == nil
+	*l.failed = err != nil && ctx.Err() == nil
 	return err
 }
 
