@@ -277,10 +277,16 @@ func (t *Tracker) Report(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	t.settleLeftWatch(dir)
-	if sc, err := t.loadScope(); err == nil && sc != nil {
-		in.ScopeExtensions, in.ScopeRestored, in.ScopeUnsettled = sc.Extensions, sc.Restored, sc.Unsettled
+	if err := t.settleLeftWatch(dir); err != nil {
+		t.cfg.Log.Error("settle a left watch", "session", t.cfg.Session, "err", err)
 	}
+	sc, err := t.loadScope()
+	if err == nil && sc != nil {
+		in.ScopeExtensions, in.ScopeRestored = sc.Extensions, sc.Restored
+	} else {
+		sc = nil
+	}
+	in.ScopeUnsettled = unsettled(dir, sc)
 	r := Build(in)
 	data, _ := json.Marshal(r)
 	if err := atomicfile.WriteFile(filepath.Join(dir, "report.json"), data, 0o600); err != nil {

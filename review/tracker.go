@@ -43,6 +43,7 @@ import (
 //	<Dir>/b-<16 hex>/scope.json     its declared scope, extensions, restorations, unsettled commands
 //	<Dir>/b-<16 hex>/tools.jsonl    one [ToolEvent] per completed tool call
 //	<Dir>/b-<16 hex>/watching       a watched command in flight
+//	<Dir>/b-<16 hex>/unsettled.jsonl unsettled commands the scope file could not record
 //	<Dir>/b-<16 hex>/restored/N/    what the Nth restored command had left
 //	<Dir>/b-<16 hex>/report.json    the last [Report] built
 //	<Work>/<Plans>/vN.md            plan version N (read-only, written once)

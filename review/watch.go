@@ -139,28 +139,31 @@ func (t *Tracker) Extend(rels []string) {
 }
 
 // changeScope changes the implementation's scope file under scopeMu and
-// publishes the result when change reports a change.
-func (t *Tracker) changeScope(change func(*Scope) bool) {
+// publishes the result when change reports a change. It reports whether
+// the scope file holds the change (false: no scope, or one that cannot be
+// read or written; logged).
+func (t *Tracker) changeScope(change func(*Scope) bool) bool {
 	t.scopeMu.Lock()
 	defer t.scopeMu.Unlock()
 	sc, err := t.loadScope()
 	if err != nil || sc == nil {
 		t.cfg.Log.Error("record scope change: no scope", "session", t.cfg.Session, "err", err)
-		return
+		return false
 	}
 	if !change(sc) {
-		return
+		return true
 	}
 	data, _ := json.Marshal(sc)
 	if err := atomicfile.WriteFile(t.scopePath(), data, 0o600); err != nil {
 		t.cfg.Log.Error("record scope change", "session", t.cfg.Session, "err", err)
-		return
+		return false
 	}
 	t.cfg.Port.ScopeChanged(*sc)
+	return true
 }
 
-func (t *Tracker) recordScope(change func(*Scope)) {
-	t.changeScope(func(sc *Scope) bool { change(sc); return true })
+func (t *Tracker) recordScope(change func(*Scope)) bool {
+	return t.changeScope(func(sc *Scope) bool { change(sc); return true })
 }
 
 // Watch holds a shell command, whose writes cannot be declared, to the
@@ -231,7 +234,7 @@ func listPaths(ps []string) string {
 // An unconfined command can reach them (they lie outside the workspace,
 // not out of its reach): it could widen its own scope or rewrite its base.
 // Each watched command is checked not to have changed them.
-var recordFiles = []string{"base.json", "scope.json", "tools.jsonl", watchFile}
+var recordFiles = []string{"base.json", "scope.json", "tools.jsonl", watchFile, unsettledFile}
 
 // readRecords reads the record files (a nil entry: absent).
 func readRecords(dir string) (map[string][]byte, error) {
@@ -394,10 +397,19 @@ func (t *Tracker) takeChanged(callID string) []string {
 // command: that command's effects were never held to the scope.
 const watchFile = "watching"
 
+// unsettledFile records, in the base directory, the unsettled commands
+// the scope file could not record (it could not be read or written): one
+// JSON string a line. [Tracker.unsettled] reads both.
+const unsettledFile = "unsettled.jsonl"
+
 // beginWatch records a command in flight, durably, first turning a mark
-// left by an earlier process into a record of the scope (unsettled).
+// left by an earlier process into a record of the scope (unsettled). A
+// mark that cannot be recorded anywhere is kept, and no command starts
+// (its mark would replace the one left).
 func (t *Tracker) beginWatch(dir, command string) error {
-	t.settleLeftWatch(dir)
+	if err := t.settleLeftWatch(dir); err != nil {
+		return err
+	}
 	t.watchMu.Lock()
 	t.watching[dir]++
 	t.watchMu.Unlock()
@@ -419,19 +431,67 @@ func (t *Tracker) endWatch(dir string) {
 
 // settleLeftWatch turns a mark no command of this process holds (left by
 // a process that stopped during that command) into a record of the scope:
-// the command is unsettled.
-func (t *Tracker) settleLeftWatch(dir string) {
+// the command is unsettled. Where the scope file cannot record it (it
+// cannot be read or written) it is recorded in [unsettledFile]; the mark
+// is removed only once one of them holds it, and the error of one that
+// could not is returned.
+func (t *Tracker) settleLeftWatch(dir string) error {
 	t.watchMu.Lock()
 	defer t.watchMu.Unlock()
 	if t.watching[dir] > 0 {
-		return
+		return nil
 	}
 	b, err := os.ReadFile(filepath.Join(dir, watchFile))
-	if err != nil {
-		return
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
-	t.recordScope(func(sc *Scope) { sc.Unsettled = append(sc.Unsettled, string(b)) })
+	if err != nil {
+		return fmt.Errorf("could not read the mark of a command a stopped process left: %w", err)
+	}
+	if !t.recordScope(func(sc *Scope) { sc.Unsettled = append(sc.Unsettled, string(b)) }) {
+		if err := appendUnsettled(dir, string(b)); err != nil {
+			return fmt.Errorf("could not record the command a stopped process left unsettled: %w", err)
+		}
+	}
 	os.Remove(filepath.Join(dir, watchFile))
+	return nil
+}
+
+// appendUnsettled adds command to [unsettledFile], atomically.
+func appendUnsettled(dir, command string) error {
+	p := filepath.Join(dir, unsettledFile)
+	old, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	line, _ := json.Marshal(command)
+	return atomicfile.WriteFile(p, append(append(old, line...), '\n'), 0o600)
+}
+
+// unsettled is every unsettled command of the implementation in base
+// directory dir: the scope's record (sc, nil when it cannot be read),
+// then those only [unsettledFile] holds. A line that does not parse is
+// named as it stands rather than dropped.
+func unsettled(dir string, sc *Scope) []string {
+	var out []string
+	if sc != nil {
+		out = append(out, sc.Unsettled...)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, unsettledFile))
+	if err != nil {
+		return out
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == "" {
+			continue
+		}
+		var c string
+		if json.Unmarshal([]byte(l), &c) != nil {
+			c = l
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 func pathsOf(cs []Change) []string {

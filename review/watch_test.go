@@ -219,6 +219,53 @@ func TestTrackerLeftMarkIsUnsettled(t *testing.T) {
 	}
 }
 
+// A mark left by a stopped process while the scope file cannot be read
+// (corrupt, or gone from the staged base) is recorded as unsettled all
+// the same, once: the report names the command whose effects were never
+// held to the scope. Before, the mark was removed with nothing recorded.
+func TestTrackerLeftMarkUnderUnreadableScopeIsUnsettled(t *testing.T) {
+	for _, brk := range []string{"corrupt", "removed"} {
+		for _, next := range []string{"command", "report"} {
+			t.Run(brk+"/"+next, func(t *testing.T) {
+				ctx := context.Background()
+				ws := repo(t, map[string]string{"src/a.go": "a\n"})
+				tr, f := newTracker(t, ws)
+				accept(t, tr, f, []string{"src"})
+				writeFile(t, filepath.Join(tr.baseDir(), watchFile), "make install")
+				if brk == "corrupt" {
+					writeFile(t, tr.scopePath(), "{")
+				} else if err := os.Remove(tr.scopePath()); err != nil {
+					t.Fatal(err)
+				}
+				again := NewTracker(tr.cfg)
+				f.t = again
+				again.Load(ctx, tr.Row(), false)
+				if next == "command" {
+					watched(t, again, false, "2", func() {})
+				} else if _, err := again.Report(ctx); err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < 2; i++ {
+					r, err := again.Report(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(r.ScopeUnsettled, []string{"make install"}) {
+						t.Fatalf("report %d names unsettled %q, want the stopped command once", i+1, r.ScopeUnsettled)
+					}
+				}
+				// A later process still sees it.
+				third := NewTracker(tr.cfg)
+				f.t = third
+				third.Load(ctx, tr.Row(), false)
+				if r, err := third.Report(ctx); err != nil || !slices.Equal(r.ScopeUnsettled, []string{"make install"}) {
+					t.Fatalf("after a restart: %+v %v", r.ScopeUnsettled, err)
+				}
+			})
+		}
+	}
+}
+
 func TestTrackerWatchWithoutCheckout(t *testing.T) {
 	tr, f := newTracker(t, "") // no checkout: nothing to compare with
 	accept(t, tr, f, []string{"src"})
