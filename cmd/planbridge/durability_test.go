@@ -333,9 +333,15 @@ func TestFailingWriteFailsEachHandoffStep(t *testing.T) {
 }
 
 // TestQueuedInputSurvivesRestart: a follow-up queued behind a running turn
-// is durable: after a SIGKILL it is still queued, and the one recovery
-// command runs it (the model receives it) exactly once.
+// is durable: after a SIGKILL, or after planbridge stops as Emacs exits,
+// it is still queued, and the one recovery command runs it (the model
+// receives it) exactly once.
 func TestQueuedInputSurvivesRestart(t *testing.T) {
+	t.Run("killed", func(t *testing.T) { queuedInputSurvives(t, false) })
+	t.Run("stopped", func(t *testing.T) { queuedInputSurvives(t, true) })
+}
+
+func queuedInputSurvives(t *testing.T, clean bool) {
 	ctx := ctxT(t)
 	state := t.TempDir()
 	script := writeScript(t, fmt.Sprintf(`[
@@ -351,8 +357,12 @@ func TestQueuedInputSurvivesRestart(t *testing.T) {
 	if _, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool { return e.Kind == "text" }); err != nil {
 		t.Fatal(err)
 	}
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	p.cmd.Wait()
+	if clean {
+		p.stop() // end of input: planbridge stops as it does when Emacs exits
+	} else {
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		p.cmd.Wait()
+	}
 	p2 := startServe(t, state, "--engine", "script", "--script", script)
 	var opened struct {
 		Session struct{ Queued int } `json:"session"`

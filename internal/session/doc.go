@@ -45,6 +45,8 @@
 //   - Queued follow-ups (a share link's too, with its guest mark, so its
 //     turn stays unattended after a restart) are stored when queued and
 //     leave the queue in the transaction that stores them as a prompt.
+//     Only an interrupt drops them: a crash or a clean stop (Emacs
+//     exiting) keeps them for the next start's recovery.
 //     One whose prompt commit fails (a full disk) is neither sent nor
 //     dropped: its turn ends ok:false with the error and it stays queued,
 //     first, in memory as in the store, until the next kick (a prompt,

@@ -173,7 +173,8 @@ func (m *Manager) publish(ev Event) {
 	}
 }
 
-// Close interrupts running turns, waits for them and flushes event logs.
+// Close interrupts running turns (queued prompts stay queued for the next
+// start), waits for them and flushes event logs.
 func (m *Manager) Close() {
 	m.mu.Lock()
 	m.closed = true
@@ -183,7 +184,7 @@ func (m *Manager) Close() {
 	}
 	m.mu.Unlock()
 	for _, s := range ss {
-		s.stopTurn()
+		s.stopForShutdown()
 		// The person's client went away: the card's presentation ends as
 		// interrupted, and the next start presents the proposal again.
 		s.interruptApproval(context.Background(), false)

@@ -943,6 +943,19 @@ func (s *Session) stopTurn() (dropped int) {
 	return dropped
 }
 
+// stopForShutdown cancels the running turn as the process stops. Queued
+// prompts stay queued, in memory and in the store: the next start runs
+// them through the one recovery path, as after a crash.
+func (s *Session) stopForShutdown() {
+	s.mu.Lock()
+	cancel, kept := s.cancel, len(s.queue)
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		s.emit(NoticeEvent{Message: fmt.Sprintf("interrupted: planbridge is stopping (%d queued prompt(s) stay queued for the next start)", kept)})
+	}
+}
+
 // Wait blocks until no turn is running (for tests and the demo).
 func (s *Session) Wait(ctx context.Context) error {
 	for {
