@@ -63,41 +63,26 @@ func TestAcceptRefusedWithoutBase(t *testing.T) {
 // refuses a workspace whose base is simply empty: a repository with no
 // commit yet, or a directory that is no git checkout, is implemented.
 func TestAcceptStagesABaseWithoutHistory(t *testing.T) {
-	t.Run("unborn", testAcceptUnborn)
-	t.Run("no git", testAcceptNoGit)
-}
-
-func testAcceptUnborn(t *testing.T) {
-	ctx := ctxT(t)
-	ws := t.TempDir()
-	if out, err := exec.Command("git", "init", "-q", ws).CombinedOutput(); err != nil {
-		t.Fatal(err, string(out))
-	}
-	os.WriteFile(filepath.Join(ws, "greet.txt"), []byte("hello\n"), 0o644)
-	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, handoffScript(false)))
-	s, v := proposeAndWait(t, ctx, p, ws)
-	v = update(t, ctx, p.c, s.ID, v.Attempt, handoff.Change{Axis: "mode", Value: "full-auto"})
-	if err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil); err != nil {
-		t.Fatal(err)
-	}
-	waitTurnEnd(t, ctx, p.c, 2)
-	if b, _ := os.ReadFile(filepath.Join(ws, "greet.txt")); string(b) != "hi\n" {
-		t.Fatalf("greet %q", b)
-	}
-}
-
-func testAcceptNoGit(t *testing.T) {
-	ctx := ctxT(t)
-	ws := t.TempDir()
-	os.WriteFile(filepath.Join(ws, "greet.txt"), []byte("hello\n"), 0o644)
-	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, handoffScript(false)))
-	s, v := proposeAndWait(t, ctx, p, ws)
-	v = update(t, ctx, p.c, s.ID, v.Attempt, handoff.Change{Axis: "mode", Value: "full-auto"})
-	if err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil); err != nil {
-		t.Fatal(err)
-	}
-	waitTurnEnd(t, ctx, p.c, 2)
-	if b, _ := os.ReadFile(filepath.Join(ws, "greet.txt")); string(b) != "hi\n" {
-		t.Fatalf("greet %q", b)
+	for _, unborn := range []bool{true, false} {
+		t.Run(map[bool]string{true: "unborn", false: "no git"}[unborn], func(t *testing.T) {
+			ctx := ctxT(t)
+			ws := t.TempDir()
+			if unborn {
+				if out, err := exec.Command("git", "init", "-q", ws).CombinedOutput(); err != nil {
+					t.Fatal(err, string(out))
+				}
+			}
+			os.WriteFile(filepath.Join(ws, "greet.txt"), []byte("hello\n"), 0o644)
+			p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, handoffScript(false)))
+			s, v := proposeAndWait(t, ctx, p, ws)
+			v = update(t, ctx, p.c, s.ID, v.Attempt, handoff.Change{Axis: "mode", Value: "full-auto"})
+			if err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil); err != nil {
+				t.Fatal(err)
+			}
+			waitTurnEnd(t, ctx, p.c, 2)
+			if b, _ := os.ReadFile(filepath.Join(ws, "greet.txt")); string(b) != "hi\n" {
+				t.Fatalf("greet.txt after the implementation: %q", b)
+			}
+		})
 	}
 }
