@@ -16,13 +16,7 @@ import (
 // publishes none; no call site can emit them by hand.
 func TestStatusAndCardEventsExactlyOnChange(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	m := NewManager(Config{Store: st})
-	defer m.Close()
+	m := newTestManager(t)
 	var mu sync.Mutex
 	count := map[string]int{}
 	m.Subscribe(func(ev Event) {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-
-	"planbridge/internal/store"
 )
 
 // TestParkedStartClaimsTheSession: from its checks to its hand-over a
@@ -14,13 +12,7 @@ import (
 // ends with the start, and a refused start never releases another's.
 func TestParkedStartClaimsTheSession(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	m := NewManager(Config{Store: st})
-	defer m.Close()
+	m := newTestManager(t)
 	s, err := m.Create(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

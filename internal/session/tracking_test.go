@@ -8,16 +8,23 @@ import (
 	"planbridge/internal/store"
 )
 
-func newTestSession(t *testing.T) *Session {
+// newTestManager is a manager over a fresh store; both are closed when
+// the test ends.
+func newTestManager(t *testing.T) *Manager {
 	t.Helper()
-	ctx := context.Background()
-	st, err := store.Open(ctx, t.TempDir())
+	st, err := store.Open(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	m := NewManager(Config{Store: st})
-	s, err := m.Create(ctx, t.TempDir())
+	t.Cleanup(m.Close)
+	return m
+}
+
+func newTestSession(t *testing.T) *Session {
+	t.Helper()
+	s, err := newTestManager(t).Create(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
