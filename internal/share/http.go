@@ -222,6 +222,21 @@ type VersionDiff struct {
 // maxDiffBytes bounds the version diff a state carries.
 const maxDiffBytes = 24 << 10
 
+// versionDiff is the diff from the previous plan version to the one
+// shown, cut at [maxDiffBytes]; nil for a first version.
+func versionDiff(sess *session.Session) *VersionDiff {
+	d, err := sess.DiffVersions(0, 0)
+	if err != nil {
+		return nil
+	}
+	out := &VersionDiff{From: d.From, To: d.To, Text: d.Diff}
+	if len(d.Diff) > maxDiffBytes {
+		cut := strings.LastIndexByte(d.Diff[:maxDiffBytes], '\n') + 1
+		out.Text, out.Clipped = d.Diff[:cut], true
+	}
+	return out
+}
+
 // Actions says what this link may do right now; Reason explains a missing
 // Accept.
 type Actions struct {
@@ -244,15 +259,6 @@ func (s *Server) approvalState(sess *session.Session) ApprovalState {
 		Blockers: v.Blockers, Notice: v.Notice, Budget: s.cfg.FrameBudget}
 	if v.Body != "" {
 		a.HTML = proposal.RenderHTML(v.Body)
-	}
-	if v.Body != "" {
-		if d, err := sess.DiffVersions(0, 0); err == nil {
-			a.Diff = &VersionDiff{From: d.From, To: d.To, Text: d.Diff}
-			if len(d.Diff) > maxDiffBytes {
-				cut := strings.LastIndexByte(d.Diff[:maxDiffBytes], '\n') + 1
-				a.Diff.Text, a.Diff.Clipped = d.Diff[:cut], true
-			}
-		}
 	}
 	a.Size = len(a.HTML) + len(sel)
 	// A clipped body would be accepted unseen: that is over budget too.
@@ -282,6 +288,9 @@ func actionsFor(t Tier, a ApprovalState) Actions {
 
 func (s *Server) state(w http.ResponseWriter, r *http.Request, g guest) {
 	a := s.approvalState(g.sess)
+	if a.HTML != "" { // a body is shown
+		a.Diff = versionDiff(g.sess) // only the page shows it: accept and park do not read it
+	}
 	writeJSON(w, http.StatusOK, State{Tier: g.tier, ExpiresAt: g.expires, Session: guestSession(g.sess.Info()), Approval: a, Actions: actionsFor(g.tier, a)})
 }
 
