@@ -16,12 +16,18 @@ import (
 )
 
 func forkScript() string {
+	return forkScriptThen(`
+	 {"text": "Implementing in the fork.\n", "tool_calls": [{"name": "edit_file", "arguments": {"path": "greet.txt", "old": "hello", "new": "hi"}}]},
+	 {"text": "Done.\n"}`)
+}
+
+// forkScriptThen is the script [prepareFork] plays (an edit, a note, the
+// plan), then the implementation's steps impl (a JSON list's members).
+func forkScriptThen(impl string) string {
 	return fmt.Sprintf(`[
 	 {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "edited by the session\n"}}]},
 	 {"text": "Noted.\n"},
-	 {"text": %q},
-	 {"text": "Implementing in the fork.\n", "tool_calls": [{"name": "edit_file", "arguments": {"path": "greet.txt", "old": "hello", "new": "hi"}}]},
-	 {"text": "Done.\n"}]`, planText)
+	 {"text": %q},%s]`, planText, impl)
 }
 
 func git(t *testing.T, dir string, args ...string) string {

@@ -75,14 +75,11 @@ func fileStats(r gapReport) map[string]string {
 func TestReportAndScopeInWorktreeFork(t *testing.T) {
 	ctx := ctxT(t)
 	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
-	script := fmt.Sprintf(`[
-	 {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "edited by the session\n"}}]},
-	 {"text": "Noted.\n"},
-	 {"text": %q},
+	script := forkScriptThen(`
 	 {"text": "Implementing in the fork.\n", "tool_calls": [
 	   {"name": "edit_file", "arguments": {"path": "greet.txt", "old": "hello", "new": "hi"}},
 	   {"name": "write_file", "arguments": {"path": "outside.txt", "content": "o\n"}}]},
-	 {"text": "Done.\n"}]`, planText)
+	 {"text": "Done.\n"}`)
 	state := t.TempDir()
 	p := startServe(t, state, "--engine", "script", "--script", writeScript(t, script))
 	var a asks
@@ -379,14 +376,11 @@ func testBashOutsideScopeUnattendedRestoresAndPauses(t *testing.T, unprivileged 
 func TestReportOfGoalInWorktree(t *testing.T) {
 	ctx := ctxT(t)
 	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
-	script := fmt.Sprintf(`[
-	 {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "edited by the session\n"}}]},
-	 {"text": "Noted.\n"},
-	 {"text": %q},
+	script := forkScriptThen(`
 	 {"text": "Implementing.\n", "tool_calls": [
 	   {"name": "edit_file", "arguments": {"path": "greet.txt", "old": "hello", "new": "hi"}},
 	   {"name": "update_goal", "arguments": {"status": "complete", "summary": "greet.txt says hi"}}]},
-	 {"text": "Goal complete.\n"}]`, planText)
+	 {"text": "Goal complete.\n"}`)
 	p := startServe(t, t.TempDir(), "--engine", "script", "--script", writeScript(t, script))
 	s, v := prepareFork(t, ctx, p, ws)
 	budget := int64(0)
