@@ -160,7 +160,7 @@ func (p *Process) KillOrphans() {
 		if pid == leader || string(f[0]) == "Z" {
 			continue
 		}
-		if env, err := os.ReadFile("/proc/" + e.Name() + "/environ"); err == nil && bytes.Contains(append(append([]byte{0}, env...), 0), want) {
+		if carries(e.Name(), want) {
 			marked = append(marked, pid)
 		}
 	}
@@ -176,6 +176,13 @@ func (p *Process) KillOrphans() {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+}
+
+// carries says the environment of process pid (a /proc entry) holds
+// want, a marker framed by NULs.
+func carries(pid string, want []byte) bool {
+	env, err := os.ReadFile("/proc/" + pid + "/environ")
+	return err == nil && bytes.Contains(append(append([]byte{0}, env...), 0), want)
 }
 
 // markerVar names the variable that marks an agent's processes.
@@ -200,8 +207,7 @@ func sweep(marker string) {
 			if err != nil || pid == os.Getpid() {
 				continue
 			}
-			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-			if err != nil || !bytes.Contains(append(append([]byte{0}, env...), 0), want) {
+			if !carries(e.Name(), want) {
 				continue
 			}
 			found = true

@@ -422,7 +422,8 @@ func logLines(lg *slog.Logger) io.Writer {
 
 // acpDoctor starts the configured agent and checks it speaks ACP.
 func acpDoctor(ctx context.Context, cfg agent.EngineConfig) (string, error) {
-	e, err := agent.NewACP(acpConfig(cfg, "", nil))
+	c := acpConfig(cfg, "", nil)
+	e, err := agent.NewACP(c)
 	if err != nil {
 		return err.Error(), err
 	}
@@ -436,7 +437,7 @@ func acpDoctor(ctx context.Context, cfg agent.EngineConfig) (string, error) {
 	if res.AgentInfo != nil {
 		name = strings.TrimSpace(res.AgentInfo.Name + " " + res.AgentInfo.Version)
 	}
-	return fmt.Sprintf("acp %s speaks ACP %d (%s)", strings.Join(acpConfig(cfg, "", nil).Command, " "), res.ProtocolVersion, name), nil
+	return fmt.Sprintf("acp %s speaks ACP %d (%s)", strings.Join(c.Command, " "), res.ProtocolVersion, name), nil
 }
 
 // acpSecretName reports whether an agent environment variable holds a

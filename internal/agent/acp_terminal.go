@@ -198,18 +198,16 @@ func (u *acpTurn) terminalRequest(ctx context.Context, method string, p acp.Term
 			return nil, &acp.Error{Code: acp.CodeInternalError, Message: ctx.Err().Error()}
 		}
 		return t.result().ExitStatus, nil
-	case "terminal/kill":
-		t.cancel()
-		<-t.done
-		return struct{}{}, nil
-	default: // terminal/release
-		t.cancel()
-		<-t.done
+	}
+	// terminal/kill, and terminal/release, which also forgets it.
+	t.cancel()
+	<-t.done
+	if method == "terminal/release" {
 		u.mu.Lock()
 		delete(u.terms, p.TerminalID)
 		u.mu.Unlock()
-		return struct{}{}, nil
 	}
+	return struct{}{}, nil
 }
 
 // closeTerminals kills the commands of the turn's terminals and waits for
