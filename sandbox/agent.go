@@ -365,11 +365,7 @@ func newAgentCgroup(root string, max uint64) (string, error) {
 		}
 	}
 	dir := filepath.Join(root, fmt.Sprintf("%s%d-%d-new", agentCgroupPrefix, os.Getpid(), cgroupSeq.Add(1)))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(fmt.Sprint(max)), 0); err != nil {
-		os.Remove(dir)
+	if err := makePidsCgroup(dir, max); err != nil {
 		return "", err
 	}
 	return dir, nil

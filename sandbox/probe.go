@@ -166,15 +166,23 @@ var cgroupSeq atomic.Int64
 
 func newCgroup(root string, max uint64) (*cgroup, error) {
 	dir := filepath.Join(root, fmt.Sprintf("planbridge-sandbox-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
+	if err := makePidsCgroup(dir, max); err != nil {
+		return nil, err
+	}
+	return &cgroup{dir: dir}, nil
+}
+
+// makePidsCgroup creates the cgroup dir holding at most max processes;
+// on failure nothing is left.
+func makePidsCgroup(dir string, max uint64) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, err
+		return err
 	}
-	cg := &cgroup{dir: dir}
 	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(fmt.Sprint(max)), 0); err != nil {
-		cg.destroy()
-		return nil, err
+		os.Remove(dir)
+		return err
 	}
-	return cg, nil
+	return nil
 }
 
 // kill sends SIGKILL to every process in the cgroup.
