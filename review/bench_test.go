@@ -11,29 +11,6 @@ import (
 	"planbridge/worktree"
 )
 
-// repoTree is [Tree] over a real checkout (as the session's adapter is).
-type repoTree struct{ r *worktree.Repo }
-
-func (g repoTree) Head() string { _, h, _ := g.r.Head(); return h }
-func (g repoTree) Dirty(ctx context.Context) ([]string, error) {
-	es, err := g.r.Status(ctx)
-	out := make([]string, 0, len(es))
-	for _, e := range es {
-		out = append(out, e.Path)
-	}
-	return out, err
-}
-func (g repoTree) Committed(commit, p string) (FileState, bool) {
-	e, err := g.r.ReadCommitEntry(commit, p)
-	if err != nil {
-		return FileState{}, false
-	}
-	return CommittedState(e.Kind, e.Data), true
-}
-func (g repoTree) Changed(a, b string, max int) ([]string, bool, error) {
-	return g.r.ChangedPaths(a, b, max)
-}
-
 // watchRepo is a committed 20k-file checkout with 20 dirty files.
 func watchRepo(b *testing.B) string {
 	b.Helper()
@@ -73,11 +50,11 @@ func BenchmarkScopeWatch(b *testing.B) {
 			b.Fatal(err)
 		}
 		root, _ := os.OpenRoot(repo)
-		snap, err := Take(ctx, repoTree{r}, root, nil)
+		snap, err := Take(ctx, gitTree{r}, root, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if cs, err := snap.Changes(ctx, repoTree{r}, root, nil); err != nil || len(cs) != 0 {
+		if cs, err := snap.Changes(ctx, gitTree{r}, root, nil); err != nil || len(cs) != 0 {
 			b.Fatal(cs, err)
 		}
 		root.Close()

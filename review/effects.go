@@ -143,12 +143,9 @@ func (s *Snapshot) Changes(ctx context.Context, t Tree, root, git *os.Root) ([]C
 	total := 0
 	for p := range cand {
 		before, ok := s.files[p]
-		if !ok {
-			before = FileState{}
-			if s.head != "" {
-				if e, ok := t.Committed(s.head, p); ok {
-					before = e
-				}
+		if !ok && s.head != "" { // not dirty then: as committed, else absent
+			if e, ok := t.Committed(s.head, p); ok {
+				before = e
 			}
 		}
 		var now FileState

@@ -48,11 +48,11 @@ func (t *Tracker) Versions() []PlanVersion {
 			continue
 		}
 		n, _ := strconv.Atoi(m[1])
-		b, err := os.ReadFile(t.workPath(t.versionRel(n)))
+		body, err := t.versionBody(n)
 		if err != nil {
 			continue
 		}
-		out = append(out, PlanVersion{N: n, Hash: proposal.HashBody(strings.TrimSuffix(string(b), "\n")), Path: workScheme + t.versionRel(n)})
+		out = append(out, PlanVersion{N: n, Hash: proposal.HashBody(body), Path: workScheme + t.versionRel(n)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].N < out[j].N })
 	return out

@@ -294,8 +294,9 @@ func (t *Tracker) after(ctx context.Context, call Call, unattended bool, base *B
 	if !held {
 		return ""
 	}
-	t.noteChanged(call.ID, pathsOf(changes))
-	outside, paths := changes, pathsOf(changes) // an unreadable scope allows nothing
+	all := pathsOf(changes)
+	t.noteChanged(call.ID, all)
+	outside, paths := changes, all // an unreadable scope allows nothing
 	if sc != nil {
 		outside, paths = sc.Outside(changes, base.Prefix)
 	}

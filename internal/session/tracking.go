@@ -378,13 +378,14 @@ func (s *Session) extendScope(call agent.ToolCall) {
 	ws := s.row.Workspace
 	s.mu.Unlock()
 	roots := agent.Roots{Workspace: ws, Work: s.workDir}
+	realWS := realPath(ws)
 	var rels []string
 	for _, p := range targets {
 		w, err := roots.ClassifyWrite(p)
 		if err != nil || w.Class != agent.WriteWorkspace {
 			continue
 		}
-		rel, err := filepath.Rel(realPath(ws), w.Abs)
+		rel, err := filepath.Rel(realWS, w.Abs)
 		if err != nil {
 			continue
 		}
