@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"strings"
 
 	"planbridge/internal/atomicfile"
+
+	"golang.org/x/sys/unix"
 )
 
 // scopeOverrideRel is where the person's edit of the card's scope for the
@@ -236,17 +239,40 @@ func listPaths(ps []string) string {
 // Each watched command is checked not to have changed them.
 var recordFiles = []string{"base.json", "scope.json", "tools.jsonl", watchFile, unsettledFile}
 
-// readRecords reads the record files (a nil entry: absent).
+// readRecords reads the record files (a nil entry: absent, or no regular
+// file: planbridge writes none other, so it is restored from what it was).
 func readRecords(dir string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for _, name := range recordFiles {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		b, _, err := readRecord(filepath.Join(dir, name))
+		if err != nil {
 			return nil, err
 		}
 		out[name] = b
 	}
 	return out, nil
+}
+
+// readRecord reads the regular file at p without following a link. odd
+// reports something else there (a link, a directory, a fifo): its
+// content is never read.
+func readRecord(p string) (b []byte, odd bool, err error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		if _, lerr := os.Lstat(p); lerr == nil {
+			return nil, true, nil // a link (ELOOP) or something unreadable in its place
+		}
+		return nil, false, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, true, nil
+	}
+	b, err = io.ReadAll(f)
+	return b, false, err
 }
 
 // restoreRecords puts back the record files a command changed and names
@@ -255,17 +281,18 @@ func (t *Tracker) restoreRecords(dir string, before map[string][]byte) []string 
 	var touched []string
 	for _, name := range recordFiles {
 		p := filepath.Join(dir, name)
-		now, err := os.ReadFile(p)
+		now, odd, err := readRecord(p)
 		if err != nil {
-			now = nil
+			now, odd = nil, true
 		}
-		if string(now) == string(before[name]) && (now == nil) == (before[name] == nil) {
+		if !odd && string(now) == string(before[name]) && (now == nil) == (before[name] == nil) {
 			continue
 		}
 		touched = append(touched, name)
-		if before[name] == nil {
-			err = os.RemoveAll(p)
-		} else {
+		if odd || before[name] == nil {
+			err = os.RemoveAll(p) // never written through: a link goes, not its target
+		}
+		if err == nil && before[name] != nil {
 			err = atomicfile.WriteFile(p, before[name], 0o600)
 		}
 		if err != nil {

@@ -163,6 +163,39 @@ func TestTrackerWatchRestoresItsRecords(t *testing.T) {
 	}
 }
 
+// A record swapped for a link to a file of the command's own, with the
+// same content, or for a directory, is seen and put back as the regular
+// file it was: a later write to the link's target cannot widen the scope.
+func TestTrackerWatchRecordSwappedForALink(t *testing.T) {
+	ws := repo(t, map[string]string{"src/a.go": "a\n"})
+	tr, f := newTracker(t, ws)
+	accept(t, tr, f, []string{"src"})
+	scope := filepath.Join(tr.baseDir(), "scope.json")
+	log := filepath.Join(tr.baseDir(), "tools.jsonl")
+	before := readFile(t, scope)
+	mine := filepath.Join(t.TempDir(), "mine.json")
+	watched(t, tr, false, "1", func() {
+		writeFile(t, mine, before)
+		os.Remove(scope)
+		if err := os.Symlink(mine, scope); err != nil {
+			t.Fatal(err)
+		}
+		os.RemoveAll(log)
+		os.Mkdir(log, 0o700)
+	})
+	fi, err := os.Lstat(scope)
+	if err != nil || !fi.Mode().IsRegular() || readFile(t, scope) != before {
+		t.Fatalf("scope after the swap: %v %v", fi, err)
+	}
+	if fi, err := os.Lstat(log); err == nil && !fi.Mode().IsRegular() {
+		t.Fatalf("the tool log stayed a %v", fi.Mode())
+	}
+	writeFile(t, mine, `{"paths":["."]}`)
+	if tr.Allows("docs/x") || readFile(t, mine) != `{"paths":["."]}` {
+		t.Fatal("the link's target widened the scope, or the restore wrote through the link")
+	}
+}
+
 // A link the command put in a parent's place is removed before anything
 // is restored under it: nothing is written through it.
 func TestTrackerWatchRestoreNeverThroughALink(t *testing.T) {
