@@ -7,9 +7,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// lockGrace bounds the wait for a lock whose recorded holder is dead.
+const lockGrace = 3 * time.Second
 
 // ErrLocked is returned by [Lock] when another process holds the state
 // directory.
@@ -44,14 +48,25 @@ func Lock(dir string) (release func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open lock: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	// A holder that is gone can still hold the lock for a moment: a child
+	// it was starting keeps a copy of every descriptor until its exec
+	// closes them. So while the pid recorded is dead, wait a little.
+	for deadline := time.Now().Add(lockGrace); ; {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock state dir: %w", err)
+		}
 		b, _ := os.ReadFile(name)
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if pid <= 0 || !errors.Is(unix.Kill(pid, 0), unix.ESRCH) || time.Now().After(deadline) {
+			f.Close()
 			return nil, &LockError{Dir: dir, PID: pid}
 		}
-		return nil, fmt.Errorf("lock state dir: %w", err)
+		time.Sleep(10 * time.Millisecond)
 	}
 	// The pid is informational (the lock is the flock); write it in place.
 	if err := f.Truncate(0); err == nil {
