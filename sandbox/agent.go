@@ -37,6 +37,10 @@ type AgentConfig struct {
 	// Launcher is the executable that calls [Main] first thing; empty
 	// means the running executable.
 	Launcher string
+	// Describe, when set, names what Writable holds for [Agent.Summary]
+	// ("writes: <Describe> and /dev/null only"), for a profile built only
+	// to describe one whose directories do not exist yet.
+	Describe string
 }
 
 // AgentLimits are the resource limits of a confined agent: no CPU or
@@ -195,7 +199,10 @@ func probeAgentMounts(launch string) error {
 func (a *Agent) Summary() string {
 	l := a.layers
 	w := "/dev/null only"
-	if n := len(a.cfg.Writable); n > 0 {
+	switch n := len(a.cfg.Writable); {
+	case a.cfg.Describe != "":
+		w = a.cfg.Describe + " and /dev/null only"
+	case n > 0:
 		w = fmt.Sprintf("%d own dir(s) and /dev/null", n)
 	}
 	s := "private mount namespace (everything read-only but its own dirs: no chmod, chown, utimes or xattr elsewhere), " +

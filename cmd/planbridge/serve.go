@@ -340,8 +340,7 @@ func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "acp":
 		msg, err := acpDoctor(ctx, ec)
 		line("engine", msg, err == nil)
-		env := acpEnv(ec)
-		agentText := acpConfinementText(acpModelPorts(env), env[acpUnconfinedVar] == "1")
+		agentText := agent.ACPConfinementText(ec.Env)
 		line("agent", agentText, !strings.HasPrefix(agentText, "NO OS CONFINEMENT"))
 	default:
 		_, err := agent.NewEngine(ec, os.Getenv)

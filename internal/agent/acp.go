@@ -161,9 +161,14 @@ type acpSession struct {
 	modes *acp.ModeState
 }
 
-func (e *ACP) env() []string {
+func (e *ACP) env() []string { return acpEnviron(e.cfg.Env) }
+
+// acpEnviron is the environment of an agent configured with cfgEnv:
+// planbridge's own without [acpDropped], the hygiene variables, then
+// cfgEnv.
+func acpEnviron(cfgEnv map[string]string) []string {
 	env := append(acp.Environ(acpDropped...), acpHygiene...)
-	for k, v := range e.cfg.Env {
+	for k, v := range cfgEnv {
 		if k == "IS_SANDBOX" {
 			continue
 		}

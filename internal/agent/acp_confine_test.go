@@ -1,14 +1,15 @@
-package main
+package agent
 
 import (
+	"crypto/sha256"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"planbridge/internal/agent"
 	"planbridge/sandbox"
 
 	"golang.org/x/sys/unix"
@@ -102,17 +103,17 @@ func TestConfinePlanAgentCommand(t *testing.T) {
 	os.MkdirAll(state, 0o700)
 	ws := t.TempDir()
 	realHome := t.TempDir()
-	cfg := acpConfig(agent.EngineConfig{Kind: "acp", Command: []string{"/bin/true"}}, state, nil)
+	cfg := planACP(nil)
 	cmd := exec.Command("/bin/true")
 	cmd.Env = []string{"HOME=/nonexistent-home", "TMPDIR=/tmp", "CODEX_HOME=/x"}
-	if err := cfg.Confine(cmd, agent.Confinement{Plan: false, Writable: []string{state}}); err != nil || cmd.Path != "/bin/true" || len(cmd.Env) != 3 {
+	if err := cfg.Confine(cmd, Confinement{Plan: false, Writable: []string{state}}); err != nil || cmd.Path != "/bin/true" || len(cmd.Env) != 3 {
 		t.Fatalf("non-Plan agent changed: %v %v %v", err, cmd.Path, cmd.Env)
 	}
 	script := `touch "$HOME/h" && touch "$TMPDIR/t" && echo home-ok; touch "$WS/x" || echo ws-denied; touch "$REAL/x" || echo realhome-denied; echo "$HOME|$TMPDIR|$CLAUDE_CODE_TMPDIR|$CODEX_HOME|$XDG_CONFIG_HOME"`
 	cmd = exec.Command("/bin/sh", "-c", script)
 	cmd.Dir = ws
 	cmd.Env = []string{"HOME=" + realHome, "TMPDIR=/tmp", "CODEX_HOME=" + realHome, "WS=" + ws, "REAL=" + realHome, "PATH=/usr/bin:/bin"}
-	if err := cfg.Confine(cmd, agent.Confinement{Plan: true, Writable: []string{state}}); err != nil {
+	if err := cfg.Confine(cmd, Confinement{Plan: true, Writable: []string{state}}); err != nil {
 		t.Fatal(err)
 	}
 	out, err := cmd.CombinedOutput()
@@ -133,7 +134,7 @@ func TestConfinePlanAgentCommand(t *testing.T) {
 	os.WriteFile(filepath.Join(realHome, ".claude.json"), []byte("{}"), 0o600)
 	cmd = exec.Command("/bin/true")
 	cmd.Env = []string{"HOME=" + realHome}
-	if err := cfg.Confine(cmd, agent.Confinement{Plan: true, Writable: []string{state}}); err != nil {
+	if err := cfg.Confine(cmd, Confinement{Plan: true, Writable: []string{state}}); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Lstat(home); err != nil || !fi.IsDir() {
@@ -145,7 +146,7 @@ func TestConfinePlanAgentCommand(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(home, ".claude.json")); string(b) != "{}" {
 		t.Errorf("seed: %q %v", b, err)
 	}
-	if err := cfg.Confine(exec.Command("/bin/true"), agent.Confinement{Plan: true}); err == nil {
+	if err := cfg.Confine(exec.Command("/bin/true"), Confinement{Plan: true}); err == nil {
 		t.Error("confined without a state directory")
 	}
 }
@@ -160,30 +161,30 @@ func TestPlanAgentWithoutLandlock(t *testing.T) {
 	newAgentSandbox = func(sandbox.AgentConfig) (*sandbox.Agent, error) { return nil, sandbox.ErrNoAgentConfinement }
 	state := filepath.Join(t.TempDir(), "acp")
 	os.MkdirAll(state, 0o700)
-	conf := agent.Confinement{Plan: true, Writable: []string{state}}
+	conf := Confinement{Plan: true, Writable: []string{state}}
 
-	cfg := acpConfig(agent.EngineConfig{Kind: "acp", Command: []string{"/bin/true"}}, state, nil)
+	cfg := planACP(nil)
 	if !strings.HasPrefix(cfg.Confined, "NO OS CONFINEMENT") || !strings.Contains(cfg.Confined, "refused") {
 		t.Errorf("text %q", cfg.Confined)
 	}
 	cmd := exec.Command("/bin/true")
-	if err := cfg.Confine(cmd, conf); err == nil || !strings.Contains(err.Error(), "no Landlock") || !strings.Contains(err.Error(), acpUnconfinedVar+"=1") {
+	if err := cfg.Confine(cmd, conf); err == nil || !strings.Contains(err.Error(), "no Landlock") || !strings.Contains(err.Error(), ACPUnconfinedVar+"=1") {
 		t.Fatalf("no Landlock: %v", err)
 	}
 
-	cfg = acpConfig(agent.EngineConfig{Kind: "acp", Command: []string{"/bin/true"}, Env: map[string]string{acpUnconfinedVar: "1"}}, state, nil)
-	if !strings.HasPrefix(cfg.Confined, "NO OS CONFINEMENT") || !strings.Contains(cfg.Confined, "opted out with "+acpUnconfinedVar) {
+	cfg = planACP(map[string]string{ACPUnconfinedVar: "1"})
+	if !strings.HasPrefix(cfg.Confined, "NO OS CONFINEMENT") || !strings.Contains(cfg.Confined, "opted out with "+ACPUnconfinedVar) {
 		t.Errorf("opt-out text %q", cfg.Confined)
 	}
 	cmd = exec.Command("/bin/true")
-	cmd.Env = []string{acpUnconfinedVar + "=1", "HOME=/nonexistent"}
+	cmd.Env = []string{ACPUnconfinedVar + "=1", "HOME=/nonexistent"}
 	if err := cfg.Confine(cmd, conf); err != nil || cmd.Path != "/bin/true" || envMap(cmd.Env)["HOME"] != filepath.Join(state, "plan", "home") {
 		t.Fatalf("opt-out: %v %s %v", err, cmd.Path, cmd.Env)
 	}
 	// Where confinement works the opt-out changes nothing.
 	newAgentSandbox = saved
 	cmd = exec.Command("/bin/true")
-	cmd.Env = []string{acpUnconfinedVar + "=1"}
+	cmd.Env = []string{ACPUnconfinedVar + "=1"}
 	if err := cfg.Confine(cmd, conf); err != nil || cmd.Path == "/bin/true" {
 		t.Fatalf("opt-out with Landlock: %v %s", err, cmd.Path)
 	}
@@ -209,12 +210,12 @@ func TestPlanAgentDirsFollowNoLink(t *testing.T) {
 	write(filepath.Join(real, ".claude", ".credentials.json"), "claude creds")
 	write(filepath.Join(real, ".gemini", "settings.json"), "gemini settings")
 	write(filepath.Join(real, ".claude.json"), "{}")
-	cfg := acpConfig(agent.EngineConfig{Kind: "acp", Command: []string{"/bin/true"}}, state, nil)
+	cfg := planACP(nil)
 	confine := func() {
 		t.Helper()
 		cmd := exec.Command("/bin/true")
 		cmd.Env = []string{"HOME=" + real}
-		if err := cfg.Confine(cmd, agent.Confinement{Plan: true, Writable: []string{state}}); err != nil {
+		if err := cfg.Confine(cmd, Confinement{Plan: true, Writable: []string{state}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -248,4 +249,45 @@ func TestPlanAgentDirsFollowNoLink(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(home, ".claude", ".credentials.json")); string(b) != "claude creds" {
 		t.Errorf("the private home is not seeded: %q %v", b, err)
 	}
+}
+
+// planACP is the confinement planbridge configures for an acp engine
+// whose configured environment is env.
+func planACP(env map[string]string) ACPConfig {
+	return ACPConfig{Command: []string{"/bin/true"}, Env: env, Confine: ConfineACP, Confined: ACPConfinementText(env)}
+}
+
+// treeHash hashes a directory tree byte for byte: every entry's path,
+// type, mode and modification time, a file's content and a link's target.
+func treeHash(t testing.TB, dir string) string {
+	t.Helper()
+	var lines []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		line := fmt.Sprintf("%s %v %d", rel, fi.Mode(), fi.ModTime().UnixNano())
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			line += " -> " + target
+		case fi.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			line += fmt.Sprintf(" %x", sha256.Sum256(b))
+		}
+		lines = append(lines, line)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
 }
