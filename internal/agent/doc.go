@@ -119,8 +119,13 @@
 //     ([ACPConfig.Confine], [Confinement]): the gate holds what the agent
 //     asks; only the OS confinement holds what it does unasked. A Confine
 //     that fails for a Plan agent (no Landlock) fails the Plan turn; no
-//     agent starts unconfined for it (planbridge's hook lets the person opt
-//     out explicitly, and says so in [ACP.AgentConfinement]). [ACP.AgentConfinement] says what
+//     agent starts unconfined for it. planbridge's hook is [ConfineACP]:
+//     the sandbox's agent profile, writes only to a private home and tmp
+//     under the agent's state directory (seeded with copies of an
+//     allowlist of the agents' configuration and credential files, never
+//     through a link), TCP only to the model endpoints' ports; the person
+//     may opt out explicitly ([ACPUnconfinedVar]), and
+//     [ACPConfinementText] says so. [ACP.AgentConfinement] says what
 //     confines the Plan agent (doctor, /plan status).
 //   - The turn's text is the agent's message chunks; a plan-exit request's
 //     plan is appended as a <proposed_plan> block. A turn that ends on a
