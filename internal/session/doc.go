@@ -22,6 +22,8 @@
 //     is committed under its sequence number before any listener sees it;
 //     numbers are never reused, across restarts too. Streamed text is
 //     group-committed (a few milliseconds per batch, one event per batch).
+//     The log itself (numbering, commits, text batches, redaction, views
+//     published only on change) is an [eventlog.Log] over the store.
 //     Status and approval (card) events come from one path,
 //     [Session.changed], which every mutation of what they describe ends
 //     with: it derives both views and publishes each only when it differs

@@ -191,7 +191,7 @@ func (m *Manager) Close() {
 	}
 	m.turns.Wait()
 	for _, s := range ss {
-		s.flush()
+		s.events.Flush()
 	}
 }
 

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,8 @@ import (
 	"planbridge/goal"
 	"planbridge/handoff"
 	"planbridge/internal/agent"
+	"planbridge/internal/event"
+	"planbridge/internal/eventlog"
 	"planbridge/internal/store"
 	"planbridge/review"
 )
@@ -53,23 +54,10 @@ type Session struct {
 
 	trMu sync.Mutex // serialises transcript commits (message indices)
 
-	evMu    sync.Mutex // serialises event emission: seq order = delivery order
-	lastSeq int64      // the highest committed sequence number
-	// lastStatus is the last status published (statusSent: one was);
-	// lastCard the JSON of the last card published while one is pending
-	// (nil: none since the last presentation ended).
-	lastStatus StatusEvent
-	statusSent bool
-	lastCard   []byte
+	events *eventlog.Log // the event log: numbering, write-ahead commits, text group commit, views
 	// pubMu serialises [Session.changed], so a view derived earlier is
-	// never published after one derived later. Taken before mu and evMu.
+	// never published after one derived later. Taken before mu.
 	pubMu sync.Mutex
-
-	// textMu guards the text gathered for the next group commit. It is
-	// never held across a commit, so a stream never waits on the disk.
-	textMu    sync.Mutex
-	text      strings.Builder
-	textTimer *time.Timer // pending group commit of text, nil if none
 }
 
 // loadSession loads a stored session; restarted is false for a session this
@@ -102,7 +90,7 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 		}
 		s.msgs = append(s.msgs, am)
 	}
-	if s.lastSeq, err = m.st.LastSeq(ctx, row.ID); err != nil {
+	if s.events, err = eventlog.Open(ctx, eventlog.Config{Session: row.ID, Store: m.st, Publish: m.publish, Redact: m.redact, Logger: m.log}); err != nil {
 		return nil, err
 	}
 	// Turn numbers continue from the log's last turn_start.
@@ -188,9 +176,7 @@ func (s *Session) Info() Info {
 	in.AcceptedPlan = s.track.Ref()
 	in.ParentID, in.ForkedTo = s.row.ParentID, s.row.ForkedTo
 	s.mu.Unlock()
-	s.evMu.Lock()
-	in.LastSeq = s.lastSeq
-	s.evMu.Unlock()
+	in.LastSeq = s.events.LastSeq()
 	return in
 }
 
@@ -202,170 +188,40 @@ func (s *Session) Events(ctx context.Context, since int64) ([]Event, error) {
 
 // EventsPage is [Session.Events] with a page size (0: no limit).
 func (s *Session) EventsPage(ctx context.Context, since int64, limit int) ([]Event, error) {
-	s.flush() // text not yet committed is committed (and published) first
-	evs, err := s.m.st.EventsPage(ctx, s.id, since, limit)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Event, len(evs))
-	for i, e := range evs {
-		out[i] = Event{Session: s.id, Seq: e.Seq, Kind: e.Kind, Data: e.Data, Time: e.Time}
-	}
-	return out, nil
+	return s.events.Page(ctx, since, limit)
 }
-
-// textCoalesce is how long streamed text deltas gather before one group
-// commit publishes them as one text event.
-const textCoalesce = 5 * time.Millisecond
 
 // emit appends an event of the catalogue ([EventData]) to the log and then
-// publishes it: write-ahead, so
-// every sequence number a surface sees is in a committed row and no number
-// is ever given out twice, across restarts too. Text deltas pending from
-// [Session.emitText] are committed (and published) first, keeping order.
-// A commit that fails is logged and published without a number (seq 0,
-// "durable": false) so the person still learns of it.
-func (s *Session) emit(ev EventData) {
-	switch ev.(type) {
-	case StatusEvent, ApprovalView:
-		// Derived views: only [Session.changed] publishes them.
-		s.m.log.Error("status and approval events come from changed only; dropped", "session", s.id, "kind", ev.Kind())
-		return
-	}
-	kind := ev.Kind()
-	raw, err := json.Marshal(ev)
-	if err != nil {
-		raw, _ = json.Marshal(map[string]string{"error": err.Error()})
-	}
-	// Secrets never reach the log, a client or a page.
-	if red := s.m.redact.Bytes(raw); !json.Valid(red) {
-		raw, _ = json.Marshal(map[string]string{"error": "event withheld: it contained a secret"})
-	} else {
-		raw = red
-	}
-	s.evMu.Lock()
-	defer s.evMu.Unlock()
-	s.flushLocked()
-	s.commitLocked(kind, raw)
-}
+// publishes it ([eventlog.Log.Emit]: write-ahead, numbers never reused,
+// pending text first); status and approval events are refused: only
+// [Session.changed] publishes them.
+func (s *Session) emit(ev EventData) { s.events.Emit(ev) }
 
 // changed is the one path status and approval (card) events come from;
 // [Session.emit] refuses both kinds. Every mutation of what they describe
 // (posture, mode, busy, queue, proposal, the pending presentation, Goal,
 // fork link, counters) is followed by changed, which derives both views
-// and publishes each only when it differs from the last one published:
-// the card first (while a presentation is pending), then the status. So
-// every such event is a change, and an unchanged set publishes nothing.
+// and publishes each only when it differs from the last one published
+// ([eventlog.Log.View]): the card first (while a presentation is pending),
+// then the status. So every such event is a change, and an unchanged set
+// publishes nothing. The card is derived outside every lock (it reads
+// files), the status from [Session.Info].
 func (s *Session) changed() {
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
-	s.publishCard()
-	s.publishStatus()
-}
-
-func (s *Session) publishStatus() {
-	st := s.statusData()
-	s.evMu.Lock()
-	defer s.evMu.Unlock()
-	if s.statusSent && s.lastStatus == st {
-		return
-	}
-	raw, _ := json.Marshal(st)
-	s.flushLocked()
-	if s.commitLocked(st.Kind(), raw) {
-		s.lastStatus, s.statusSent = st, true
-	}
-}
-
-// publishCard publishes the pending card when it differs from the last
-// one published. The card is derived outside both locks (it reads files).
-func (s *Session) publishCard() {
 	s.mu.Lock()
 	pending := s.approval.Pending()
 	s.mu.Unlock()
-	if !pending {
-		s.evMu.Lock()
-		s.lastCard = nil
-		s.evMu.Unlock()
-		return
-	}
-	v := s.Approval()
-	raw, err := json.Marshal(v)
-	if err != nil {
-		s.m.log.Error("encode the approval card", "session", s.id, "err", err)
-		return
-	}
-	// Secrets never reach the log, a client or a page (as [Session.emit]).
-	if red := s.m.redact.Bytes(raw); !json.Valid(red) {
-		raw, _ = json.Marshal(map[string]string{"error": "event withheld: it contained a secret"})
+	if pending {
+		s.events.View(s.Approval())
 	} else {
-		raw = red
+		s.events.EndView(event.KindApproval)
 	}
-	s.evMu.Lock()
-	defer s.evMu.Unlock()
-	if bytes.Equal(raw, s.lastCard) {
-		return
-	}
-	s.flushLocked()
-	if s.commitLocked(v.Kind(), raw) {
-		s.lastCard = raw
-	}
+	s.events.View(s.statusData())
 }
 
-// emitText queues a streamed text delta; deltas gather for at most
-// [textCoalesce] and are committed and published as one text event.
-func (s *Session) emitText(delta string) {
-	if delta == "" {
-		return
-	}
-	s.textMu.Lock()
-	s.text.WriteString(delta)
-	if s.textTimer == nil {
-		s.textTimer = time.AfterFunc(textCoalesce, s.flush)
-	}
-	s.textMu.Unlock()
-}
-
-func (s *Session) flush() {
-	s.evMu.Lock()
-	s.flushLocked()
-	s.evMu.Unlock()
-}
-
-// flushLocked commits and publishes the gathered text deltas as one event.
-// Caller holds evMu: text taken here is committed before anything emitted
-// after it.
-func (s *Session) flushLocked() {
-	s.textMu.Lock()
-	if s.textTimer != nil {
-		s.textTimer.Stop()
-		s.textTimer = nil
-	}
-	text := s.text.String()
-	s.text.Reset()
-	s.textMu.Unlock()
-	if text == "" {
-		return
-	}
-	raw, _ := json.Marshal(TextEvent{Delta: text})
-	s.commitLocked("text", raw)
-}
-
-// commitLocked gives the event the next number, commits it, then
-// publishes; ok reports the commit.
-func (s *Session) commitLocked(kind string, raw json.RawMessage) (ok bool) {
-	ev := store.Event{Seq: s.lastSeq + 1, Kind: kind, Data: raw, Time: time.Now()}
-	if err := s.m.st.AppendEvents(context.Background(), s.id, []store.Event{ev}); err != nil {
-		s.m.log.Error("persist event", "session", s.id, "kind", kind, "err", err)
-		durable := false
-		msg, _ := json.Marshal(ErrorEvent{Message: "could not save an event (" + kind + "): " + err.Error(), Durable: &durable})
-		s.m.publish(Event{Session: s.id, Seq: 0, Kind: "error", Data: msg, Time: ev.Time})
-		return false
-	}
-	s.lastSeq = ev.Seq
-	s.m.publish(Event{Session: s.id, Seq: ev.Seq, Kind: kind, Data: raw, Time: ev.Time})
-	return true
-}
+// emitText queues a streamed text delta for the log's group commit.
+func (s *Session) emitText(delta string) { s.events.Text(delta) }
 
 // saveRow persists the session row (caller must not hold s.mu).
 func (s *Session) saveRow(ctx context.Context) error {
