@@ -30,3 +30,17 @@ func CompleteToolCalls(msgs []Message) []Message {
 	}
 	return out
 }
+
+// ContextSize is the size, in bytes, of a request made of msgs and then
+// next: every message's content and tool-call arguments. It is what a
+// context window is measured against (see handoff.ModelConfig.NearWindow).
+func ContextSize(msgs []Message, next string) int {
+	n := len(next)
+	for _, m := range msgs {
+		n += len(m.Content)
+		for _, c := range m.ToolCalls {
+			n += len(c.Arguments)
+		}
+	}
+	return n
+}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 )
@@ -32,5 +33,28 @@ func TestCompleteToolCalls(t *testing.T) {
 	}
 	if again := CompleteToolCalls(got); !reflect.DeepEqual(again, got) {
 		t.Fatal("a complete conversation was changed")
+	}
+}
+
+// TestContextSize: what a context window is measured against is every
+// message's content and tool-call arguments, and the next prompt.
+func TestContextSize(t *testing.T) {
+	call := ToolCall{ID: "c1", Name: "read", Arguments: json.RawMessage(`{"p":1}`)} // 7 bytes
+	cases := []struct {
+		name string
+		msgs []Message
+		next string
+		want int
+	}{
+		{"nothing", nil, "", 0},
+		{"the next prompt only", nil, "hello", 5},
+		{"content", []Message{{Role: RoleUser, Content: "abc"}, {Role: RoleAssistant, Content: "de"}}, "f", 6},
+		{"tool calls count their arguments, not their names", []Message{{Role: RoleAssistant, Content: "x", ToolCalls: []ToolCall{call, call}}}, "", 15},
+		{"a tool result is content", []Message{{Role: RoleTool, Content: "out", ToolCallID: "c1", Name: "read"}}, "", 3},
+	}
+	for _, c := range cases {
+		if got := ContextSize(c.msgs, c.next); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/event"
-	"planbridge/internal/store"
 )
 
 // Compact summarises the transcript into a new context segment, as the
@@ -58,37 +57,17 @@ func (s *Session) compactNow(ctx context.Context, why string) error {
 	s.mu.Unlock()
 	material := handoff.CompactMaterial(resp.Text, c)
 	s.mu.Lock()
-	row := s.row
-	row.Segment++
-	msg := store.Message{Idx: s.nextIdx, Segment: row.Segment, Role: agent.RoleUser, Content: material}
+	seg := s.row.Segment + 1
 	s.mu.Unlock()
-	if err := s.m.st.CommitSegment(ctx, store.Segment{Session: row, Message: &msg}); err != nil {
+	if err := s.tr.Rotate(ctx, seg, material, ""); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.row.Segment = row.Segment
-	s.nextIdx++
-	s.msgs = []agent.Message{{Role: agent.RoleUser, Content: material}}
-	s.mu.Unlock()
-	s.emit(event.Compacted{Segment: row.Segment, Reason: why, Chars: len(material)})
+	s.emit(event.Compacted{Segment: seg, Reason: why, Chars: len(material)})
 	return nil
 }
 
 // needsCompaction reports whether the next request (the current context
 // and next) nears the model's window ([handoff.ModelConfig.NearWindow]).
 func (s *Session) needsCompaction(next string) bool {
-	cfg := s.m.modelConfig()
-	if cfg.ContextWindow <= 0 {
-		return false
-	}
-	s.mu.Lock()
-	n := len(next)
-	for _, m := range s.msgs {
-		n += len(m.Content)
-		for _, c := range m.ToolCalls {
-			n += len(c.Arguments)
-		}
-	}
-	s.mu.Unlock()
-	return cfg.NearWindow(n)
+	return s.m.modelConfig().NearWindow(agent.ContextSize(s.tr.Messages(), next))
 }

@@ -84,9 +84,7 @@ func (e *handoffEnv) Fork(ctx context.Context, rec *handoff.Record) error {
 
 // ForkPoint is the transcript index after the proposing reply.
 func (e *handoffEnv) ForkPoint() int64 {
-	e.s.mu.Lock()
-	defer e.s.mu.Unlock()
-	return e.s.nextIdx
+	return e.s.tr.Next()
 }
 
 func (e *handoffEnv) RepoRoot() (string, error) { return e.s.repoRoot() }

@@ -22,16 +22,15 @@ func (e *handoffEnv) PlanBody(ctx context.Context, rec *handoff.Record) (string,
 
 // History is [handoff.RenderHistory] of the current context.
 func (e *handoffEnv) History(ctx context.Context) (string, error) {
-	e.s.mu.Lock()
-	msgs := make([]handoff.HistoryMessage, len(e.s.msgs))
-	for i, m := range e.s.msgs {
+	tr := e.s.tr.Messages()
+	msgs := make([]handoff.HistoryMessage, len(tr))
+	for i, m := range tr {
 		h := handoff.HistoryMessage{Role: m.Role, Name: m.Name, Content: m.Content}
 		for _, c := range m.ToolCalls {
 			h.Calls = append(h.Calls, handoff.HistoryCall{Name: c.Name, Arguments: string(c.Arguments)})
 		}
 		msgs[i] = h
 	}
-	e.s.mu.Unlock()
 	return handoff.RenderHistory(msgs), nil
 }
 
@@ -67,29 +66,14 @@ func (e *handoffEnv) InstallSegment(ctx context.Context, rec *handoff.Record, ma
 		rec.Segment = s.row.Segment + 1
 	}
 	row := s.row
-	install := row.Segment != rec.Segment
-	var msg store.Message
-	if install {
-		row.Segment = rec.Segment
-		msg = store.Message{Idx: s.nextIdx, Segment: rec.Segment, Role: agent.RoleUser, Content: material}
-	}
 	s.mu.Unlock()
-	seg := store.Segment{Session: row, Record: rec.Marshal()}
-	if install {
-		seg.Message = &msg
+	if row.Segment == rec.Segment {
+		return s.m.st.CommitSegment(ctx, store.Segment{Session: row, Record: rec.Marshal()})
 	}
-	err := s.m.st.CommitSegment(ctx, seg)
-	if err != nil {
+	if err := s.tr.Rotate(ctx, rec.Segment, material, rec.Marshal()); err != nil {
 		return err
 	}
-	if install {
-		s.mu.Lock()
-		s.row.Segment = rec.Segment
-		s.nextIdx++
-		s.msgs = []agent.Message{{Role: agent.RoleUser, Content: material}}
-		s.mu.Unlock()
-		s.emit(NoticeEvent{Message: fmt.Sprintf("Started a new context (%s).", rec.Selection.Context)})
-	}
+	s.emit(NoticeEvent{Message: fmt.Sprintf("Started a new context (%s).", rec.Selection.Context)})
 	return nil
 }
 

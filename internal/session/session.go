@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"planbridge/internal/event"
 	"planbridge/internal/eventlog"
 	"planbridge/internal/store"
+	"planbridge/internal/transcript"
 	"planbridge/review"
 )
 
@@ -48,12 +48,11 @@ type Session struct {
 	// fork blocker), zero unless Worktree is selected.
 	wt      handoff.WorktreeCard
 	timeout handoff.Timeout // the approval timeout of the current presentation
-	msgs    []agent.Message // transcript of the current context segment
-	nextIdx int64
-	turnNo  int64 // the last turn started; loaded from the log, so numbering survives a restart
+	turnNo  int64           // the last turn started; loaded from the log, so numbering survives a restart
 
-	trMu sync.Mutex // serialises transcript commits (message indices)
-
+	// tr is the transcript of the current context segment (its own locks:
+	// commits take it before mu, reads take a leaf lock).
+	tr     *transcript.Transcript
 	events *eventlog.Log // the event log: numbering, write-ahead commits, text group commit, views
 	// pubMu serialises [Session.changed], so a view derived earlier is
 	// never published after one derived later. Taken before mu.
@@ -67,28 +66,10 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 	s := &Session{m: m, id: row.ID, row: row, restarted: restarted,
 		workDir: m.workDir(row.ID)}
 	s.track = s.newTracker()
-	msgs, err := m.st.Messages(ctx, row.ID)
-	if err != nil {
+	var err error
+	if s.tr, err = transcript.Load(ctx, transcript.Config{Session: row.ID, Segment: row.Segment, Store: m.st,
+		Row: s.rowSnapshot, OnSegment: s.segmentCommitted, Redact: m.redact, Logger: m.log}); err != nil {
 		return nil, err
-	}
-	for _, pm := range msgs {
-		s.nextIdx = pm.Idx + 1
-		if pm.Segment != row.Segment {
-			continue
-		}
-		am := agent.Message{Role: pm.Role, Content: pm.Content, ToolCallID: pm.ToolCallID, Name: pm.Name}
-		if pm.ToolCalls != "" {
-			if err := json.Unmarshal([]byte(pm.ToolCalls), &am.ToolCalls); err != nil {
-				m.log.Warn("corrupt tool calls in transcript; dropped", "session", row.ID, "idx", pm.Idx, "err", err)
-			}
-		}
-		if pm.Thinking != "" {
-			if err := json.Unmarshal([]byte(pm.Thinking), &am.Thinking); err != nil {
-				m.log.Warn("corrupt reasoning in transcript; dropped", "session", row.ID, "idx", pm.Idx, "err", err)
-				am.Thinking = nil
-			}
-		}
-		s.msgs = append(s.msgs, am)
 	}
 	if s.events, err = eventlog.Open(ctx, eventlog.Config{Session: row.ID, Store: m.st, Publish: m.publish, Redact: m.redact, Logger: m.log}); err != nil {
 		return nil, err
@@ -830,42 +811,23 @@ func (s *Session) Wait(ctx context.Context) error {
 }
 
 // appendTranscript persists messages of the current segment together with
-// the session row.
+// the session row, in one turn step ([transcript.Transcript.Append]).
 func (s *Session) appendTranscript(ctx context.Context, op string, msgs []agent.Message, with func(*store.TurnStep)) error {
-	s.trMu.Lock() // indices are taken and committed in one piece
-	defer s.trMu.Unlock()
+	return s.tr.Append(ctx, op, msgs, with)
+}
+
+// rowSnapshot is the session row a transcript commit writes.
+func (s *Session) rowSnapshot() store.Session {
 	s.mu.Lock()
-	rows := make([]store.Message, 0, len(msgs))
-	for _, m := range msgs {
-		calls := ""
-		if len(m.ToolCalls) > 0 {
-			b, _ := json.Marshal(m.ToolCalls)
-			calls = string(b)
-		}
-		red := s.m.redact
-		thinking := ""
-		if len(m.Thinking) > 0 {
-			b, _ := json.Marshal(m.Thinking)
-			thinking = string(b)
-		}
-		rows = append(rows, store.Message{Idx: s.nextIdx + int64(len(rows)), Segment: s.row.Segment, Role: m.Role, Content: red.String(m.Content),
-			ToolCalls: red.String(calls), ToolCallID: m.ToolCallID, Name: m.Name, Thinking: thinking})
-	}
-	row := s.row
-	s.mu.Unlock()
-	step := store.TurnStep{Session: row, Messages: rows}
-	if with != nil {
-		with(&step)
-	}
-	if err := s.m.st.CommitTurnStep(ctx, op, step); err != nil {
-		return err
-	}
-	// Only what is committed joins the conversation (and takes an index).
+	defer s.mu.Unlock()
+	return s.row
+}
+
+// segmentCommitted follows a committed segment rotation in the row.
+func (s *Session) segmentCommitted(seg int64) {
 	s.mu.Lock()
-	s.nextIdx += int64(len(rows))
-	s.msgs = append(s.msgs, msgs...)
+	s.row.Segment = seg
 	s.mu.Unlock()
-	return nil
 }
 
 // afterGoalPause persists and reports a Goal the continuation decision paused.

@@ -118,7 +118,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	if s.row.Title == "" {
 		s.row.Title = titleFrom(text)
 	}
-	history := agent.CompleteToolCalls(s.msgs)
+	history := agent.CompleteToolCalls(s.tr.Messages())
 	mode := agent.Mode(s.row.Mode)
 	workspace := s.row.Workspace
 	s.mu.Unlock()
