@@ -24,22 +24,11 @@ func (s *Session) Compact() error {
 // lost rides along verbatim: an accepted plan being implemented (title,
 // finished count, remaining steps) and, in Plan, the reminder reference.
 func (s *Session) compactNow(ctx context.Context, why string) error {
-	eng := s.engine()
-	if eng == nil {
-		return fmt.Errorf("no model engine is configured")
-	}
-	env := &handoffEnv{s: s}
-	hist, err := env.History(ctx)
+	hist, err := (&handoffEnv{s: s}).History(ctx)
 	if err != nil {
 		return err
 	}
-	w := s.m.workload(WorkloadSummarization)
-	if err := s.m.checkModel(w.Model); err != nil {
-		return err
-	}
-	s.emit(event.Notice{Message: "Compacting the conversation..."})
-	resp, err := eng.Stream(ctx, agent.Request{Model: w.Model, Effort: w.Effort, Messages: []agent.Message{
-		{Role: agent.RoleSystem, Content: handoff.CompactPrompt}, {Role: agent.RoleUser, Content: hist}}}, func(string) {})
+	summary, err := s.summarize(ctx, "Compacting the conversation...", handoff.CompactPrompt, hist)
 	if err != nil {
 		return err
 	}
@@ -55,7 +44,7 @@ func (s *Session) compactNow(ctx context.Context, why string) error {
 		c.Reminder = reminder(false)
 	}
 	s.mu.Unlock()
-	material := handoff.CompactMaterial(resp.Text, c)
+	material := handoff.CompactMaterial(summary, c)
 	s.mu.Lock()
 	seg := s.row.Segment + 1
 	s.mu.Unlock()
@@ -70,4 +59,25 @@ func (s *Session) compactNow(ctx context.Context, why string) error {
 // and next) nears the model's window ([handoff.ModelConfig.NearWindow]).
 func (s *Session) needsCompaction(next string) bool {
 	return s.m.modelConfig().NearWindow(agent.ContextSize(s.tr.Messages(), next))
+}
+
+// summarize asks the summarization workload's model for input summarised
+// under system, telling the person first (notice): for a compaction and
+// for a handoff's Summary context.
+func (s *Session) summarize(ctx context.Context, notice, system, input string) (string, error) {
+	eng := s.engine()
+	if eng == nil {
+		return "", fmt.Errorf("no model engine is configured")
+	}
+	w := s.m.workload(WorkloadSummarization)
+	if err := s.m.checkModel(w.Model); err != nil {
+		return "", err
+	}
+	s.emit(event.Notice{Message: notice})
+	resp, err := eng.Stream(ctx, agent.Request{Model: w.Model, Effort: w.Effort, Messages: []agent.Message{
+		{Role: agent.RoleSystem, Content: system}, {Role: agent.RoleUser, Content: input}}}, func(string) {})
+	if err != nil {
+		return "", err
+	}
+	return resp.Text, nil
 }

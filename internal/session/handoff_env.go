@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"planbridge/handoff"
-	"planbridge/internal/agent"
 	"planbridge/internal/store"
 )
 
@@ -35,21 +34,7 @@ func (e *handoffEnv) History(ctx context.Context) (string, error) {
 }
 
 func (e *handoffEnv) Summarize(ctx context.Context, system, input string) (string, error) {
-	eng := e.s.engine()
-	if eng == nil {
-		return "", fmt.Errorf("no model engine is configured")
-	}
-	w := e.s.m.workload(WorkloadSummarization)
-	if err := e.s.m.checkModel(w.Model); err != nil {
-		return "", err
-	}
-	e.s.emit(NoticeEvent{Message: "Summarizing the planning conversation for the handoff..."})
-	resp, err := eng.Stream(ctx, agent.Request{Model: w.Model, Effort: w.Effort, Messages: []agent.Message{
-		{Role: agent.RoleSystem, Content: system}, {Role: agent.RoleUser, Content: input}}}, func(string) {})
-	if err != nil {
-		return "", err
-	}
-	return resp.Text, nil
+	return e.s.summarize(ctx, "Summarizing the planning conversation for the handoff...", system, input)
 }
 
 func (e *handoffEnv) Summarized(ctx context.Context, rec *handoff.Record) {

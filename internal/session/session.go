@@ -206,12 +206,7 @@ func (s *Session) emitText(delta string) { s.events.Text(delta) }
 
 // saveRow persists the session row (caller must not hold s.mu).
 func (s *Session) saveRow(ctx context.Context) error {
-	s.rowMu.Lock()
-	defer s.rowMu.Unlock()
-	s.mu.Lock()
-	row := s.row
-	s.mu.Unlock()
-	return s.m.st.PutSession(ctx, row)
+	return s.commitRow(ctx, func(*store.Session) {})
 }
 
 // commitRow commits the session row with set applied and only then
@@ -221,9 +216,7 @@ func (s *Session) saveRow(ctx context.Context) error {
 func (s *Session) commitRow(ctx context.Context, set func(*store.Session)) error {
 	s.rowMu.Lock()
 	defer s.rowMu.Unlock()
-	s.mu.Lock()
-	row := s.row
-	s.mu.Unlock()
+	row := s.rowSnapshot()
 	set(&row)
 	if err := s.m.st.PutSession(ctx, row); err != nil {
 		return err
