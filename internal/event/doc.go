@@ -3,9 +3,9 @@
 // ([Event]: Emacs's session/event notification, a share page's stream),
 // and what may be done to a log without changing what it shows
 // ([CoalesceText]). It holds no state, persists nothing and publishes
-// nothing: the session numbers, commits and publishes each event
-// (write-ahead); rpc and internal/share forward them and read the few they
-// act on ([Forked]) through the same structs.
+// nothing: a session's log (package internal/eventlog) numbers, commits
+// and publishes each event (write-ahead); rpc and internal/share forward
+// them and read the few they act on ([Forked]) through the same structs.
 //
 // The kinds (docs/protocol.md lists their data on the wire):
 //

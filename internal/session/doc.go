@@ -28,7 +28,8 @@
 //     [Session.changed], which every mutation of what they describe ends
 //     with: it derives both views and publishes each only when it differs
 //     from the last one published; emit refuses both kinds.
-//   - A turn is stored as it happens: the prompt before it is sent, each
+//   - A turn is stored as it happens (the current context segment is a
+//     [transcript.Transcript]): the prompt before it is sent, each
 //     assistant message (with its reasoning blocks) once complete and
 //     before its tool calls run, each tool result before the next model
 //     request. A call left without a result by a crash is answered
