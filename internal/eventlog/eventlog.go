@@ -119,8 +119,9 @@ func (l *Log) Emit(d event.Data) {
 }
 
 // View publishes a derived view (status, the approval card) when its data
-// differs from the last one of its kind committed. A view whose commit
-// fails is not remembered, so the next equal one is tried again.
+// differs from the last one of its kind committed, after the text
+// gathered before it. A view whose commit fails is not remembered, so the
+// next equal one is tried again. Any other kind is refused (logged).
 func (l *Log) View(d event.Data) {
 	kind := d.Kind()
 	if !derived(kind) {
