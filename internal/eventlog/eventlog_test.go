@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -408,5 +409,54 @@ func TestOpenFails(t *testing.T) {
 	_, err := Open(context.Background(), Config{Session: "s1", Store: &fakeStore{lastErr: errDiskFull}})
 	if !errors.Is(err, errDiskFull) {
 		t.Fatalf("Open: %v", err)
+	}
+}
+
+// TestConcurrentUse: emitters, views and a stream at once still give
+// every event the next number, in delivery order, committed first, and
+// the stream's text arrives whole and in order.
+func TestConcurrentUse(t *testing.T) {
+	st := &fakeStore{}
+	r := newRig(t, st, nil, time.Millisecond)
+	r.got = make(chan event.Event, 10000)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				r.log.Emit(notice(fmt.Sprint(g, i)))
+				r.log.View(event.Status{Queued: i % 3})
+			}
+		}(g)
+	}
+	var want strings.Builder
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 500; i++ {
+			d := fmt.Sprint(i, ",")
+			want.WriteString(d)
+			r.log.Text(d)
+		}
+	}()
+	wg.Wait()
+	r.log.Flush()
+	var text strings.Builder
+	for i, e := range r.pub {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i, e.Seq)
+		}
+		if e.Kind == "text" {
+			var d event.Text
+			json.Unmarshal(e.Data, &d)
+			text.WriteString(d.Delta)
+		}
+	}
+	if text.String() != want.String() {
+		t.Errorf("streamed text out of order or lost: %d bytes of %d", text.Len(), want.Len())
+	}
+	if len(r.early) > 0 || len(st.rows) != len(r.pub) {
+		t.Errorf("%d published early; %d rows, %d published", len(r.early), len(st.rows), len(r.pub))
 	}
 }
