@@ -12,7 +12,6 @@ type Event = event.Event
 // The catalogue's kinds under the names the session's files use (package
 // event names them without the suffix).
 type (
-	TextEvent           = event.Text
 	ErrorEvent          = event.Error
 	NoticeEvent         = event.Notice
 	QueuedEvent         = event.Queued
