@@ -216,6 +216,9 @@ func (e *ACP) agent(ctx context.Context, plan bool) (*acpProc, error) {
 		// The unconfined agent of earlier turns may have left commands
 		// running (Claude Code's background Bash): a Plan turn stops it
 		// first, with all it started, unless a turn still runs on it.
+		// e.mu is held across the stop (≤2 s) on purpose: agent is the
+		// only way a turn gets an agent, so none can start on it between
+		// the idle check and the stop (starting one holds e.mu too).
 		if o := e.agents[false]; o != nil && o.idle() {
 			delete(e.agents, false)
 			o.proc.Close(2 * time.Second)

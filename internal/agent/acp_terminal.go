@@ -122,20 +122,11 @@ func (u *acpTurn) createTerminal(ctx context.Context, p acp.CreateTerminalParams
 	roots := u.t.Env.Roots
 	go func() {
 		defer close(term.done)
-		var out string
-		var code int
-		var err error
-		if readOnly {
-			var refused bool
-			var reason string
-			out, code, refused, reason, err = shell.RunReadOnly(tctx, roots, src)
-			if err == nil && refused {
-				reason = "bash command refused at execution: " + reason + "." + u.t.Gate.advice()
-				u.blocked(call, CodePlanBlocked, reason)
-				out, code = "planbridge refused the command: "+reason, 126
-			}
-		} else {
-			out, code, err = shell.Run(tctx, roots.Workspace, src)
+		out, code, refused, reason, err := runBash(tctx, shell, roots, src, readOnly)
+		if err == nil && refused {
+			reason = "bash command refused at execution: " + reason + "." + u.t.Gate.advice()
+			u.blocked(call, CodePlanBlocked, reason)
+			out, code = "planbridge refused the command: "+reason, 126
 		}
 		st := &acp.TerminalExitStatus{}
 		switch {

@@ -479,22 +479,27 @@ var bashTool = &Tool{
 		if env.Shell == nil {
 			return "", fmt.Errorf("no shell available")
 		}
-		if env.ReadOnlyShell {
-			out, code, refused, reason, err := env.Shell.RunReadOnly(ctx, env.Roots, a.Command)
-			if err != nil {
-				return "", err
-			}
-			if refused {
-				return "", &RefusedError{Reason: reason}
-			}
-			return fmt.Sprintf("%s\n[exit status %d]", out, code), nil
-		}
-		out, code, err := env.Shell.Run(ctx, env.Roots.Workspace, a.Command)
+		out, code, refused, reason, err := runBash(ctx, env.Shell, env.Roots, a.Command, env.ReadOnlyShell)
 		if err != nil {
 			return "", err
 		}
+		if refused {
+			return "", &RefusedError{Reason: reason}
+		}
 		return fmt.Sprintf("%s\n[exit status %d]", out, code), nil
 	},
+}
+
+// runBash runs src in the workspace: through the shell's hardened
+// read-only runner when readOnly (refused: its dynamic check refused the
+// command, for reason), else as plain bash. The bash tool and an ACP
+// agent's terminals both run commands through it.
+func runBash(ctx context.Context, sh Shell, roots Roots, src string, readOnly bool) (out string, code int, refused bool, reason string, err error) {
+	if readOnly {
+		return sh.RunReadOnly(ctx, roots, src)
+	}
+	out, code, err = sh.Run(ctx, roots.Workspace, src)
+	return out, code, false, "", err
 }
 
 // RefusedError is a refusal found while a tool ran (the read-only runner's
