@@ -2,10 +2,7 @@ package review
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"planbridge/worktree"
 )
@@ -85,7 +82,7 @@ func CheckDir(body, workspace string) []Warning {
 	if repo, err := worktree.Open(workspace); err == nil {
 		defer repo.Close()
 		ign := repo.Ignorer()
-		prefix := relPrefix(repo.Root, workspace)
+		prefix := repo.Prefix(workspace)
 		ws.Ignored = func(rel string, isDir bool) bool { return ign.Ignored(prefix+rel, isDir) }
 	}
 	w := Check(body, ws, Limits{})
@@ -93,26 +90,4 @@ func CheckDir(body, workspace string) []Warning {
 		w = []Warning{}
 	}
 	return w
-}
-
-// relPrefix is workspace relative to the checkout root, as "sub/dir/" or "".
-func relPrefix(root, workspace string) string {
-	if rel, err := relSlash(root, workspace); err == nil && rel != "." {
-		return rel + "/"
-	}
-	return ""
-}
-
-func relSlash(root, dir string) (string, error) {
-	if r, err := filepath.EvalSymlinks(root); err == nil {
-		root = r
-	}
-	if d, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = d
-	}
-	rel, err := filepath.Rel(root, dir)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", fmt.Errorf("%s is not under %s", dir, root)
-	}
-	return filepath.ToSlash(rel), nil
 }

@@ -36,7 +36,7 @@ func StageBase(ctx context.Context, dir, ws, title, hash, artifact string, scope
 	id := "b-" + hex.EncodeToString(rnd[:])
 	b := Base{ID: id, Title: title, Hash: hash, Artifact: artifact, Workspace: ws, Dirty: map[string]BaseFile{}}
 	if o, err := openCheckout(ws); err == nil {
-		b.Root, b.Prefix = o.tree.r.Root, relPrefix(o.tree.r.Root, ws)
+		b.Root, b.Prefix = o.tree.r.Root, o.tree.r.Prefix(ws)
 		err = b.Take(ctx, o.tree, o.root)
 		o.Close()
 		if err != nil {

@@ -77,6 +77,25 @@ func Open(dir string) (*Repo, error) {
 	}
 }
 
+// Prefix is dir's place in the checkout as `git rev-parse --show-prefix`
+// prints it run there: slash-separated with a trailing slash ("sub/dir/"),
+// "" at the top of the checkout and for a directory outside it. Symbolic
+// links in dir are resolved first, as [Open] resolves them.
+func (r *Repo) Prefix(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	rel, err := filepath.Rel(r.Root, abs)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return ""
+	}
+	return filepath.ToSlash(rel) + "/"
+}
+
 // findGitDir returns the git directory that d/.git names, or "" when d has
 // no .git entry.
 func findGitDir(d string) (string, error) {

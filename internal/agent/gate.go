@@ -3,7 +3,6 @@ package agent
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -241,13 +240,8 @@ func (g Gate) decideWrites(t *Tool, call ToolCall) (Decision, bool) {
 		case WriteProtected:
 			protected = append(protected, w)
 		case WriteWorkspace:
-			if g.Scope != nil {
-				if rel, ok := under(realOr(g.Roots.Workspace), w.Abs); ok {
-					rel = filepath.ToSlash(rel)
-					if !g.Scope.Allows(rel) && !slices.Contains(outside, rel) {
-						outside = append(outside, rel)
-					}
-				}
+			if g.Scope != nil && w.Rel != "" && !g.Scope.Allows(w.Rel) && !slices.Contains(outside, w.Rel) {
+				outside = append(outside, w.Rel)
 			}
 		}
 	}

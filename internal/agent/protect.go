@@ -50,6 +50,9 @@ type WriteTarget struct {
 	Abs   string // the file really written (symlinks followed)
 	Class WriteClass
 	Why   string // for WriteProtected: what the path is, in words
+	// Rel is, for WriteWorkspace, Abs relative to the resolved workspace,
+	// slash-separated: the path a declared scope judges.
+	Rel string
 }
 
 // ClassifyWrite resolves p like [Roots.Resolve] and says what writing it
@@ -95,6 +98,9 @@ func (r Roots) ClassifyWrite(p string, extra ...string) (WriteTarget, error) {
 		if c, why := r.classifyAbs(lex, lw, filepath.Clean(r.Workspace), extra); c > t.Class {
 			t.Class, t.Why = c, why
 		}
+	}
+	if rel, in := under(ws, abs); in && t.Class == WriteWorkspace {
+		t.Rel = filepath.ToSlash(rel)
 	}
 	return t, nil
 }

@@ -281,3 +281,55 @@ func TestApplyPatchAtomic(t *testing.T) {
 		}
 	}
 }
+
+// TestClassifyWriteRel: a workspace write names the file really written
+// relative to the resolved workspace (the path a declared scope judges),
+// whether the workspace or the file is reached through a symlink or
+// spelled absolutely; every other class names none.
+func TestClassifyWriteRel(t *testing.T) {
+	real, work := t.TempDir(), t.TempDir()
+	gitInit(t, real)
+	os.MkdirAll(filepath.Join(real, "src", "deep"), 0o755)
+	os.WriteFile(filepath.Join(real, "src", "target.go"), nil, 0o644)
+	os.Symlink("src/target.go", filepath.Join(real, "alias.go"))
+	os.Symlink("src", filepath.Join(real, "srclink"))
+	os.Symlink(filepath.Join(work, "notes"), filepath.Join(real, "tonotes"))
+	os.MkdirAll(filepath.Join(work, "notes"), 0o755)
+	// The workspace itself is reached through a link.
+	ws := filepath.Join(t.TempDir(), "ws")
+	if err := os.Symlink(real, ws); err != nil {
+		t.Fatal(err)
+	}
+	r := Roots{Workspace: ws, Work: work}
+	for _, c := range []struct {
+		path  string
+		class WriteClass
+		rel   string
+	}{
+		{"a.go", WriteWorkspace, "a.go"},
+		{"src/deep/new.go", WriteWorkspace, "src/deep/new.go"},
+		{"./src/../b.go", WriteWorkspace, "b.go"},
+		{filepath.Join(ws, "src", "x.go"), WriteWorkspace, "src/x.go"},
+		{"alias.go", WriteWorkspace, "src/target.go"}, // the file really written
+		{"srclink/z.go", WriteWorkspace, "src/z.go"},  // through a linked folder
+		{".", WriteWorkspace, "."},                    // the workspace itself
+		{"work://notes/n.md", WriteNotes, ""},
+		{"work://plans/current.md", WritePublished, ""},
+		{".git/config", WriteProtected, ""},
+	} {
+		got, err := r.ClassifyWrite(c.path)
+		if err != nil {
+			t.Errorf("ClassifyWrite(%q): %v", c.path, err)
+			continue
+		}
+		if got.Class != c.class || got.Rel != c.rel {
+			t.Errorf("ClassifyWrite(%q) = %v %q, want %v %q", c.path, got.Class, got.Rel, c.class, c.rel)
+		}
+	}
+	// Out of the workspace, a link into work:// included: refused, no Rel.
+	for _, p := range []string{"../escape.go", "/etc/passwd", filepath.Join(real, "..", "x"), "tonotes/n.md"} {
+		if got, err := r.ClassifyWrite(p); err == nil {
+			t.Errorf("ClassifyWrite(%q) = %v %q, want refused", p, got.Class, got.Rel)
+		}
+	}
+}
