@@ -94,7 +94,8 @@
 //
 // Holding the implementation to the plan (policy and its runtime in
 // package review, a [review.Tracker] the session owns and implements the
-// port of; tracking.go binds it to the agent and maps its errors): the
+// port of; package trackbind binds it to the agent, [trackbind.Binding];
+// tracking.go maps its errors): the
 // card carries the pre-approval checks of the proposal ([review.Check]),
 // offered to the model with feedback; every proposal is kept as
 // work://plans/vN.md with the person's line comments, carried to the next

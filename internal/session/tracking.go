@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/store"
+	"planbridge/internal/trackbind"
 	"planbridge/review"
 )
 
@@ -88,10 +88,9 @@ func (p trackerPort) Asker() review.Asker {
 	if ask == nil {
 		return nil
 	}
-	return func(ctx context.Context, c review.Call, q string) (bool, error) {
-		ctx = context.WithValue(ctx, askKindKey{}, AskScopeEffects)
-		return ask(ctx, p.s.id, agent.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments}, q)
-	}
+	return trackbind.Asker(func(ctx context.Context, call agent.ToolCall, q string) (bool, error) {
+		return ask(ctx, p.s.id, call, q)
+	})
 }
 
 func (s *Session) loadTracking(ctx context.Context) error {
@@ -301,114 +300,25 @@ func (m *Manager) baseCommitted(sess, base string) {
 	}
 }
 
-// heldScope is the scope the gate holds for a non-Plan turn while an
-// accepted plan's implementation is not done (nil otherwise).
-func (s *Session) heldScope(plan bool) agent.WriteScope {
-	if plan || !s.track.Holding() {
-		return nil
-	}
-	return s.track
+// bind is the session's tracker as its turns reach it (package trackbind).
+func (s *Session) bind() trackbind.Binding {
+	return trackbind.Binding{Tracker: s.track,
+		Tool: func(name string) *agent.Tool { return s.registry().Get(name) },
+		Roots: func() agent.Roots {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return agent.Roots{Workspace: s.row.Workspace, Work: s.workDir}
+		}}
 }
 
-// AskScopeEffects is the kind of a question about what a command already
-// changed outside the declared scope: allowing extends the scope,
-// denying restores the changes ([AskKind]).
-const AskScopeEffects = "scope_effects"
-
-type askKindKey struct{}
+func (s *Session) heldScope(plan bool) agent.WriteScope { return s.bind().Scope(plan) }
+func (s *Session) watcher(plan, unattended bool) agent.Watcher {
+	return s.bind().Watcher(plan, unattended)
+}
+func (s *Session) logToolEvent(c agent.ToolCall, ok bool, out string) { s.bind().LogTool(c, ok, out) }
+func (s *Session) extendScope(call agent.ToolCall)                    { s.bind().Extend(call) }
+func (s *Session) sessionTools() []*agent.Tool                        { return trackbind.Tools(s.track) }
 
 // AskKind is the kind of the question an [Asker] is called for: "" for
-// "may this call run?", or [AskScopeEffects].
-func AskKind(ctx context.Context) string {
-	k, _ := ctx.Value(askKindKey{}).(string)
-	return k
-}
-
-// scopeWatch is the [agent.Watcher] of a turn's unconfined shell commands
-// while a declared scope is held ([review.Tracker.Watch]).
-type scopeWatch struct {
-	s          *Session
-	unattended bool
-}
-
-func (s *Session) watcher(plan, unattended bool) agent.Watcher {
-	if s.heldScope(plan) == nil {
-		return nil
-	}
-	return &scopeWatch{s: s, unattended: unattended}
-}
-
-func (w *scopeWatch) Before(ctx context.Context, call agent.ToolCall) (func(context.Context, string) string, error) {
-	return w.s.track.Watch(ctx, w.s.trackedCall(call), w.unattended)
-}
-
-// trackedCall is call as the tracker sees it: its command argument (a
-// bash call's) and the paths the tool declares it writes.
-func (s *Session) trackedCall(call agent.ToolCall) review.Call {
-	var a struct{ Command string }
-	_ = json.Unmarshal(call.Arguments, &a)
-	c := review.Call{ID: call.ID, Name: call.Name, Command: a.Command, Arguments: call.Arguments}
-	if t := s.registry().Get(call.Name); t != nil && t.Meta.Writes != nil {
-		if targets, err := t.Meta.Writes(call.Arguments); err == nil {
-			c.Writes = targets
-		}
-	}
-	return c
-}
-
-// logToolEvent records one completed tool call of the implementation
-// (what the tool declares it writes is looked up only while one runs).
-func (s *Session) logToolEvent(call agent.ToolCall, ok bool, output string) {
-	c := review.Call{ID: call.ID, Name: call.Name}
-	if s.track.Logging() {
-		c = s.trackedCall(call)
-	}
-	s.track.LogTool(c, ok, output)
-}
-
-// extendScope records, after the person allowed call, the workspace paths
-// it writes outside the held scope, as really written (agent's model of
-// the write: symlinks followed).
-func (s *Session) extendScope(call agent.ToolCall) {
-	targets := s.trackedCall(call).Writes
-	if len(targets) == 0 {
-		return
-	}
-	s.mu.Lock()
-	ws := s.row.Workspace
-	s.mu.Unlock()
-	roots := agent.Roots{Workspace: ws, Work: s.workDir}
-	realWS := realPath(ws)
-	var rels []string
-	for _, p := range targets {
-		w, err := roots.ClassifyWrite(p)
-		if err != nil || w.Class != agent.WriteWorkspace {
-			continue
-		}
-		rel, err := filepath.Rel(realWS, w.Abs)
-		if err != nil {
-			continue
-		}
-		rels = append(rels, filepath.ToSlash(rel))
-	}
-	s.track.Extend(rels)
-}
-
-func realPath(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	return p
-}
-
-// sessionTools are the tracker's tools ([review.Tracker.Tools]), offered
-// as session-only tools.
-func (s *Session) sessionTools() []*agent.Tool {
-	var out []*agent.Tool
-	for _, t := range s.track.Tools() {
-		out = append(out, &agent.Tool{Spec: agent.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters},
-			Meta: agent.Meta{SessionOnly: true},
-			Run:  func(ctx context.Context, _ *agent.Env, args json.RawMessage) (string, error) { return t.Run(ctx, args) }})
-	}
-	return out
-}
+// "may this call run?", or [trackbind.AskScopeEffects].
+func AskKind(ctx context.Context) string { return trackbind.AskKind(ctx) }
