@@ -31,11 +31,12 @@ import (
 //
 // What changes in memory is committed through [Port.CommitTracking]
 // before it is published; a rejected todo list, a failed commit of a new
-// list, leaves the previous list as it was, and a step, a resume or a
-// continue ([Tracker.Continue], a Goal recovered) whose
-// commit fails is put back as it was (a pause whose commit fails is kept:
-// paused is the safe side). Files the Tracker writes are
-// written atomically; their layout is fixed (a restart reads what an
+// list, leaves the previous list as it was, and a step or a move to
+// running ([Tracker.SetStatus], [Tracker.Resume], [Tracker.Continue]: a
+// Goal recovered) whose commit fails is put back as it was; a pause whose
+// commit fails is kept in memory, where paused is the safe side. Either
+// way nothing is published and the error is returned. Files the Tracker
+// writes are written atomically; their layout is fixed (a restart reads what an
 // earlier process wrote):
 //
 //	<Dir>/current                   the base of the latest implementation (offline readers)
@@ -350,18 +351,13 @@ func (t *Tracker) Forget() {
 }
 
 // SetStatus moves the tracked implementation between running and paused
-// (a done one, or one already there, is left alone), commits (a failed
-// commit is logged) and publishes the progress.
-func (t *Tracker) SetStatus(ctx context.Context, status, reason string) {
-	if err := t.setStatus(ctx, status, reason, false); err != nil {
-		t.cfg.Log.Error("save tracking", "session", t.cfg.Session, "err", err)
-	}
-}
-
-// setStatus is [Tracker.SetStatus]; undo puts the previous status back
-// when the commit fails, with nothing published (the commit's error is
-// returned either way).
-func (t *Tracker) setStatus(ctx context.Context, status, reason string, undo bool) error {
+// (a done one, or one already there, is left alone), commits and
+// publishes the progress. A commit that fails publishes nothing and
+// returns its error: a move to running is put back (nothing runs on under
+// a status the store does not hold); a pause is kept in memory, where
+// paused is the safe side (the scope stays held, nothing resumes on its
+// own), for the next commit of the row to store.
+func (t *Tracker) SetStatus(ctx context.Context, status, reason string) error {
 	t.mu.Lock()
 	p := t.plan
 	if p == nil || p.Status == ImplDone || p.Status == status {
@@ -371,17 +367,16 @@ func (t *Tracker) setStatus(ctx context.Context, status, reason string, undo boo
 	prevStatus, prevReason := p.Status, p.Reason
 	p.Status, p.Reason = status, reason
 	t.mu.Unlock()
-	err := t.save(ctx)
-	if err != nil && undo {
+	if err := t.save(ctx); err != nil {
 		t.mu.Lock()
-		if t.plan == p && p.Status == status && p.Reason == reason {
+		if status != ImplPaused && t.plan == p && p.Status == status && p.Reason == reason {
 			p.Status, p.Reason = prevStatus, prevReason
 		}
 		t.mu.Unlock()
 		return err
 	}
 	t.EmitSteps()
-	return err
+	return nil
 }
 
 // ErrNothingToResume: there is no paused implementation.
@@ -397,7 +392,7 @@ func (t *Tracker) Resume(ctx context.Context) (prompt string, policy handoff.Pol
 	if p == nil || p.Status != ImplPaused {
 		return "", handoff.Policy{}, ErrNothingToResume
 	}
-	if err := t.setStatus(ctx, ImplRunning, "", true); err != nil {
+	if err := t.SetStatus(ctx, ImplRunning, ""); err != nil {
 		return "", handoff.Policy{}, err
 	}
 	prompt = "Resume implementing the accepted plan. " + p.Carry() + "\nContinue with the first step still to do and update each step's status with update_plan_step."
@@ -413,7 +408,7 @@ func (t *Tracker) Resume(ctx context.Context) (prompt string, policy handoff.Pol
 // nothing: it stays paused, nothing is published, and the commit's error
 // is returned.
 func (t *Tracker) Continue(ctx context.Context) error {
-	return t.setStatus(ctx, ImplRunning, "", true)
+	return t.SetStatus(ctx, ImplRunning, "")
 }
 
 // planChecks caches the pre-approval checks of one proposal body.

@@ -340,10 +340,26 @@ func TestTrackerStatusAndResume(t *testing.T) {
 			t.Fatalf("no-op transitions committed %d, published %v", len(f.commits), f.eventList())
 		}
 		f.fail = errors.New("disk full")
-		tr.SetStatus(ctx, ImplPaused, "why") // logged; memory and surfaces follow
-		f.fail = nil
-		if p := tr.Plan(); p.Status != ImplPaused || p.Reason != "why" || !slices.Equal(f.eventList(), []string{"steps:paused"}) {
+		// A pause whose commit fails is kept in memory (the safe side) but
+		// never announced; the caller gets the error.
+		if err := tr.SetStatus(ctx, ImplPaused, "why"); !errors.Is(err, f.fail) {
+			t.Fatalf("a failed pause returned %v", err)
+		}
+		if p := tr.Plan(); p.Status != ImplPaused || p.Reason != "why" || len(f.eventList()) != 0 {
 			t.Fatalf("%+v %v", p, f.eventList())
+		}
+		// A move to running whose commit fails is put back, unannounced.
+		if err := tr.SetStatus(ctx, ImplRunning, ""); !errors.Is(err, f.fail) {
+			t.Fatalf("a failed move to running returned %v", err)
+		}
+		if p := tr.Plan(); p.Status != ImplPaused || p.Reason != "why" || len(f.eventList()) != 0 {
+			t.Fatalf("a failed move to running left %+v %v", p, f.eventList())
+		}
+		f.fail = nil
+		// Paused in memory already: pausing again commits nothing (the next
+		// commit of the row, a step or a resume, stores what memory holds).
+		if err := tr.SetStatus(ctx, ImplPaused, "why"); err != nil || len(f.commits) != 0 {
+			t.Fatalf("pausing a paused one: %v, %d commits", err, len(f.commits))
 		}
 		prompt, policy, err := tr.Resume(ctx)
 		if err != nil || policy.Model != "m" || !strings.HasPrefix(prompt, "Resume implementing the accepted plan. ") {

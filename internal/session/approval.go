@@ -420,9 +420,11 @@ func (s *Session) startHandoff(rec *handoff.Record) error {
 	return s.own(func(ctx context.Context) func() {
 		// The implementation is in flight again (it may have been paused by
 		// a restart): one recovery path, so no second one applies.
-		s.setImplStatus(ctx, ImplRunning, "")
-		s.emit(HandoffEvent{State: "started", Step: rec.Step})
-		err := handoff.Run(ctx, &handoffEnv{s: s}, rec)
+		err := s.setImplStatus(ctx, ImplRunning, "")
+		if err == nil {
+			s.emit(HandoffEvent{State: "started", Step: rec.Step})
+			err = handoff.Run(ctx, &handoffEnv{s: s}, rec)
+		}
 		if err != nil {
 			msg := handoff.StoppedMessage(rec, err)
 			return func() {

@@ -42,6 +42,12 @@
 //   - The posture (Plan, mode) changes in memory only after its commit:
 //     a failed commit changes nothing, so no turn runs under, and no
 //     status event announces, a posture the store does not hold.
+//   - The implementation's status (running, paused) is committed before
+//     it is announced: a start, resume or continuation whose tracking
+//     commit fails announces nothing and runs nothing (a handoff fails
+//     with an error event, [Session.Recover] fails); a pause for the
+//     scope whose commit fails still stops the turn and stays in memory
+//     (the safe side), reported as an error, never as a pause.
 //   - A kickoff's retry record moves to dispatched with its prompt; the
 //     implementation then continues (told it was interrupted), never
 //     restarts. [Session.Recover] is the one recovery path.

@@ -87,7 +87,9 @@ func (e *handoffEnv) Kickoff(ctx context.Context, rec *handoff.Record, prompt, d
 // the tracked plan runs again and the model is told it was interrupted.
 func (e *handoffEnv) Continue(ctx context.Context, rec *handoff.Record) error {
 	s := e.s
-	s.setImplStatus(ctx, ImplRunning, "")
+	if err := s.setImplStatus(ctx, ImplRunning, ""); err != nil {
+		return err
+	}
 	carry := ""
 	if p := s.TrackedPlan(); p != nil {
 		carry = p.Carry()

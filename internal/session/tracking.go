@@ -118,9 +118,11 @@ func (s *Session) startTrackingLocked(title, artifact, hash, body string, policy
 	return s.track.Begin(review.Accepted{Title: title, Artifact: artifact, Hash: hash, Body: body, Policy: policy, Base: base})
 }
 
-// setImplStatus moves the tracked implementation between running/paused.
-func (s *Session) setImplStatus(ctx context.Context, status, reason string) {
-	s.track.SetStatus(ctx, status, reason)
+// setImplStatus moves the tracked implementation between running and
+// paused ([review.Tracker.SetStatus]). A commit that fails announces
+// nothing and is returned, so the step it was for fails visibly.
+func (s *Session) setImplStatus(ctx context.Context, status, reason string) error {
+	return s.track.SetStatus(ctx, status, reason)
 }
 
 // ResumeImplementation continues a paused implementation with its remaining
@@ -141,11 +143,13 @@ func (s *Session) ResumeImplementation(ctx context.Context) error {
 // scope: the implementation and its Goal pause, and the turn ends without
 // writing. The person extends the scope (approving the write when the
 // implementation resumes attended) or resumes it. The Goal and the turn
-// are the aggregate's, so this stays here.
+// are the aggregate's, so this stays here. A pause whose commit fails
+// still stops the turn and is kept in memory (the safe side), but is
+// announced as what it is: an error, not a pause.
 func (s *Session) pauseForScope(reason string) {
 	ctx := context.Background()
 	// The implementation first: whoever sees the Goal paused sees it paused.
-	s.setImplStatus(ctx, ImplPaused, "outside the declared scope: "+reason)
+	err := s.setImplStatus(ctx, ImplPaused, "outside the declared scope: "+reason)
 	s.mu.Lock()
 	if g := s.gl.g; g != nil {
 		g.Pause("outside the declared scope: " + reason)
@@ -156,7 +160,11 @@ func (s *Session) pauseForScope(reason string) {
 		s.m.log.Error("save goal", "session", s.id, "err", err)
 	}
 	s.emitGoal()
-	s.emit(NoticeEvent{Message: "Implementation paused: " + reason})
+	if err != nil {
+		s.emit(ErrorEvent{Message: fmt.Sprintf("The implementation was stopped (%s), but its pause could not be saved: %v", reason, err)})
+	} else {
+		s.emit(NoticeEvent{Message: "Implementation paused: " + reason})
+	}
 	if cancel != nil {
 		cancel()
 	}
