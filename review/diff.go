@@ -3,6 +3,8 @@ package review
 import (
 	"fmt"
 	"strings"
+
+	"planbridge/handoff"
 )
 
 // maxDiffCells bounds the line-matching table of [Unified] and [Carry]:
@@ -171,11 +173,9 @@ const (
 	CommentStale     = "stale"     // the line is gone
 )
 
-// A Comment is a person's remark on a 1-based line of one plan version.
-type Comment struct {
-	Line int    `json:"line"`
-	Text string `json:"text"`
-}
+// A Comment is a person's remark on a 1-based line of one plan version:
+// the line comment a revision request carries ([handoff.LineComment]).
+type Comment = handoff.LineComment
 
 // A Carried comment is a [Comment] re-anchored on the next version.
 type Carried struct {

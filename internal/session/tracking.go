@@ -268,11 +268,7 @@ func (s *Session) versionCard(v *ApprovalView, hash, body string) {
 // saveComments records the person's line comments on the version of the
 // proposal with this hash.
 func (s *Session) saveComments(hash string, comments []Comment) error {
-	cs := make([]review.Comment, len(comments))
-	for i, c := range comments {
-		cs[i] = review.Comment{Line: c.Line, Text: c.Text}
-	}
-	return s.track.SaveComments(hash, cs)
+	return s.track.SaveComments(hash, comments)
 }
 
 // stageBase stages the base of an implementation of session sess in the
