@@ -3,8 +3,7 @@
 // no filters, no fsmonitor, no git process.
 //
 // [Open] finds the checkout containing a directory (main or linked
-// worktree); [Repo.Prefix] is that directory's place in it (what `git
-// rev-parse --show-prefix` prints). [Repo.Status] reports what `git status --porcelain
+// worktree). [Repo.Status] reports what `git status --porcelain
 // --untracked-files=all --no-renames` reports, from the index's stat data
 // and a parallel directory walk, hashing only files whose stat data cannot
 // prove them clean. [ValidBranchName] applies the rules of `git
@@ -27,7 +26,8 @@
 // checkout does not list the forks. [Repo.ReadCommitEntry] reads one
 // committed entry (file, executable, link or submodule) and
 // [Repo.ChangedPaths] lists the paths two commits differ in (what `git
-// diff --name-only --no-renames` lists).
+// diff --name-only --no-renames` lists); [Repo.Prefix] is a directory's
+// place in the checkout (what `git rev-parse --show-prefix` prints).
 //
 // go-git provides reference access and the fallback object store. The
 // status walk, the index reader and writer, the ignore matcher (a
