@@ -16,8 +16,9 @@ import (
 
 // The runtime that holds an implementation to its plan is package
 // review's [review.Tracker]; the session owns one (s.track), implements
-// its [review.Port] (trackerPort) and binds it to the agent: the
-// session-only tools, the gate's scope, the watcher and the tool log.
+// its [review.Port] (trackerPort: the tracking row's commit, the events,
+// the pause of the turn and its Goal), reaches it from its turns through
+// package trackbind ([Session.bind]) and maps its errors to stable codes.
 // These names keep the session's callers reading as before.
 type (
 	TodoItem    = review.TodoItem
