@@ -18,7 +18,7 @@ import (
 // review's [review.Tracker]; the session owns one (s.track), implements
 // its [review.Port] (trackerPort: the tracking row's commit, the events,
 // the pause of the turn and its Goal), reaches it from its turns through
-// package trackbind ([Session.bind]) and maps its errors to stable codes.
+// package trackbind (s.bind) and maps its errors to stable codes.
 // These names keep the session's callers reading as before.
 type (
 	TodoItem    = review.TodoItem
