@@ -44,8 +44,9 @@
 //     status event announces, a posture the store does not hold.
 //   - The implementation's status (running, paused) is committed before
 //     it is announced: a start, resume or continuation whose tracking
-//     commit fails announces nothing and runs nothing (a handoff fails
-//     with an error event, [Session.Recover] fails); a pause for the
+//     commit fails announces nothing and runs nothing (a handoff stops
+//     with its failed event and an error event; a resume of a paused
+//     implementation or Goal fails [Session.Recover]); a pause for the
 //     scope whose commit fails still stops the turn and stays in memory
 //     (the safe side), reported as an error, never as a pause.
 //   - A kickoff's retry record moves to dispatched with its prompt; the
