@@ -15,6 +15,14 @@
 // signatures; they are never assistant text. [Usage] counts cached prompt
 // tokens as input and reports the cache writes and reads beside them.
 //
+// A root Plan turn's prompt ends with [PlanReminder]: the whole Plan
+// contract on the first delivered reminder of an episode, a one-line
+// reference afterwards (the cadence is the session's). [ShellConfinement]
+// and [AgentConfinement] say what confines Plan's shell and a Plan agent
+// process that runs its own tools, looking through engine wrappers;
+// [Unconfined] recognises the "NO OS CONFINEMENT" they start with when
+// nothing does.
+//
 // A child agent inherits its parent turn's gate, Plan stamp included; under
 // Plan it gets its own short Plan note and refusal wording (investigate and
 // report back), never the root agent's "end with a <proposed_plan> block".

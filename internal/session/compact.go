@@ -41,7 +41,7 @@ func (s *Session) compactNow(ctx context.Context, why string) error {
 		c.Proposal, c.ProposalPath = s.prop.Title, agent.WorkScheme+s.prop.Path
 	}
 	if s.row.Plan {
-		c.Reminder = reminder(false)
+		c.Reminder = agent.PlanReminder(false)
 	}
 	s.mu.Unlock()
 	material := handoff.CompactMaterial(summary, c)

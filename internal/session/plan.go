@@ -25,10 +25,6 @@ const (
 	ProposalAccepted = "accepted"
 )
 
-// notesReminder tells the model where its own files go in Plan.
-const notesReminder = "Keep your own notes under " + agent.NotesDir + " (apply_patch and write_file may change them); " +
-	agent.WorkScheme + agent.PlansDir + "/ holds the published plan, which belongs to the session: revise it by proposing again."
-
 // CurrentPlanPath is the session-relative path of the actionable proposal.
 const CurrentPlanPath = handoff.CurrentPlan
 
@@ -193,13 +189,3 @@ func (s *Session) proposalBody(p store.Proposal) (body string, differs bool, err
 
 // joinNotice is [handoff.JoinNotice].
 func joinNotice(a, b string) string { return handoff.JoinNotice(a, b) }
-
-// reminder returns the Plan reminder appended to a Plan turn's prompt: the
-// full contract on the first delivered reminder of an episode, a one-line
-// reference afterwards.
-func reminder(full bool) string {
-	if full {
-		return "<plan_mode_reminder>\n" + proposal.ReminderFull() + "\n" + notesReminder + "\n</plan_mode_reminder>"
-	}
-	return "<plan_mode_reminder>" + proposal.ReminderRef() + " " + notesReminder + "</plan_mode_reminder>"
-}

@@ -309,28 +309,6 @@ type PlanStatus struct {
 	Text             string `json:"text"`
 }
 
-// agentConfiner is implemented by engines whose agent process runs its
-// own tools and says how it is confined in Plan.
-type agentConfiner interface{ AgentConfinement() string }
-
-// engineAgentConfinement unwraps eng to an [agentConfiner], "" if none.
-func engineAgentConfinement(eng agent.Engine) string {
-	for eng != nil {
-		if c, ok := eng.(agentConfiner); ok {
-			return c.AgentConfinement()
-		}
-		u, ok := eng.(interface{ Unwrap() agent.Engine })
-		if !ok {
-			return ""
-		}
-		eng = u.Unwrap()
-	}
-	return ""
-}
-
-// confiner is implemented by shells that can say how they are confined.
-type confiner interface{ Confinement() string }
-
 // StepProgress summarises an accepted plan's implementation.
 type StepProgress struct {
 	Done   int    `json:"done"`
@@ -366,13 +344,13 @@ func (s *Session) Status() PlanStatus {
 			st.Text += fmt.Sprintf(" (the plan was clipped: step %s stands for the steps beyond %d)", p.Steps[len(p.Steps)-1].ID, len(p.Steps)-1)
 		}
 	}
-	if c, ok := s.m.shell.(confiner); ok {
-		st.Confinement = c.Confinement()
-		if st.Plan && strings.HasPrefix(st.Confinement, "NO OS CONFINEMENT") {
-			st.Text += " · shell: " + st.Confinement
+	if c, ok := agent.ShellConfinement(s.m.shell); ok {
+		st.Confinement = c
+		if st.Plan && agent.Unconfined(c) {
+			st.Text += " · shell: " + c
 		}
 	}
-	if ac := engineAgentConfinement(s.m.Engine()); ac != "" {
+	if ac := agent.AgentConfinement(s.m.Engine()); ac != "" {
 		st.AgentConfinement = ac
 		if st.Plan {
 			st.Text += " · agent: " + ac

@@ -134,7 +134,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 
 	content := text
 	if plan {
-		content = text + "\n\n" + reminder(fullReminder)
+		content = text + "\n\n" + agent.PlanReminder(fullReminder)
 	}
 	user := agent.Message{Role: agent.RoleUser, Content: content}
 	display := req.display
