@@ -310,11 +310,7 @@ type PlanStatus struct {
 }
 
 // StepProgress summarises an accepted plan's implementation.
-type StepProgress struct {
-	Done   int    `json:"done"`
-	Total  int    `json:"total"`
-	Status string `json:"status"`
-}
+type StepProgress = review.StepProgress
 
 // Status reports posture, proposal state and the blocked-call count.
 func (s *Session) Status() PlanStatus {
@@ -334,15 +330,8 @@ func (s *Session) Status() PlanStatus {
 		st.Text += " · last approval " + st.LastApproval
 	}
 	if p := s.TrackedPlan(); p != nil {
-		st.Steps = &StepProgress{Done: p.Done(), Total: len(p.Steps), Status: p.Status}
-		st.AcceptedPlan = p.Ref()
-		st.Text += fmt.Sprintf(" · implementation %s, %d/%d steps done", p.Status, p.Done(), len(p.Steps))
-		if h := p.PlanHash(); len(h) >= 12 {
-			st.Text += fmt.Sprintf(" · accepted plan %q (sha256:%s)", p.Title, h[:12])
-		}
-		if p.Clipped {
-			st.Text += fmt.Sprintf(" (the plan was clipped: step %s stands for the steps beyond %d)", p.Steps[len(p.Steps)-1].ID, len(p.Steps)-1)
-		}
+		st.Steps, st.AcceptedPlan = p.Progress(), p.Ref()
+		st.Text += " · " + p.Summary()
 	}
 	if c, ok := agent.ShellConfinement(s.m.shell); ok {
 		st.Confinement = c
