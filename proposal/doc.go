@@ -49,6 +49,7 @@
 // [ReminderFull] and [ReminderRef] are the Plan reminder texts. [View] is
 // what a person sees of a streamed Plan response: the text with its
 // blocks hidden from the opening tag on, equal in the end to
-// [Result.Visible] whatever the chunking. [Trailer] is
+// [Result.Visible] whatever the chunking (a nil View, for a response
+// outside Plan, hides nothing). [Trailer] is
 // the "Plan: <title> (sha256:<12 hex>)" commit trailer naming an accepted plan.
 package proposal

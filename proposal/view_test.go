@@ -47,3 +47,20 @@ func TestView(t *testing.T) {
 		}
 	}
 }
+
+// TestNilView: outside Plan nothing is hidden, whatever the text says.
+func TestNilView(t *testing.T) {
+	for _, text := range []string{"", "prose", "Intro\n<proposed_plan>\n# T\n</proposed_plan>\n", "text <proposed_pl"} {
+		var v *View
+		var shown strings.Builder
+		for i := 0; i < len(text); i += 3 {
+			shown.WriteString(v.Write(text[i:min(i+3, len(text))]))
+		}
+		if rest := v.Done(text); rest != "" {
+			t.Errorf("%q: Done held back %q", text, rest)
+		}
+		if shown.String() != text || v.Result() != nil {
+			t.Errorf("%q: shown %q, result %v", text, shown.String(), v.Result())
+		}
+	}
+}

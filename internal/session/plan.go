@@ -34,23 +34,13 @@ func (s *Session) registry() *agent.Registry {
 	return agent.NewRegistry(append(tools, s.goalTools()...)...)
 }
 
-// newView returns the view filter for one model response: Plan responses
-// hide their proposal blocks from the opening tag on, while streaming.
-func (s *Session) newView(plan bool) viewFilter {
-	if !plan {
-		return passThrough{}
-	}
-	return proposal.NewView()
-}
-
-// onResponse examines one completed root-assistant response. Only Plan
-// responses can propose; tool output never reaches here.
-func (s *Session) onResponse(plan bool, v viewFilter, text string) {
-	pv, ok := v.(*proposal.View)
-	if !plan || !ok || pv.Result() == nil {
+// onResponse examines the extraction of one completed root-assistant
+// response (nil: a response outside Plan, which cannot propose; tool
+// output never reaches here).
+func (s *Session) onResponse(res *proposal.Result) {
+	if res == nil {
 		return
 	}
-	res := pv.Result()
 	for _, d := range res.Diagnostics {
 		s.emit(DiagnosticEvent{Level: string(d.Kind), Message: d.Message})
 	}

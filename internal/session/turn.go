@@ -12,25 +12,25 @@ import (
 	"planbridge/internal/agent"
 	"planbridge/internal/event"
 	"planbridge/internal/store"
+	"planbridge/proposal"
 )
 
 // turnSink turns agent callbacks into session events.
 type turnSink struct {
 	s    *Session
-	plan bool // the turn's immutable Plan stamp
-	view viewFilter
+	plan bool           // the turn's immutable Plan stamp
+	view *proposal.View // what the person sees of the response streaming now
 }
 
-// viewFilter decides what of a streamed response the person sees.
-type viewFilter interface {
-	Write(delta string) string
-	Done(text string) string // returns any held-back visible text
+// viewFor is the view of one response of a turn stamped plan: only a Plan
+// response can propose, so only its blocks are hidden (a nil view hides
+// nothing).
+func viewFor(plan bool) *proposal.View {
+	if !plan {
+		return nil
+	}
+	return proposal.NewView()
 }
-
-type passThrough struct{}
-
-func (passThrough) Write(d string) string { return d }
-func (passThrough) Done(string) string    { return "" }
 
 func (k *turnSink) Text(delta string) {
 	if v := k.view.Write(delta); v != "" {
@@ -42,8 +42,8 @@ func (k *turnSink) ResponseDone(text string) {
 	if v := k.view.Done(text); v != "" {
 		k.s.emitText(v)
 	}
-	k.s.onResponse(k.plan, k.view, text)
-	k.view = k.s.newView(k.plan)
+	k.s.onResponse(k.view.Result())
+	k.view = viewFor(k.plan)
 }
 
 func (k *turnSink) ToolCall(call agent.ToolCall) {
@@ -150,7 +150,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		s.announceTurn(display, turnNo, plan)
 		return s.finishTurn(ctx, turnNo, err, false, nil)
 	}
-	sink := &turnSink{s: s, plan: plan, view: s.newView(plan)}
+	sink := &turnSink{s: s, plan: plan, view: viewFor(plan)}
 	roots := agent.Roots{Workspace: workspace, Work: s.workDir, ReadRoots: s.m.read, Hidden: s.m.hide}
 	// Skills folders are project configuration wherever they live.
 	protected := handoff.SkillDirs(workspace, userConfigDir())
