@@ -12,6 +12,7 @@ import (
 	"planbridge/goal"
 	"planbridge/handoff"
 	"planbridge/internal/agent"
+	"planbridge/internal/command"
 	"planbridge/internal/event"
 	"planbridge/internal/eventlog"
 	"planbridge/internal/store"
@@ -366,29 +367,23 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 	if fork := s.Info().ForkedTo; fork != "" {
 		return SubmitResult{}, &Error{Code: CodeSessionEnded, Message: "this planning session continued in its Worktree fork " + fork + "; open that session"}
 	}
-	if cmd, rest, ok := slashCommand(text); ok {
-		switch cmd {
-		case "/plan":
-			return s.planCommand(ctx, rest)
-		case "/compact":
-			if rest == "" {
-				return SubmitResult{Command: "compact"}, s.Compact()
-			}
-		case "/review":
-			if rest == "" {
-				r, err := s.Report(ctx)
-				if err == nil {
-					s.emit(NoticeEvent{Message: "Implementation report: " + r.Summary})
-				}
-				return SubmitResult{Command: "review"}, err
-			}
-		case "/goal":
-			msg, err := s.GoalCommand(ctx, rest)
-			if err == nil && msg != "" {
-				s.emit(NoticeEvent{Message: msg})
-			}
-			return SubmitResult{Command: "goal"}, err
+	switch c := command.Parse(text); c.Kind {
+	case command.Plan:
+		return s.planCommand(ctx, c.Arg)
+	case command.Compact:
+		return SubmitResult{Command: c.Kind.String()}, s.Compact()
+	case command.Review:
+		r, err := s.Report(ctx)
+		if err == nil {
+			s.emit(NoticeEvent{Message: "Implementation report: " + r.Summary})
 		}
+		return SubmitResult{Command: c.Kind.String()}, err
+	case command.Goal:
+		msg, err := s.GoalCommand(ctx, c.Arg)
+		if err == nil && msg != "" {
+			s.emit(NoticeEvent{Message: msg})
+		}
+		return SubmitResult{Command: c.Kind.String()}, err
 	}
 	if s.Info().Plan {
 		// An accepted follow-up in Plan demotes the proposal to a draft.
@@ -424,38 +419,26 @@ func (s *Session) QueueGuest(text string) (SubmitResult, error) {
 	return SubmitResult{Queued: queued}, err
 }
 
-// slashCommand splits "/cmd rest" when text starts with a slash token.
-func slashCommand(text string) (cmd, rest string, ok bool) {
-	t := strings.TrimSpace(text)
-	if !strings.HasPrefix(t, "/") {
-		return "", "", false
-	}
-	cmd, rest, _ = strings.Cut(t, " ")
-	if i := strings.IndexAny(cmd, "\t\n"); i >= 0 {
-		cmd, rest = cmd[:i], t[i+1:]
-	}
-	return cmd, strings.TrimSpace(rest), true
-}
-
+// planCommand carries out `/plan arg` ([command.ParsePlan]).
 func (s *Session) planCommand(ctx context.Context, arg string) (SubmitResult, error) {
-	res := SubmitResult{Command: "plan"}
+	res := SubmitResult{Command: command.Plan.String()}
 	var err error
-	switch arg {
-	case "":
+	switch command.ParsePlan(arg) {
+	case command.PlanToggle:
 		if s.Info().Plan {
 			err = s.ExitPlan(ctx)
 		} else {
 			err = s.EnterPlan(ctx)
 		}
-	case "on":
+	case command.PlanOn:
 		err = s.EnterPlan(ctx)
-	case "off", "stop", "cancel":
+	case command.PlanOff:
 		err = s.ExitPlan(ctx)
-	case "status":
+	case command.PlanStatus:
 		s.emit(NoticeEvent{Message: s.Status().Text})
-	case "parked":
+	case command.PlanParked:
 		s.emit(NoticeEvent{Message: s.m.parkedText(ctx, s.id)})
-	default:
+	case command.PlanPrompt:
 		if err = s.EnterPlan(ctx); err == nil {
 			res.Queued, err = s.prompt(ctx, arg)
 		}

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
+	"planbridge/internal/command"
 	"planbridge/internal/event"
 	"planbridge/internal/store"
 	"planbridge/proposal"
@@ -116,7 +115,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	plan := s.row.Plan // the turn's immutable Plan stamp
 	fullReminder := plan && s.row.TemplateEpisode != s.row.PlanEpisode
 	if s.row.Title == "" {
-		s.row.Title = titleFrom(text)
+		s.row.Title = command.Title(text)
 	}
 	history := agent.CompleteToolCalls(s.tr.Messages())
 	mode := agent.Mode(s.row.Mode)
@@ -255,18 +254,6 @@ func (s *Session) askFunc() agent.Asker {
 		}
 		return ok, err
 	}
-}
-
-func titleFrom(text string) string {
-	t := strings.TrimSpace(text)
-	if i := strings.IndexByte(t, '\n'); i >= 0 {
-		t = t[:i]
-	}
-	if utf8.RuneCountInString(t) > 60 {
-		r := []rune(t)
-		t = string(r[:59]) + "…"
-	}
-	return t
 }
 
 // dropQueued removes a queue entry that is done with (a no-op once the
