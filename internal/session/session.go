@@ -365,7 +365,7 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 	}
 	text = s.m.redact.String(text) // a pasted key goes no further: title, transcript, Goal, queue
 	if fork := s.Info().ForkedTo; fork != "" {
-		return SubmitResult{}, &Error{Code: CodeSessionEnded, Message: "this planning session continued in its Worktree fork " + fork + "; open that session"}
+		return SubmitResult{}, errForked(fork)
 	}
 	switch c := command.Parse(text); c.Kind {
 	case command.Plan:
@@ -389,33 +389,28 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 		// An accepted follow-up in Plan demotes the proposal to a draft.
 		s.demoteProposal(ctx, OutcomeDemoted)
 	}
-	queued, err := s.prompt(ctx, text)
+	queued, err := s.prompt(ctx, text, false)
 	return SubmitResult{Queued: queued}, err
 }
 
 // Queue adds text to the pending-input queue without demoting a pending
 // proposal: it runs after the running turn, or after the kickoff when the
 // plan is accepted.
-func (s *Session) Queue(text string) (SubmitResult, error) {
-	if err := checkPrompt(text); err != nil {
-		return SubmitResult{}, err
-	}
-	text = s.m.redact.String(text)
-	queued, err := s.prompt(context.Background(), text)
-	return SubmitResult{Queued: queued}, err
-}
+func (s *Session) Queue(text string) (SubmitResult, error) { return s.queueText(text, false) }
 
 // QueueGuest is [Session.Queue] for a prompt sent from a share link: its
 // turn is unattended, so a write to a protected path is refused rather
 // than asked ([agent.Gate.Unattended]). It is stored in the durable queue
 // with its guest mark, so it survives a restart and its turn stays
 // unattended after one.
-func (s *Session) QueueGuest(text string) (SubmitResult, error) {
+func (s *Session) QueueGuest(text string) (SubmitResult, error) { return s.queueText(text, true) }
+
+// queueText is [Session.Queue] for a person (guest false) or a share link.
+func (s *Session) queueText(text string, guest bool) (SubmitResult, error) {
 	if err := checkPrompt(text); err != nil {
 		return SubmitResult{}, err
 	}
-	text = s.m.redact.String(text)
-	queued, err := s.promptAs(context.Background(), text, true)
+	queued, err := s.prompt(context.Background(), s.m.redact.String(text), guest)
 	return SubmitResult{Queued: queued}, err
 }
 
@@ -440,7 +435,7 @@ func (s *Session) planCommand(ctx context.Context, arg string) (SubmitResult, er
 		s.emit(NoticeEvent{Message: s.m.parkedText(ctx, s.id)})
 	case command.PlanPrompt:
 		if err = s.EnterPlan(ctx); err == nil {
-			res.Queued, err = s.prompt(ctx, arg)
+			res.Queued, err = s.prompt(ctx, arg, false)
 		}
 	}
 	return res, err
@@ -469,21 +464,16 @@ type turnReq struct {
 	queueID int64
 }
 
-// prompt runs text as a turn now, or queues it behind the running turn or
-// the workflow that owns the session. It is durable first: a follow-up
-// waiting in the queue survives a restart, and leaves the queue in the
-// transaction that stores it as the turn's prompt.
-func (s *Session) prompt(ctx context.Context, text string) (queued bool, err error) {
-	return s.promptAs(ctx, text, false)
-}
-
-// promptAs is [Session.prompt] for a person (guest false) or a share
-// link's guest; the guest mark is stored with the queue entry.
-func (s *Session) promptAs(ctx context.Context, text string, guest bool) (queued bool, err error) {
+// prompt runs text, from a person (guest false) or a share link's guest,
+// as a turn now, or queues it behind the running turn or the workflow
+// that owns the session. It is durable first: a follow-up waiting in the
+// queue survives a restart (with its guest mark), and leaves the queue in
+// the transaction that stores it as the turn's prompt.
+func (s *Session) prompt(ctx context.Context, text string, guest bool) (queued bool, err error) {
 	if fork := s.Info().ForkedTo; fork != "" {
 		// As [Session.Submit]: the implementation moved to the fork, so no
 		// prompt (a queued one, a share link's) runs here any more.
-		return false, &Error{Code: CodeSessionEnded, Message: "this planning session continued in its Worktree fork " + fork + "; open that session"}
+		return false, errForked(fork)
 	}
 	if err := s.queueRoom(); err != nil {
 		return false, err // nothing stored
@@ -492,11 +482,17 @@ func (s *Session) promptAs(ctx context.Context, text string, guest bool) (queued
 	if err != nil {
 		return false, fmt.Errorf("could not queue the prompt: %w", err)
 	}
-	queued, err = s.enqueueInput(turnReq{text: text, display: text, queueID: id, guest: guest})
-	if err != nil {
+	if err := s.queueRoom(); err != nil { // again: others may have queued meanwhile
 		s.dropQueued(id)
+		return false, err
 	}
-	return queued, err
+	return s.enqueue(turnReq{text: text, display: text, queueID: id, guest: guest}), nil
+}
+
+// errForked refuses a prompt in a planning session that handed over to
+// its Worktree fork.
+func errForked(fork string) error {
+	return &Error{Code: CodeSessionEnded, Message: "this planning session continued in its Worktree fork " + fork + "; open that session"}
 }
 
 // Limits on a person's input, the same for every surface.
@@ -530,15 +526,6 @@ func (s *Session) queueRoom() error {
 		return errorf(CodeQueueFull, "%d prompts are already waiting in this session's queue (the limit is %d); wait for them to run", n, MaxQueued)
 	}
 	return nil
-}
-
-// enqueueInput is [Session.enqueue] for a person's prompt: refused, with
-// nothing queued, when [MaxQueued] prompts already wait.
-func (s *Session) enqueueInput(req turnReq) (queued bool, err error) {
-	if err := s.queueRoom(); err != nil {
-		return false, err
-	}
-	return s.enqueue(req), nil
 }
 
 func (s *Session) enqueue(req turnReq) (queued bool) {
@@ -616,36 +603,28 @@ func (s *Session) kick() {
 	}
 }
 
+// runQueue runs req, then hands the session to what comes next
+// ([Session.kickLocked] starts it as the next runner before this one
+// ends, so the session is never seen free between two turns).
 func (s *Session) runQueue(ctx context.Context, cancel context.CancelFunc, req turnReq) {
 	defer s.m.turns.Done()
-	for {
-		err := s.runTurn(ctx, req)
-		cancel()
-		s.mu.Lock()
-		s.busy, s.cancel = false, nil
-		var kept *errPromptKept
-		if errors.As(err, &kept) {
-			// Still queued in the store: queued in memory too, first,
-			// and not tried again until the next kick.
-			s.queue = append([]turnReq{req}, s.queue...)
-			s.mu.Unlock()
-			s.changed()
-			return
-		}
-		next, ok, paused := s.nextLocked()
-		if paused {
-			go s.afterGoalPause()
-		}
-		if !ok {
-			s.mu.Unlock()
-			s.changed() // not busy: the card's blockers too
-			return
-		}
-		req = next
-		s.busy = true
-		ctx, cancel = context.WithCancel(context.Background())
-		s.cancel = cancel
+	err := s.runTurn(ctx, req)
+	cancel()
+	s.mu.Lock()
+	s.busy, s.cancel = false, nil
+	var kept *errPromptKept
+	if errors.As(err, &kept) {
+		// Still queued in the store: queued in memory too, first,
+		// and not tried again until the next kick.
+		s.queue = append([]turnReq{req}, s.queue...)
 		s.mu.Unlock()
+		s.changed()
+		return
+	}
+	started := s.kickLocked()
+	s.mu.Unlock()
+	if !started {
+		s.changed() // not busy: the card's blockers too
 	}
 }
 
