@@ -59,6 +59,12 @@
 // request nearing the context window is compacted first
 // ([ModelConfig.NearWindow]).
 //
+// A plan file under work:// ([CurrentPlan], a version, an accepted
+// archive) holds its body and one line feed ([ArtifactData]); reading one
+// checks it against its recorded hash ([ReadArtifact]: a changed file is
+// an error, never trusted), and a proposal's authoritative text is its
+// stored body, a changed file only flagged ([ProposalBody]).
+//
 // [SaveToProject] writes an accepted plan into the workspace's docs/plans,
 // never overwriting and never following a link.
 //

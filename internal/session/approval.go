@@ -349,7 +349,7 @@ func (s *Session) presented(attempt string) (handoff.Presented, store.Proposal, 
 }
 
 func (a *acceptance) Archive(ctx context.Context, art handoff.Artifact, body string) error {
-	_, err := store.WriteFileOnce(a.s.workPath(art.Path), artifactData(body), 0o444)
+	_, err := store.WriteFileOnce(a.s.workPath(art.Path), handoff.ArtifactData(body), 0o444)
 	return err
 }
 
@@ -478,7 +478,7 @@ func (s *Session) SavePlanToProject(ctx context.Context, date string) (string, e
 	if err != nil {
 		return "", err
 	}
-	rel, err := handoff.SaveToProject(ws, date, p.Title, artifactData(body))
+	rel, err := handoff.SaveToProject(ws, date, p.Title, handoff.ArtifactData(body))
 	if errors.Is(err, handoff.ErrSave) {
 		return "", &Error{Code: CodeSaveFailed, Message: strings.TrimPrefix(err.Error(), handoff.ErrSave.Error()+": ")}
 	}

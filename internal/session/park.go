@@ -232,7 +232,7 @@ func (a *parking) Body(ctx context.Context) (string, error) {
 }
 
 func (a *parking) Archive(ctx context.Context, art handoff.Artifact, body string) error {
-	_, err := store.WriteFileOnce(a.s.workPath(art.Path), artifactData(body), 0o444)
+	_, err := store.WriteFileOnce(a.s.workPath(art.Path), handoff.ArtifactData(body), 0o444)
 	return err
 }
 

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
@@ -58,7 +56,7 @@ func (s *Session) onResponse(res *proposal.Result) {
 // The selection of an earlier proposal survives.
 func (s *Session) publishProposal(ctx context.Context, title, body string, edited bool) error {
 	hash := proposal.HashBody(body)
-	if err := store.WriteFileAtomic(s.workPath(CurrentPlanPath), artifactData(body), 0o644); err != nil {
+	if err := store.WriteFileAtomic(s.workPath(CurrentPlanPath), handoff.ArtifactData(body), 0o644); err != nil {
 		return err
 	}
 	if err := s.recordVersion(hash, body); err != nil {
@@ -141,40 +139,19 @@ func (s *Session) loadProposal(ctx context.Context) error {
 	return s.m.st.PutProposal(ctx, p)
 }
 
-// artifactData is how a plan body is stored as a work:// artifact: with
-// one trailing newline. [Session.readArtifact] undoes it.
-func artifactData(body string) []byte { return []byte(body + "\n") }
-
 // workPath maps a session-relative artifact path to its file.
 func (s *Session) workPath(rel string) string {
 	return filepath.Join(s.workDir, filepath.FromSlash(rel))
 }
 
-// readArtifact reads work://rel and checks it against hash.
+// readArtifact is [handoff.ReadArtifact] in the session's work:// directory.
 func (s *Session) readArtifact(rel, hash string) (string, error) {
-	b, err := os.ReadFile(s.workPath(rel))
-	if err != nil {
-		return "", fmt.Errorf("read %s%s: %w", agent.WorkScheme, rel, err)
-	}
-	body := strings.TrimSuffix(string(b), "\n")
-	if proposal.HashBody(body) != hash {
-		return "", fmt.Errorf("%s%s does not match its recorded hash: it was changed outside planbridge", agent.WorkScheme, rel)
-	}
-	return body, nil
+	return handoff.ReadArtifact(s.workDir, rel, hash)
 }
 
-// proposalBody is the text of p that every surface shows and acceptance
-// archives: the stored body, whose hash is p.Hash, whatever the plan file
-// now holds (differs reports that the file was changed since). A row from
-// before bodies were stored falls back to the file, checked against the
-// hash.
+// proposalBody is [handoff.ProposalBody] of p.
 func (s *Session) proposalBody(p store.Proposal) (body string, differs bool, err error) {
-	if p.Body != "" && proposal.HashBody(p.Body) == p.Hash {
-		_, ferr := s.readArtifact(p.Path, p.Hash)
-		return p.Body, ferr != nil, nil
-	}
-	body, err = s.readArtifact(p.Path, p.Hash)
-	return body, false, err
+	return handoff.ProposalBody(s.workDir, p.Path, p.Hash, p.Body)
 }
 
 // joinNotice is [handoff.JoinNotice].
