@@ -54,7 +54,9 @@
 // The model policy a client configures ([ModelConfig]: the session's
 // default, the catalog the card's model choice is validated against, the
 // three workloads) resolves each workload ([ModelConfig.Workload]: what it
-// leaves out comes from the default) and fails visibly for a model the
+// leaves out comes from the default) and the policy of one root turn
+// ([ModelConfig.Turn]: an implementation's scoped policy, else planning in
+// Plan, else the default) and fails visibly for a model the
 // catalog does not know ([ModelConfig.Check]), never falling back; a
 // request nearing the context window is compacted first
 // ([ModelConfig.NearWindow]).

@@ -54,6 +54,22 @@ func (c ModelConfig) Workload(name string) Policy {
 	return w
 }
 
+// Turn is the policy one root turn runs under: scoped, an
+// implementation's policy for this request only, when the turn carries
+// one (its mode too); otherwise the planning workload's model and effort
+// in Plan, the session policy's outside it, with the session's mode.
+func (c ModelConfig) Turn(plan bool, mode string, scoped *Policy) Policy {
+	if scoped != nil {
+		return *scoped
+	}
+	p := Policy{Model: c.Default.Model, Effort: c.Default.Effort}
+	if plan {
+		p = c.Workload(WorkloadPlanning)
+	}
+	p.Mode = mode
+	return p
+}
+
 // Check fails visibly for a model the catalog does not know: there is no
 // silent fallback. No model, or no catalog, passes.
 func (c ModelConfig) Check(name string) error {

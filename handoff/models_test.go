@@ -101,3 +101,28 @@ func TestModelConfig(t *testing.T) {
 		}
 	})
 }
+
+func TestModelConfigTurn(t *testing.T) {
+	cfg := ModelConfig{Default: Policy{Model: "big", Effort: "high", Mode: "ignored"},
+		Workloads: map[string]Policy{WorkloadPlanning: {Model: "planner", Mode: "ignored too"}}}
+	inherit := ModelConfig{Default: Policy{Model: "big", Effort: "high"}, Workloads: map[string]Policy{WorkloadPlanning: {Effort: "low"}}}
+	scoped := &Policy{Model: "impl", Effort: "medium", Mode: "edits"}
+	for _, tc := range []struct {
+		name   string
+		cfg    ModelConfig
+		plan   bool
+		scoped *Policy
+		want   Policy
+	}{
+		{"outside Plan: the default, the session's mode", cfg, false, nil, Policy{Model: "big", Effort: "high", Mode: "ask"}},
+		{"Plan: the planning workload, its effort alone", cfg, true, nil, Policy{Model: "planner", Mode: "ask"}},
+		{"Plan: a workload naming no model inherits the default's", inherit, true, nil, Policy{Model: "big", Effort: "low", Mode: "ask"}},
+		{"scoped wins, mode included", cfg, false, scoped, *scoped},
+		{"scoped wins in Plan too", cfg, true, scoped, *scoped},
+		{"empty config", ModelConfig{}, true, nil, Policy{Mode: "ask"}},
+	} {
+		if got := tc.cfg.Turn(tc.plan, "ask", tc.scoped); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}

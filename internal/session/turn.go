@@ -118,19 +118,11 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		s.row.Title = command.Title(text)
 	}
 	history := agent.CompleteToolCalls(s.tr.Messages())
-	mode := agent.Mode(s.row.Mode)
+	mode := s.row.Mode
 	workspace := s.row.Workspace
 	s.mu.Unlock()
-	model, effort := s.m.sessionModel()
-	if plan {
-		w := s.m.workload(WorkloadPlanning)
-		model, effort = w.Model, w.Effort
-	}
-	if req.policy != nil {
-		// Implementation-scoped policy: this request only.
-		mode, model, effort = agent.Mode(req.policy.Mode), req.policy.Model, req.policy.Effort
-	}
-
+	cfg := s.m.modelConfig()
+	pol := cfg.Turn(plan, mode, req.policy)
 	content := text
 	if plan {
 		content = text + "\n\n" + agent.PlanReminder(fullReminder)
@@ -145,7 +137,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		err := errors.New("no model engine is configured")
 		return s.finishTurn(ctx, turnNo, err, false, nil)
 	}
-	if err := s.m.checkModel(model); err != nil {
+	if err := cfg.Check(pol.Model); err != nil {
 		s.announceTurn(display, turnNo, plan)
 		return s.finishTurn(ctx, turnNo, err, false, nil)
 	}
@@ -155,11 +147,11 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	protected := handoff.SkillDirs(workspace, userConfigDir())
 	t := &agent.Turn{
 		Engine:   eng,
-		Model:    model,
-		Effort:   effort,
+		Model:    pol.Model,
+		Effort:   pol.Effort,
 		Messages: append(append([]agent.Message{{Role: agent.RoleSystem, Content: agent.RootPrompt(workspace)}}, history...), user),
 		Tools:    s.registry(),
-		Gate: agent.Gate{Plan: plan, Mode: mode, Shell: s.m.shell, Roots: roots, Protected: protected,
+		Gate: agent.Gate{Plan: plan, Mode: agent.Mode(pol.Mode), Shell: s.m.shell, Roots: roots, Protected: protected,
 			Unattended: req.guest || req.goal.Continuation, Scope: s.heldScope(plan)},
 		Env:   agent.Env{Roots: roots, Shell: s.m.shell, Protected: protected},
 		Ask:   s.askFunc(),
