@@ -4,7 +4,8 @@
 //
 // What is here: the approval model ([Selection] with its Worktree branch
 // ([DefaultBranch]), [Approval] attempts, [FeedbackText] and
-// [FeedbackEnvelope]), the approval card ([NewCard] draws a [Card] from a
+// [FeedbackEnvelope], a revision request's [FeedbackSize] and its masking
+// as it enters, [MaskFeedback]), the approval card ([NewCard] draws a [Card] from a
 // [CardState] snapshot: the stored selection or the defaults
 // ([CardSelection]), the fork blockers, the Worktree checks
 // ([CheckWorktreeCard]), a tampered plan's notice) and its [Timeout],

@@ -140,7 +140,7 @@ func userConfigDir() string {
 	return d
 }
 
-// checkAttempt fails closed on a stale or missing attempt id.
+// checkAttemptLocked fails closed on a stale or missing attempt id.
 func (s *Session) checkAttemptLocked(attempt string) error {
 	if err := s.approval.Check(attempt); err != nil {
 		return errStale
@@ -148,11 +148,20 @@ func (s *Session) checkAttemptLocked(attempt string) error {
 	return nil
 }
 
-// UpdateSelection applies one card edit.
-func (s *Session) UpdateSelection(ctx context.Context, attempt string, c handoff.Change) (ApprovalView, error) {
+// lockAttempt takes s.mu for an action on the card presented under
+// attempt; a stale or missing one fails closed with the lock released.
+func (s *Session) lockAttempt(attempt string) error {
 	s.mu.Lock()
 	if err := s.checkAttemptLocked(attempt); err != nil {
 		s.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// UpdateSelection applies one card edit.
+func (s *Session) UpdateSelection(ctx context.Context, attempt string, c handoff.Change) (ApprovalView, error) {
+	if err := s.lockAttempt(attempt); err != nil {
 		return ApprovalView{}, err
 	}
 	sel, err := s.selectionLocked().Apply(c, s.m.modelConfig().Models)
@@ -175,9 +184,7 @@ func (s *Session) UpdateSelection(ctx context.Context, attempt string, c handoff
 
 // SetHidden hides or re-shows the card; it stays pending either way.
 func (s *Session) SetHidden(attempt string, hidden bool) (ApprovalView, error) {
-	s.mu.Lock()
-	if err := s.checkAttemptLocked(attempt); err != nil {
-		s.mu.Unlock()
+	if err := s.lockAttempt(attempt); err != nil {
 		return ApprovalView{}, err
 	}
 	s.approval.Hidden = hidden
@@ -196,9 +203,7 @@ func (s *Session) closeApprovalLocked() string {
 
 // CancelApproval demotes the proposal to a draft and discards the selection.
 func (s *Session) CancelApproval(ctx context.Context, attempt string) error {
-	s.mu.Lock()
-	if err := s.checkAttemptLocked(attempt); err != nil {
-		s.mu.Unlock()
+	if err := s.lockAttempt(attempt); err != nil {
 		return err
 	}
 	a := s.closeApprovalLocked()
@@ -220,21 +225,11 @@ type Comment = handoff.LineComment
 // Feedback sends the person's revision request to the model inside a
 // delimited envelope. Plan stays on; the selection survives.
 func (s *Session) Feedback(ctx context.Context, attempt, text string, comments []Comment) error {
-	n := len(text)
-	for _, c := range comments {
-		n += len(c.Text)
-	}
-	if n > MaxPromptBytes {
+	if n := handoff.FeedbackSize(text, comments); n > MaxPromptBytes {
 		return errorf(CodePromptTooLarge, "the feedback is %d bytes; the limit is %d (1 MiB)", n, MaxPromptBytes)
 	}
-	text = s.m.redact.String(text)
-	comments = append([]Comment(nil), comments...)
-	for i := range comments {
-		comments[i].Text = s.m.redact.String(comments[i].Text)
-	}
-	s.mu.Lock()
-	if err := s.checkAttemptLocked(attempt); err != nil {
-		s.mu.Unlock()
+	text, comments = handoff.MaskFeedback(text, comments, s.m.redact.String)
+	if err := s.lockAttempt(attempt); err != nil {
 		return err
 	}
 	body := s.prop.Body
@@ -271,9 +266,7 @@ func (s *Session) Feedback(ctx context.Context, attempt, text string, comments [
 // what will be accepted (recorded as person-edited). A new presentation
 // starts.
 func (s *Session) EditProposal(ctx context.Context, attempt, body string) (ApprovalView, error) {
-	s.mu.Lock()
-	if err := s.checkAttemptLocked(attempt); err != nil {
-		s.mu.Unlock()
+	if err := s.lockAttempt(attempt); err != nil {
 		return ApprovalView{}, err
 	}
 	s.mu.Unlock()
