@@ -78,7 +78,7 @@ const (
 	PlanToggle PlanVerb = iota // no argument: Plan off if on, on if off
 	PlanOn                     // on
 	PlanOff                    // off, stop, cancel
-	PlanStatus                 // status: say the posture
+	PlanShow                   // status: say the posture
 	PlanParked                 // parked: list the parked plans
 	PlanPrompt                 // anything else: enter Plan, then send it as a prompt
 )
@@ -94,7 +94,7 @@ func ParsePlan(arg string) PlanVerb {
 	case "off", "stop", "cancel":
 		return PlanOff
 	case "status":
-		return PlanStatus
+		return PlanShow
 	case "parked":
 		return PlanParked
 	}

@@ -52,7 +52,7 @@ func TestKindString(t *testing.T) {
 func TestParsePlan(t *testing.T) {
 	for arg, want := range map[string]PlanVerb{
 		"": PlanToggle, "on": PlanOn, "off": PlanOff, "stop": PlanOff, "cancel": PlanOff,
-		"status": PlanStatus, "parked": PlanParked,
+		"status": PlanShow, "parked": PlanParked,
 		"On": PlanPrompt, "status please": PlanPrompt, "fix the bug": PlanPrompt, "offline mode": PlanPrompt,
 	} {
 		if got := ParsePlan(arg); got != want {

@@ -286,67 +286,19 @@ func (s *Session) ExitPlan(ctx context.Context) error {
 	return nil
 }
 
-// PlanStatus is the answer to `/plan status`.
-type PlanStatus struct {
-	Plan           bool          `json:"plan"`
-	Mode           string        `json:"mode"`
-	ProposalStatus string        `json:"proposal_status"`
-	ProposalTitle  string        `json:"proposal_title"`
-	BlockedTotal   int64         `json:"blocked_total"` // Plan refusals
-	RefusedTotal   int64         `json:"refused_total"` // other refusals
-	Steps          *StepProgress `json:"steps,omitempty"`
-	// AcceptedPlan is the provenance of the implementation (nil if none).
-	AcceptedPlan *PlanRef `json:"accepted_plan,omitempty"`
-	// LastApproval is how the last approval card ended (an Outcome*
-	// constant; "" before any).
-	LastApproval string `json:"last_approval,omitempty"`
-	// Confinement describes the OS layers under Plan's shell; it starts
-	// with "NO OS CONFINEMENT" when none confines file access here.
-	Confinement string `json:"confinement,omitempty"`
-	// AgentConfinement describes the OS layers under a Plan agent process
-	// that runs its own tools (the acp engine); empty for other engines.
-	// It starts with "NO OS CONFINEMENT" when none can confine it.
-	AgentConfinement string `json:"agent_confinement,omitempty"`
-	Text             string `json:"text"`
-}
-
-// StepProgress summarises an accepted plan's implementation.
-type StepProgress = review.StepProgress
+// PlanStatus is the answer to `/plan status` ([command.Status]).
+type PlanStatus = command.PlanStatus
 
 // Status reports posture, proposal state and the blocked-call count.
 func (s *Session) Status() PlanStatus {
 	in := s.Info()
-	st := PlanStatus{Plan: in.Plan, Mode: in.Mode, ProposalStatus: in.ProposalStatus, ProposalTitle: in.ProposalTitle, BlockedTotal: in.BlockedTotal, RefusedTotal: in.RefusedTotal}
-	posture := "off"
-	if st.Plan {
-		posture = "on"
-	}
-	prop := st.ProposalStatus
-	if st.ProposalTitle != "" {
-		prop += fmt.Sprintf(" (%q)", st.ProposalTitle)
-	}
-	st.Text = fmt.Sprintf("Plan %s · mode %s · proposal %s · %d blocked call(s) · %d other refused call(s)", posture, st.Mode, prop, st.BlockedTotal, st.RefusedTotal)
+	st := PlanStatus{Plan: in.Plan, Mode: in.Mode, ProposalStatus: in.ProposalStatus, ProposalTitle: in.ProposalTitle, BlockedTotal: in.BlockedTotal,
+		RefusedTotal: in.RefusedTotal, AgentConfinement: agent.AgentConfinement(s.m.Engine())}
 	if outs, err := s.m.st.ApprovalOutcomes(context.Background(), s.id); err == nil && len(outs) > 0 {
 		st.LastApproval = outs[len(outs)-1].Outcome
-		st.Text += " · last approval " + st.LastApproval
 	}
-	if p := s.TrackedPlan(); p != nil {
-		st.Steps, st.AcceptedPlan = p.Progress(), p.Ref()
-		st.Text += " · " + p.Summary()
-	}
-	if c, ok := agent.ShellConfinement(s.m.shell); ok {
-		st.Confinement = c
-		if st.Plan && agent.Unconfined(c) {
-			st.Text += " · shell: " + c
-		}
-	}
-	if ac := agent.AgentConfinement(s.m.Engine()); ac != "" {
-		st.AgentConfinement = ac
-		if st.Plan {
-			st.Text += " · agent: " + ac
-		}
-	}
-	return st
+	st.Confinement, _ = agent.ShellConfinement(s.m.shell)
+	return command.Status(st, s.TrackedPlan())
 }
 
 // SubmitResult says what happened to submitted text.
@@ -429,7 +381,7 @@ func (s *Session) planCommand(ctx context.Context, arg string) (SubmitResult, er
 		err = s.EnterPlan(ctx)
 	case command.PlanOff:
 		err = s.ExitPlan(ctx)
-	case command.PlanStatus:
+	case command.PlanShow:
 		s.emit(NoticeEvent{Message: s.Status().Text})
 	case command.PlanParked:
 		s.emit(NoticeEvent{Message: s.m.parkedText(ctx, s.id)})
