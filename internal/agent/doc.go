@@ -15,9 +15,10 @@
 // signatures; they are never assistant text. [Usage] counts cached prompt
 // tokens as input and reports the cache writes and reads beside them.
 //
-// A root Plan turn's prompt ends with [PlanReminder]: the whole Plan
-// contract on the first delivered reminder of an episode, a one-line
-// reference afterwards (the cadence is the session's). [ShellConfinement]
+// A root turn sends [RootConversation]: the system prompt, the stored
+// history, the prompt; in Plan the prompt ends with [PlanReminder]: the
+// whole Plan contract on the first delivered reminder of an episode, a
+// one-line reference afterwards (the cadence is the session's). [ShellConfinement]
 // and [AgentConfinement] say what confines Plan's shell and a Plan agent
 // process that runs its own tools, looking through engine wrappers;
 // [Unconfined] recognises the "NO OS CONFINEMENT" they start with when

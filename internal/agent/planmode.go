@@ -58,3 +58,16 @@ func ShellConfinement(sh Shell) (desc string, ok bool) {
 // Unconfined reports whether a confinement description
 // ([ShellConfinement], [AgentConfinement]) says nothing confines.
 func Unconfined(desc string) bool { return strings.HasPrefix(desc, "NO OS CONFINEMENT") }
+
+// RootConversation is what a root turn over workspace sends: its system
+// prompt ([RootPrompt]), history (well-formed: [CompleteToolCalls]) and
+// the new prompt text last, which in Plan ends with the [PlanReminder]
+// (full or not) after a blank line. history is not modified.
+func RootConversation(workspace string, history []Message, text string, plan, fullReminder bool) []Message {
+	if plan {
+		text += "\n\n" + PlanReminder(fullReminder)
+	}
+	msgs := make([]Message, 0, len(history)+2)
+	msgs = append(append(append(msgs, Message{Role: RoleSystem, Content: RootPrompt(workspace)}), history...), Message{Role: RoleUser, Content: text})
+	return msgs
+}

@@ -91,3 +91,36 @@ func TestConfinementLookups(t *testing.T) {
 	}
 
 }
+
+func TestRootConversation(t *testing.T) {
+	history := []Message{{Role: RoleUser, Content: "earlier"}, {Role: RoleAssistant, Content: "answer"}}
+	keep := append([]Message(nil), history...)
+	for _, tc := range []struct {
+		name       string
+		plan, full bool
+		last       string
+	}{
+		{"outside Plan: the text as it is", false, true, "fix it"},
+		{"Plan, first reminder", true, true, "fix it\n\n" + PlanReminder(true)},
+		{"Plan, later reminder", true, false, "fix it\n\n" + PlanReminder(false)},
+	} {
+		msgs := RootConversation("/ws", history[:len(history):len(history)], "fix it", tc.plan, tc.full)
+		if len(msgs) != 4 || msgs[0].Role != RoleSystem || msgs[0].Content != RootPrompt("/ws") {
+			t.Fatalf("%s: %+v", tc.name, msgs)
+		}
+		if msgs[1].Content != "earlier" || msgs[2].Content != "answer" {
+			t.Errorf("%s: history %+v", tc.name, msgs[1:3])
+		}
+		if msgs[3].Role != RoleUser || msgs[3].Content != tc.last {
+			t.Errorf("%s: prompt %+v", tc.name, msgs[3])
+		}
+		for i := range keep {
+			if history[i].Content != keep[i].Content {
+				t.Errorf("%s: history changed", tc.name)
+			}
+		}
+	}
+	if msgs := RootConversation("/ws", nil, "hi", false, false); len(msgs) != 2 || msgs[1].Content != "hi" {
+		t.Errorf("no history: %+v", msgs)
+	}
+}

@@ -123,11 +123,6 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	s.mu.Unlock()
 	cfg := s.m.modelConfig()
 	pol := cfg.Turn(plan, mode, req.policy)
-	content := text
-	if plan {
-		content = text + "\n\n" + agent.PlanReminder(fullReminder)
-	}
-	user := agent.Message{Role: agent.RoleUser, Content: content}
 	display := req.display
 	if display == "" {
 		display = text
@@ -149,7 +144,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		Engine:   eng,
 		Model:    pol.Model,
 		Effort:   pol.Effort,
-		Messages: append(append([]agent.Message{{Role: agent.RoleSystem, Content: agent.RootPrompt(workspace)}}, history...), user),
+		Messages: agent.RootConversation(workspace, history, text, plan, fullReminder),
 		Tools:    s.registry(),
 		Gate: agent.Gate{Plan: plan, Mode: agent.Mode(pol.Mode), Shell: s.m.shell, Roots: roots, Protected: protected,
 			Unattended: req.guest || req.goal.Continuation, Scope: s.heldScope(plan)},
