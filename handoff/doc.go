@@ -5,7 +5,8 @@
 // What is here: the approval model ([Selection] with its Worktree branch
 // ([DefaultBranch]), [Approval] attempts, [FeedbackText] and
 // [FeedbackEnvelope], a revision request's [FeedbackSize] and its masking
-// as it enters, [MaskFeedback]), the approval card ([NewCard] draws a [Card] from a
+// as it enters, [MaskFeedback]; how a presentation ended, [Outcome] and
+// the Outcome* constants), the approval card ([NewCard] draws a [Card] from a
 // [CardState] snapshot: the stored selection or the defaults
 // ([CardSelection]), the fork blockers, the Worktree checks
 // ([CheckWorktreeCard]), a tampered plan's notice) and its [Timeout],

@@ -213,7 +213,7 @@ func (s *Session) CancelApproval(ctx context.Context, attempt string) error {
 	if err := s.putProposal(ctx, p); err != nil {
 		return err
 	}
-	s.closedWith(ctx, a, OutcomeCancelled, &p)
+	s.closedWith(ctx, a, handoff.OutcomeCancelled, &p)
 	s.changed()
 	s.kick()
 	return nil
@@ -256,7 +256,7 @@ func (s *Session) Feedback(ctx context.Context, attempt, text string, comments [
 	if err := s.putProposal(ctx, p); err != nil {
 		return err
 	}
-	s.closedWith(ctx, a, OutcomeFeedback, &p)
+	s.closedWith(ctx, a, handoff.OutcomeFeedback, &p)
 	prompt, display := handoff.FeedbackTurn(title, feedback, p.Rejections, s.checksHint(p.Hash))
 	s.enqueue(turnReq{text: prompt, display: display})
 	return nil
@@ -397,8 +397,8 @@ func (a *acceptance) Committed(ctx context.Context, rec *handoff.Record, in hand
 	// The selection rides along, so the transcript records what the
 	// implementation runs with.
 	sel := in.Selection
-	s.recordOutcome(ctx, a.closed, OutcomeAccepted, p.Title, p.Hash)
-	s.emit(ApprovalClosedEvent{Attempt: a.closed, Reason: OutcomeAccepted, Selection: &sel})
+	s.recordOutcome(ctx, a.closed, handoff.OutcomeAccepted, p.Title, p.Hash)
+	s.emit(ApprovalClosedEvent{Attempt: a.closed, Reason: handoff.OutcomeAccepted, Selection: &sel})
 	s.emitSteps()
 	s.emit(NoticeEvent{Message: "Preparing implementation..."})
 	s.changed()

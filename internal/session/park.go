@@ -14,19 +14,6 @@ import (
 	"planbridge/worktree"
 )
 
-// How an approval presentation ended: recorded durably for each attempt
-// (the first outcome wins) and reported as the approval_closed event's
-// reason. Only accepted starts anything; parked archives and records.
-const (
-	OutcomeAccepted    = "accepted"
-	OutcomeParked      = "parked"
-	OutcomeFeedback    = "feedback"
-	OutcomeCancelled   = "cancelled"   // approval/cancel, or leaving Plan
-	OutcomeDemoted     = "demoted"     // a follow-up in Plan, a newer proposal
-	OutcomeInterrupted = "interrupted" // session/interrupt, or the server shut down
-	OutcomeTimedOut    = "timed_out"   // the approval timeout expired
-)
-
 // CodeAlreadyStarted refuses a second start of a parked plan.
 const CodeAlreadyStarted = "already_started"
 
@@ -56,13 +43,7 @@ func (s *Session) closedWith(ctx context.Context, attempt, outcome string, p *st
 }
 
 // OutcomeView is one recorded approval outcome.
-type OutcomeView struct {
-	Attempt string    `json:"attempt"`
-	Outcome string    `json:"outcome"`
-	Title   string    `json:"title"`
-	Hash    string    `json:"hash"`
-	At      time.Time `json:"at"`
-}
+type OutcomeView = handoff.Outcome
 
 // Outcomes lists how the session's approval presentations ended, oldest first.
 func (s *Session) Outcomes(ctx context.Context) ([]OutcomeView, error) {
@@ -119,7 +100,7 @@ func (s *Session) timeOut(attempt string) {
 	if err := s.putProposal(ctx, p); err != nil {
 		s.m.log.Error("time out approval", "session", s.id, "err", err)
 	}
-	s.closedWith(ctx, attempt, OutcomeTimedOut, &p)
+	s.closedWith(ctx, attempt, handoff.OutcomeTimedOut, &p)
 	s.emit(NoticeEvent{Message: "The approval card timed out; nothing runs. The plan is kept as a draft."})
 	s.changed()
 	s.kick()
@@ -144,7 +125,7 @@ func (s *Session) interruptApproval(ctx context.Context, demote bool) {
 			s.m.log.Error("interrupt approval", "session", s.id, "err", err)
 		}
 	}
-	s.closedWith(ctx, a, OutcomeInterrupted, &p)
+	s.closedWith(ctx, a, handoff.OutcomeInterrupted, &p)
 	if demote {
 		s.changed()
 	}
@@ -199,7 +180,7 @@ func (s *Session) ParkExpecting(ctx context.Context, attempt string, expect *han
 	if _, err := handoff.Park(ctx, pp, expect); err != nil {
 		return ParkedView{}, refused(err)
 	}
-	s.emit(ApprovalClosedEvent{Attempt: attempt, Reason: OutcomeParked})
+	s.emit(ApprovalClosedEvent{Attempt: attempt, Reason: handoff.OutcomeParked})
 	saved, err := s.m.st.GetParkedPlan(ctx, pp.id)
 	if err != nil {
 		return ParkedView{}, err
@@ -260,7 +241,7 @@ func (a *parking) Commit(ctx context.Context, pk handoff.Parking) error {
 	s.mu.Unlock()
 	p.Status, p.Rejections = ProposalParked, 0
 	err := s.m.st.CommitPark(ctx, store.Park{Plan: row, Proposal: p,
-		Outcome: store.ApprovalOutcome{SessionID: s.id, Attempt: attempt, Outcome: OutcomeParked, Title: p.Title, Hash: p.Hash}})
+		Outcome: store.ApprovalOutcome{SessionID: s.id, Attempt: attempt, Outcome: handoff.OutcomeParked, Title: p.Title, Hash: p.Hash}})
 	if err != nil {
 		s.mu.Lock()
 		s.approval = handoff.Approval{Attempt: attempt} // nothing moved: the card stays pending

@@ -281,7 +281,7 @@ func (s *Session) ExitPlan(ctx context.Context) error {
 	if err := s.commitRow(ctx, func(r *store.Session) { r.Plan = false }); err != nil {
 		return err
 	}
-	s.demoteProposal(ctx, OutcomeCancelled) // leaving Plan abandons the pending proposal
+	s.demoteProposal(ctx, handoff.OutcomeCancelled) // leaving Plan abandons the pending proposal
 	s.changed()
 	return nil
 }
@@ -339,7 +339,7 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 	}
 	if s.Info().Plan {
 		// An accepted follow-up in Plan demotes the proposal to a draft.
-		s.demoteProposal(ctx, OutcomeDemoted)
+		s.demoteProposal(ctx, handoff.OutcomeDemoted)
 	}
 	queued, err := s.prompt(ctx, text, false)
 	return SubmitResult{Queued: queued}, err
