@@ -42,18 +42,15 @@ func (s *Session) closedWith(ctx context.Context, attempt, outcome string, p *st
 	s.emit(ApprovalClosedEvent{Attempt: attempt, Reason: outcome})
 }
 
-// OutcomeView is one recorded approval outcome.
-type OutcomeView = handoff.Outcome
-
 // Outcomes lists how the session's approval presentations ended, oldest first.
-func (s *Session) Outcomes(ctx context.Context) ([]OutcomeView, error) {
+func (s *Session) Outcomes(ctx context.Context) ([]handoff.Outcome, error) {
 	rows, err := s.m.st.ApprovalOutcomes(ctx, s.id)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]OutcomeView, len(rows))
+	out := make([]handoff.Outcome, len(rows))
 	for i, r := range rows {
-		out[i] = OutcomeView{Attempt: r.Attempt, Outcome: r.Outcome, Title: r.Title, Hash: r.Hash, At: r.At}
+		out[i] = handoff.Outcome{Attempt: r.Attempt, Outcome: r.Outcome, Title: r.Title, Hash: r.Hash, At: r.At}
 	}
 	return out, nil
 }

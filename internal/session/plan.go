@@ -23,9 +23,6 @@ const (
 	ProposalAccepted = "accepted"
 )
 
-// CurrentPlanPath is the session-relative path of the actionable proposal.
-const CurrentPlanPath = handoff.CurrentPlan
-
 // registry returns the tools this session's turns are offered.
 func (s *Session) registry() *agent.Registry {
 	tools := append(agent.DefaultTools(), s.sessionTools()...)
@@ -56,7 +53,7 @@ func (s *Session) onResponse(res *proposal.Result) {
 // The selection of an earlier proposal survives.
 func (s *Session) publishProposal(ctx context.Context, title, body string, edited bool) error {
 	hash := proposal.HashBody(body)
-	if err := store.WriteFileAtomic(s.workPath(CurrentPlanPath), handoff.ArtifactData(body), 0o644); err != nil {
+	if err := store.WriteFileAtomic(s.workPath(handoff.CurrentPlan), handoff.ArtifactData(body), 0o644); err != nil {
 		return err
 	}
 	if err := s.recordVersion(hash, body); err != nil {
@@ -67,13 +64,13 @@ func (s *Session) publishProposal(ctx context.Context, title, body string, edite
 	if s.prop != nil {
 		p = *s.prop
 	}
-	p.Status, p.Title, p.Path, p.Hash, p.Body, p.PersonEdited = ProposalProposed, title, CurrentPlanPath, hash, body, edited
+	p.Status, p.Title, p.Path, p.Hash, p.Body, p.PersonEdited = ProposalProposed, title, handoff.CurrentPlan, hash, body, edited
 	s.mu.Unlock()
 	if err := s.putProposal(ctx, p); err != nil {
 		return err
 	}
 	s.emit(ProposalEvent{Title: title, Body: body, Hash: hash,
-		Path: agent.WorkScheme + CurrentPlanPath, Text: proposal.RenderText(body), Edited: edited})
+		Path: agent.WorkScheme + handoff.CurrentPlan, Text: proposal.RenderText(body), Edited: edited})
 	s.presentApproval(ctx)
 	return nil
 }
@@ -153,6 +150,3 @@ func (s *Session) readArtifact(rel, hash string) (string, error) {
 func (s *Session) proposalBody(p store.Proposal) (body string, differs bool, err error) {
 	return handoff.ProposalBody(s.workDir, p.Path, p.Hash, p.Body)
 }
-
-// joinNotice is [handoff.JoinNotice].
-func joinNotice(a, b string) string { return handoff.JoinNotice(a, b) }

@@ -262,7 +262,7 @@ func (s *Session) versionCard(v *ApprovalView, hash, body string) {
 	}
 	v.Version, v.Revisions, v.VersionPath, v.Comments = c.Version, c.Revisions, c.Path, c.Comments
 	if c.Notice != "" {
-		v.Notice = joinNotice(v.Notice, c.Notice)
+		v.Notice = handoff.JoinNotice(v.Notice, c.Notice)
 	}
 }
 
