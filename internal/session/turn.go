@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,16 +124,12 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	s.mu.Unlock()
 	cfg := s.m.modelConfig()
 	pol := cfg.Turn(plan, mode, req.policy)
-	display := req.display
-	if display == "" {
-		display = text
-	}
+	display := cmp.Or(req.display, text)
+	err := cfg.Check(pol.Model)
 	if eng == nil {
-		s.announceTurn(display, turnNo, plan)
-		err := errors.New("no model engine is configured")
-		return s.finishTurn(ctx, turnNo, err, false, nil)
+		err = errors.New("no model engine is configured")
 	}
-	if err := cfg.Check(pol.Model); err != nil {
+	if err != nil { // nothing is sent, but the person sees what failed
 		s.announceTurn(display, turnNo, plan)
 		return s.finishTurn(ctx, turnNo, err, false, nil)
 	}
