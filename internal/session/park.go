@@ -81,23 +81,9 @@ func (s *Session) armTimeoutLocked() {
 // current one: the proposal becomes a draft (its selection kept) and
 // nothing runs.
 func (s *Session) timeOut(attempt string) {
-	if s.m.isClosed() {
+	if s.m.isClosed() || !s.endPresentation(context.Background(), attempt, handoff.OutcomeTimedOut, true) {
 		return
 	}
-	ctx := context.Background()
-	s.mu.Lock()
-	if s.approval.Check(attempt) != nil || s.prop == nil {
-		s.mu.Unlock()
-		return
-	}
-	s.closeApprovalLocked()
-	p := *s.prop
-	p.Status = ProposalDraft
-	s.mu.Unlock()
-	if err := s.putProposal(ctx, p); err != nil {
-		s.m.log.Error("time out approval", "session", s.id, "err", err)
-	}
-	s.closedWith(ctx, attempt, handoff.OutcomeTimedOut, &p)
 	s.emit(NoticeEvent{Message: "The approval card timed out; nothing runs. The plan is kept as a draft."})
 	s.changed()
 	s.kick()
@@ -108,10 +94,20 @@ func (s *Session) timeOut(attempt string) {
 // shutting down) it stays proposed, so the next start presents it again
 // under a new attempt, as resuming does.
 func (s *Session) interruptApproval(ctx context.Context, demote bool) {
+	if s.endPresentation(ctx, "", handoff.OutcomeInterrupted, demote) && demote {
+		s.changed()
+	}
+}
+
+// endPresentation closes the pending card (attempt's, or with "" whichever
+// is up) as outcome, for a reason nobody decided on the card: with demote
+// its proposal becomes a draft, a failed commit of which is only logged
+// (the card is closed all the same). It reports whether a card closed.
+func (s *Session) endPresentation(ctx context.Context, attempt, outcome string, demote bool) bool {
 	s.mu.Lock()
-	if !s.approval.Pending() || s.prop == nil {
+	if !s.approval.Pending() || s.prop == nil || attempt != "" && s.approval.Check(attempt) != nil {
 		s.mu.Unlock()
-		return
+		return false
 	}
 	a := s.closeApprovalLocked()
 	p := *s.prop
@@ -119,13 +115,11 @@ func (s *Session) interruptApproval(ctx context.Context, demote bool) {
 	if demote {
 		p.Status = ProposalDraft
 		if err := s.putProposal(ctx, p); err != nil {
-			s.m.log.Error("interrupt approval", "session", s.id, "err", err)
+			s.m.log.Error("demote the closed card's proposal", "session", s.id, "outcome", outcome, "err", err)
 		}
 	}
-	s.closedWith(ctx, a, handoff.OutcomeInterrupted, &p)
-	if demote {
-		s.changed()
-	}
+	s.closedWith(ctx, a, outcome, &p)
+	return true
 }
 
 // --- Approve and park ---------------------------------------------------------
