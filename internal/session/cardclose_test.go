@@ -1,0 +1,147 @@
+package session
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"planbridge/handoff"
+	"planbridge/internal/agent"
+	"planbridge/internal/store"
+)
+
+// proposingEngine answers every request with a plan block.
+type proposingEngine struct{}
+
+func (proposingEngine) Name() string { return "proposing" }
+func (proposingEngine) Stream(ctx context.Context, req agent.Request, onText func(string)) (agent.Response, error) {
+	const text = "Here is the plan.\n<proposed_plan>\n# Fix the bug\n## Summary\nDo it.\n</proposed_plan>\n"
+	onText(text)
+	return agent.Response{Text: text}, nil
+}
+
+// presented opens a session over st whose card is up.
+func presented(t *testing.T, ctx context.Context, st *store.Store) (*Manager, *Session) {
+	t.Helper()
+	m := NewManager(Config{Store: st, Engine: proposingEngine{}})
+	s, err := m.Create(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnterPlan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Submit(ctx, "plan the fix"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Approval().Pending {
+		t.Fatal("no card after the proposal")
+	}
+	return m, s
+}
+
+func lastOutcome(t *testing.T, ctx context.Context, s *Session) string {
+	t.Helper()
+	outs, err := s.Outcomes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) == 0 {
+		return ""
+	}
+	return outs[len(outs)-1].Outcome
+}
+
+// TestCardClosesNobodyDecided: a card closed by its timeout, an interrupt
+// or the server stopping records its outcome and leaves the proposal as
+// each says (a draft, or proposed to be presented again); a stale attempt's
+// timeout changes nothing.
+func TestCardClosesNobodyDecided(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		close   func(s *Session, attempt string)
+		outcome string // "" for none
+		status  string
+	}{
+		{"timed out", func(s *Session, a string) { s.timeOut(a) }, handoff.OutcomeTimedOut, ProposalDraft},
+		{"stale timeout", func(s *Session, a string) { s.timeOut("a-stale") }, "", ProposalProposed},
+		{"timeout after a cancel", func(s *Session, a string) {
+			if err := s.CancelApproval(context.Background(), a); err != nil {
+				t.Fatal(err)
+			}
+			s.timeOut(a)
+		}, handoff.OutcomeCancelled, ProposalDraft},
+		{"interrupted", func(s *Session, a string) { s.Interrupt() }, handoff.OutcomeInterrupted, ProposalDraft},
+		{"server stopping", func(s *Session, a string) { s.interruptApproval(context.Background(), false) }, handoff.OutcomeInterrupted, ProposalProposed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			st, err := store.Open(ctx, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			m, s := presented(t, ctx, st)
+			defer m.Close()
+			attempt := s.Approval().Attempt
+			tc.close(s, attempt)
+			if got := lastOutcome(t, ctx, s); got != tc.outcome {
+				t.Errorf("outcome %q, want %q", got, tc.outcome)
+			}
+			if pending := s.Approval().Pending; pending != (tc.outcome == "") {
+				t.Errorf("card pending %v", pending)
+			}
+			p, err := st.GetProposal(ctx, s.ID())
+			if err != nil || p.Status != tc.status || s.Info().ProposalStatus != tc.status {
+				t.Errorf("proposal %q in the store (%v), %q in memory; want %q", p.Status, err, s.Info().ProposalStatus, tc.status)
+			}
+		})
+	}
+}
+
+// TestInterruptWhoseDemotionFails: the card closes as interrupted and its
+// outcome is recorded even when the proposal's demotion cannot be
+// committed (a full disk); the proposal stays what the store holds.
+func TestInterruptWhoseDemotionFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	st, err := store.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, s := presented(t, ctx, st)
+	id := s.ID()
+	m.Close()
+	st.Close()
+
+	st, err = store.Open(ctx, dir, store.WithFailingCommits(store.OpProposal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m = NewManager(Config{Store: st, Engine: proposingEngine{}})
+	defer m.Close()
+	s, err = m.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Approval().Pending {
+		t.Fatal("the card is not presented again after the restart")
+	}
+	s.Interrupt()
+	if got := lastOutcome(t, ctx, s); got != handoff.OutcomeInterrupted {
+		t.Errorf("outcome %q, want interrupted", got)
+	}
+	if s.Approval().Pending {
+		t.Error("the card is still up")
+	}
+	p, err := st.GetProposal(ctx, id)
+	if err != nil || p.Status != ProposalProposed || s.Info().ProposalStatus != ProposalProposed {
+		t.Errorf("proposal %q (%v) in the store, %q in memory; want proposed in both", p.Status, err, s.Info().ProposalStatus)
+	}
+}
