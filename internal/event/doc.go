@@ -14,7 +14,7 @@
 //     [ToolCall], [ToolResult], [Blocked] (the gate refused a call),
 //     [TurnEnd]; the person is told of an interruption by [Notice] and of
 //     a failure by [Error] (every turn_end with ok false follows one,
-//     except an interrupted turn).
+//     except an interrupted turn: [NewTurnEnd] makes the pair).
 //   - The session's posture: [Status] (derived, published only when it
 //     changed; the session's one mutation path is its only source), and
 //     the approval card (kind "approval", the session's view, published

@@ -210,14 +210,9 @@ func (s *Session) finishTurn(ctx context.Context, turnNo int64, err error, templ
 			err = fmt.Errorf("could not save the turn: %w", perr)
 		}
 	}
-	end := event.TurnEnd{Turn: turnNo, OK: err == nil}
-	if err != nil {
-		end.Error = err.Error()
-		if errors.Is(err, context.Canceled) {
-			end.Error = "interrupted"
-		} else {
-			s.emit(event.Error{Message: end.Error})
-		}
+	end, failure := event.NewTurnEnd(turnNo, err)
+	if failure != nil {
+		s.emit(*failure)
 	}
 	s.reportIfEnded(context.WithoutCancel(ctx))
 	s.emit(end)
