@@ -142,6 +142,13 @@ func CheckWorktreeCard(ctx context.Context, workspace string, edited []string, s
 	return w
 }
 
+// Stored is the form a selection is kept in with its proposal (JSON),
+// which [CardSelection] reads back.
+func (s Selection) Stored() string {
+	b, _ := json.Marshal(s) // a Selection has no value json cannot encode
+	return string(b)
+}
+
 // CardSelection is the selection a card shows: the one stored with the
 // proposal (JSON) if it reads and validates, else defaults() (a first
 // proposal's, [Defaults]).

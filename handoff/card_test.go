@@ -77,7 +77,10 @@ func TestNewCard(t *testing.T) {
 func TestCardSelection(t *testing.T) {
 	def := Selection{Location: Here, Context: Current, Execution: Direct, Mode: "edits", Model: "default"}
 	stored := Selection{Location: Worktree, Context: Summary, Execution: Goal, Mode: "ask", Branch: "plan/mine"}
-	b, _ := json.Marshal(stored)
+	b := []byte(stored.Stored())
+	if w, _ := json.Marshal(stored); string(w) != string(b) {
+		t.Fatalf("Stored is not the selection's JSON: %s", b)
+	}
 	bad := stored
 	bad.Context = "everything"
 	badJSON, _ := json.Marshal(bad)

@@ -7,8 +7,8 @@
 // [FeedbackEnvelope], a revision request's [FeedbackSize] and its masking
 // as it enters, [MaskFeedback]; how a presentation ended, [Outcome] and
 // the Outcome* constants), the approval card ([NewCard] draws a [Card] from a
-// [CardState] snapshot: the stored selection or the defaults
-// ([CardSelection]), the fork blockers, the Worktree checks
+// [CardState] snapshot: the stored selection ([Selection.Stored]) or
+// the defaults ([CardSelection]), the fork blockers, the Worktree checks
 // ([CheckWorktreeCard]), a tampered plan's notice) and its [Timeout],
 // the retry [Record] and its steps (recorded →
 // context_ready → kickoff → dispatched, or forked), and the step machines.

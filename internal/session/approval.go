@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -66,10 +65,8 @@ func (s *Session) presentApproval(ctx context.Context) {
 		s.mu.Unlock()
 		return
 	}
-	sel := s.selectionLocked()
-	b, _ := json.Marshal(sel)
 	p := *s.prop
-	p.Selection = string(b)
+	p.Selection = s.selectionLocked().Stored()
 	s.approval = handoff.Approval{Attempt: handoff.NewAttemptID()}
 	s.armTimeoutLocked()
 	s.mu.Unlock()
@@ -169,9 +166,8 @@ func (s *Session) UpdateSelection(ctx context.Context, attempt string, c handoff
 		s.mu.Unlock()
 		return ApprovalView{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
 	}
-	b, _ := json.Marshal(sel)
 	p := *s.prop
-	p.Selection = string(b)
+	p.Selection = sel.Stored()
 	s.armTimeoutLocked() // the person is deciding: the timeout starts over
 	s.mu.Unlock()
 	if err := s.putProposal(ctx, p); err != nil {
