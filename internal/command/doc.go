@@ -6,7 +6,7 @@
 // ([PlanStatus], written by [Status] from what the session, the tracked
 // plan and the confinement say). It decides nothing and holds no state:
 // the session carries a command out (the `/goal` argument is package
-// goal's to read, [goal.ParseCommand]).
+// goal's to read: its ParseCommand).
 //
 // Matching is on the exact first token: prose that merely mentions
 // planning ("plan this", "/planning") is a prompt and never changes the
