@@ -15,8 +15,8 @@
 // Goal policy (what runs next, the /goal command, a turn's admission and
 // its booking) is package goal's; the session dispatches what it decides.
 // What a person submits is read by package command ([command.Parse]: a
-// command or a prompt, `/plan`'s verbs, a first prompt's title); the
-// session carries it out.
+// command or a prompt, `/plan`'s verbs, a first prompt's title; the
+// `/plan status` reply, [command.Status]); the session carries it out.
 // A turn runs through [agent.Turn.Send] with the session as its ledger;
 // the model policy is [handoff.ModelConfig].
 //
