@@ -22,11 +22,9 @@ type Presented struct {
 	Hash      string
 }
 
-// AcceptPort is what [Accept] needs from the session whose card is
-// accepted. Commit is the one acceptance transaction.
-type AcceptPort interface {
-	// RunPort is read by [CheckRun] before anything moves.
-	RunPort
+// CardPort is what [Accept] and [Park] read of the approval card they
+// decide, and how they archive its plan.
+type CardPort interface {
 	// Presented checks that the attempt is current (else it refuses,
 	// changing nothing) and returns the card's proposal and selection,
 	// read atomically with that check.
@@ -34,9 +32,17 @@ type AcceptPort interface {
 	// Body is the plan the card shows (the stored proposed text,
 	// verified against its hash).
 	Body(ctx context.Context) (string, error)
-	// Archive writes the accepted plan immutably at a.Path (an identical
-	// file is reused, a different one refused).
+	// Archive writes the plan immutably at a.Path (an identical file is
+	// reused, a different one refused).
 	Archive(ctx context.Context, a Artifact, body string) error
+}
+
+// AcceptPort is what [Accept] needs from the session whose card is
+// accepted. Commit is the one acceptance transaction.
+type AcceptPort interface {
+	// RunPort is read by [CheckRun] before anything moves.
+	RunPort
+	CardPort
 	// Commit makes the acceptance final in one transaction (proposal
 	// accepted, Plan left, tracking started, rec written), after checking
 	// again that the attempt is current and its selection unchanged; on
@@ -65,7 +71,7 @@ func ArtifactPath(hash string) string { return "plans/accepted-" + hash[:min(16,
 // reuses the identical archive; a crash after the commit resumes from the
 // record.
 //
-// Validation, in this order: the attempt ([AcceptPort.Presented]); the
+// Validation, in this order: the attempt ([CardPort.Presented]); the
 // Location, unless expect is "" ([ErrSettingsChanged]: a browser link
 // thus never accepts a Location it may not choose); the selection
 // ([CodeInvalidSelection]); with branch the acceptance's, for a Worktree

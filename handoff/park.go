@@ -23,12 +23,7 @@ type Parking struct {
 
 // ParkPort is what [Park] needs from the session whose card is parked.
 type ParkPort interface {
-	// Presented checks the attempt (as [AcceptPort.Presented]).
-	Presented(ctx context.Context) (Presented, error)
-	// Body is the plan the card shows (as [AcceptPort.Body]).
-	Body(ctx context.Context) (string, error)
-	// Archive writes the plan immutably at a.Path (as [AcceptPort.Archive]).
-	Archive(ctx context.Context, a Artifact, body string) error
+	CardPort
 	// Head is the workspace's HEAD commit and branch ("" outside git).
 	Head() (hash, branch string)
 	// Commit records the parked plan, the proposal parked and the card's

@@ -298,87 +298,79 @@ var errSettingsChanged = refused(handoff.ErrSettingsChanged)
 // a browser link can thus never accept a Location it may not choose. It
 // is [handoff.Accept] over this session.
 func (s *Session) AcceptExpecting(ctx context.Context, attempt, branch string, expect handoff.Location) (AcceptResult, error) {
-	rec, err := handoff.Accept(ctx, &acceptance{runChecks: runChecks{s}, attempt: attempt}, branch, expect)
+	rec, err := handoff.Accept(ctx, &acceptance{card: card{runChecks: runChecks{s}, attempt: attempt}}, branch, expect)
 	if err != nil {
 		return AcceptResult{}, refused(err)
 	}
 	return AcceptResult{Accepted: true, Artifact: agent.WorkScheme + rec.Artifact.Path, Message: "Preparing implementation..."}, nil
 }
 
-// acceptance is the session side of one [handoff.Accept] ([handoff.AcceptPort]).
-type acceptance struct {
+// card is the session side of the card one [handoff.Accept] or
+// [handoff.Park] decides ([handoff.CardPort]): its attempt and proposal.
+type card struct {
 	runChecks
 	attempt string
 	p       store.Proposal // presented; once committed, as committed
-	closed  string         // the attempt the commit closed
-	base    string         // the base the commit names
 }
 
 // Presented: a refusal leaves the card pending.
-func (a *acceptance) Presented(ctx context.Context) (handoff.Presented, error) {
-	pr, p, err := a.s.presented(a.attempt)
-	a.p = p
-	return pr, err
+func (c *card) Presented(ctx context.Context) (handoff.Presented, error) {
+	s := c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkAttemptLocked(c.attempt); err != nil {
+		return handoff.Presented{}, err
+	}
+	c.p = *s.prop
+	return handoff.Presented{Selection: s.selectionLocked(), Title: c.p.Title, Hash: c.p.Hash}, nil
 }
 
-func (a *acceptance) Body(ctx context.Context) (string, error) {
-	body, _, err := a.s.proposalBody(a.p)
+func (c *card) Body(ctx context.Context) (string, error) {
+	body, _, err := c.s.proposalBody(c.p)
 	return body, err
 }
 
-// presented is the card's proposal under attempt, checked current.
-func (s *Session) presented(attempt string) (handoff.Presented, store.Proposal, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.checkAttemptLocked(attempt); err != nil {
-		return handoff.Presented{}, store.Proposal{}, err
-	}
-	p := *s.prop
-	return handoff.Presented{Selection: s.selectionLocked(), Title: p.Title, Hash: p.Hash}, p, nil
+func (c *card) Archive(ctx context.Context, art handoff.Artifact, body string) error {
+	_, err := store.WriteFileOnce(c.s.workPath(art.Path), handoff.ArtifactData(body), 0o444)
+	return err
 }
 
-func (a *acceptance) Archive(ctx context.Context, art handoff.Artifact, body string) error {
-	_, err := store.WriteFileOnce(a.s.workPath(art.Path), handoff.ArtifactData(body), 0o444)
-	return err
+// closeLocked is the decision of the card's commit, under s.mu: the first
+// decision wins and the selection is still sel; it closes the card, and
+// undo reopens it when the commit fails (nothing moved).
+func (c *card) closeLocked(sel handoff.Selection) (attempt string, undo func(), err error) {
+	s := c.s
+	if err := s.checkAttemptLocked(c.attempt); err != nil {
+		return "", nil, err
+	}
+	if cur := s.selectionLocked(); !cur.SameSettings(sel) {
+		return "", nil, errSettingsChanged
+	}
+	attempt = s.closeApprovalLocked()
+	return attempt, func() { s.approval = handoff.Approval{Attempt: attempt} }, nil
+}
+
+// acceptance is the session side of one [handoff.Accept] ([handoff.AcceptPort]).
+type acceptance struct {
+	card
+	closed string // the attempt the commit closed
+	base   string // the base the commit names
 }
 
 // Commit: accepted, Plan left, tracking, retry record — one transaction.
 // From here acceptance is final.
 func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff.Accepting) error {
-	s, p := a.s, a.p
-	// The base is staged before the commit names it. A Worktree
-	// implementation's base is its fork's, staged at the hand-over.
-	base := ""
-	if in.Selection.Location != handoff.Worktree {
-		var err error
-		if base, err = s.stageBase(ctx, p.Hash, agent.WorkScheme+rec.Artifact.Path, in.Title, in.Body); err != nil {
-			return err
-		}
-	}
-	s.mu.Lock()
-	if err := s.checkAttemptLocked(a.attempt); err != nil { // first decision wins
-		s.mu.Unlock()
-		return err
-	}
-	if cur := s.selectionLocked(); !cur.SameSettings(in.Selection) {
-		s.mu.Unlock()
-		return errSettingsChanged
-	}
-	attempt := s.closeApprovalLocked()
+	p := a.p
 	p.Status, p.Rejections = ProposalAccepted, 0
-	row := s.row
-	row.Plan = false
-	mine, prevTrack := s.startTrackingLocked(p.Title, agent.WorkScheme+rec.Artifact.Path, rec.Artifact.Hash, in.Body, in.Selection.Policy(), base)
-	s.mu.Unlock()
-	track := s.trackingRow()
-	if err := s.m.st.CommitAcceptance(ctx, store.Acceptance{Session: row, Proposal: p, Tracking: track, Record: rec.Marshal()}); err != nil {
-		s.mu.Lock()
-		s.approval = handoff.Approval{Attempt: attempt} // nothing moved: the card stays pending
-		s.track.Undo(mine, prevTrack)
-		s.mu.Unlock()
+	closed := ""
+	base, err := a.s.commitAccepted(ctx, store.Acceptance{Proposal: p}, rec, in.Body, func() (undo func(), err error) {
+		closed, undo, err = a.closeLocked(in.Selection)
+		return undo, err
+	})
+	if err != nil {
 		return err
 	}
-	a.p, a.closed, a.base = p, attempt, base
+	a.p, a.closed, a.base = p, closed, base
 	return nil
 }
 
@@ -386,10 +378,7 @@ func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff
 // the card closes as accepted.
 func (a *acceptance) Committed(ctx context.Context, rec *handoff.Record, in handoff.Accepting) {
 	s, p := a.s, a.p
-	s.mu.Lock()
-	s.prop, s.row.Plan = &p, false
-	s.mu.Unlock()
-	s.m.baseCommitted(s.id, a.base)
+	s.tookPlan(p, a.base)
 	// The selection rides along, so the transcript records what the
 	// implementation runs with.
 	sel := in.Selection
@@ -400,9 +389,50 @@ func (a *acceptance) Committed(ctx context.Context, rec *handoff.Record, in hand
 	s.changed()
 }
 
-func (a *acceptance) Start(rec *handoff.Record) error { return a.s.startHandoff(rec) }
+// commitAccepted is the one commit that starts an implementation
+// (store.CommitAcceptance: c with the session leaving Plan, the plan's
+// tracking and rec) for an acceptance and a parked plan's start alike.
+// The base is staged before the commit names it (a Worktree
+// implementation's is its fork's, staged at the hand-over); then, under
+// s.mu, decide (which refuses, changing nothing, or returns how to undo
+// it) and the tracking begins, in one critical section; a failed commit
+// undoes both.
+func (s *Session) commitAccepted(ctx context.Context, c store.Acceptance, rec *handoff.Record, body string, decide func() (undo func(), err error)) (base string, err error) {
+	artifact := agent.WorkScheme + rec.Artifact.Path
+	if rec.Selection.Location != handoff.Worktree {
+		if base, err = s.stageBase(ctx, rec.Artifact.Hash, artifact, rec.Title, body); err != nil {
+			return "", err
+		}
+	}
+	s.mu.Lock()
+	undo, err := decide()
+	if err != nil {
+		s.mu.Unlock()
+		return "", err
+	}
+	c.Session = s.row
+	c.Session.Plan = false
+	mine, prevTrack := s.startTrackingLocked(rec.Title, artifact, rec.Artifact.Hash, body, rec.Selection.Policy(), base)
+	s.mu.Unlock()
+	c.Tracking, c.Record = s.trackingRow(), rec.Marshal()
+	if err := s.m.st.CommitAcceptance(ctx, c); err != nil {
+		s.mu.Lock()
+		undo()
+		s.track.Undo(mine, prevTrack) // a concurrent start that won keeps its own
+		s.mu.Unlock()
+		return "", err
+	}
+	return base, nil
+}
 
-func (a *acceptance) Failpoint(name string) { handoff.Failpoint(name) }
+// tookPlan brings the session in line with a committed acceptance of p
+// naming base: p is its proposal, Plan is left.
+func (s *Session) tookPlan(p store.Proposal, base string) {
+	s.mu.Lock()
+	s.prop, s.row.Plan = &p, false
+	s.mu.Unlock()
+	s.m.baseCommitted(s.id, base)
+}
 
 // startHandoff runs the pipeline as the session's owning workflow.
 func (s *Session) startHandoff(rec *handoff.Record) error {

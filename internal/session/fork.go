@@ -42,8 +42,15 @@ func (s *Session) forkStateLocked() handoff.ForkState {
 // card shows and the refusal uses.
 func (s *Session) forkBlockersLocked() []string { return handoff.ForkBlockers(s.forkStateLocked()) }
 
-// runChecks is what [handoff.CheckRun] reads of the session ([handoff.RunPort]).
+// runChecks is what [handoff.CheckRun] reads of the session
+// ([handoff.RunPort]), with what every port that starts a handoff shares:
+// the failpoints and the owning workflow.
 type runChecks struct{ s *Session }
+
+func (c runChecks) Failpoint(name string) { handoff.Failpoint(name) }
+
+// Start runs the handoff of rec as the session's owning workflow.
+func (c runChecks) Start(rec *handoff.Record) error { return c.s.startHandoff(rec) }
 
 func (c runChecks) ForkBlockers() []string {
 	c.s.mu.Lock()

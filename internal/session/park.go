@@ -167,7 +167,7 @@ func (s *Session) Park(ctx context.Context, attempt string) (ParkedView, error) 
 // thus parks exactly the settings it showed. It is [handoff.Park] over
 // this session.
 func (s *Session) ParkExpecting(ctx context.Context, attempt string, expect *handoff.Selection) (ParkedView, error) {
-	pp := &parking{s: s, attempt: attempt}
+	pp := &parking{card: card{runChecks: runChecks{s}, attempt: attempt}}
 	if _, err := handoff.Park(ctx, pp, expect); err != nil {
 		return ParkedView{}, refused(err)
 	}
@@ -186,31 +186,11 @@ func (s *Session) ParkExpecting(ctx context.Context, attempt string, expect *han
 
 // parking is the session side of one [handoff.Park] ([handoff.ParkPort]).
 type parking struct {
-	s       *Session
-	attempt string
-	p       store.Proposal
-	id      string // the parked plan's, once committed
-}
-
-func (a *parking) Presented(ctx context.Context) (handoff.Presented, error) {
-	pr, p, err := a.s.presented(a.attempt)
-	a.p = p
-	return pr, err
-}
-
-func (a *parking) Body(ctx context.Context) (string, error) {
-	body, _, err := a.s.proposalBody(a.p)
-	return body, err
-}
-
-func (a *parking) Archive(ctx context.Context, art handoff.Artifact, body string) error {
-	_, err := store.WriteFileOnce(a.s.workPath(art.Path), handoff.ArtifactData(body), 0o444)
-	return err
+	card
+	id string // the parked plan's, once committed
 }
 
 func (a *parking) Head() (hash, branch string) { return a.s.workspaceHead() }
-
-func (a *parking) Failpoint(name string) { handoff.Failpoint(name) }
 
 // Commit: the parked plan, the proposal parked and the outcome, in one
 // transaction (store.CommitPark); the first decision wins.
@@ -220,22 +200,17 @@ func (a *parking) Commit(ctx context.Context, pk handoff.Parking) error {
 	row := store.ParkedPlan{ID: newID("pp-"), SessionID: s.id, Title: pk.Title, Path: pk.Artifact.Path, Hash: pk.Artifact.Hash,
 		Selection: string(selJSON), Head: pk.Head, Branch: pk.Branch}
 	s.mu.Lock()
-	if err := s.checkAttemptLocked(a.attempt); err != nil {
-		s.mu.Unlock()
+	attempt, undo, err := a.closeLocked(pk.Selection)
+	s.mu.Unlock()
+	if err != nil {
 		return err
 	}
-	if cur := s.selectionLocked(); !cur.SameSettings(pk.Selection) {
-		s.mu.Unlock()
-		return errSettingsChanged
-	}
-	attempt := s.closeApprovalLocked()
-	s.mu.Unlock()
 	p.Status, p.Rejections = ProposalParked, 0
-	err := s.m.st.CommitPark(ctx, store.Park{Plan: row, Proposal: p,
+	err = s.m.st.CommitPark(ctx, store.Park{Plan: row, Proposal: p,
 		Outcome: store.ApprovalOutcome{SessionID: s.id, Attempt: attempt, Outcome: handoff.OutcomeParked, Title: p.Title, Hash: p.Hash}})
 	if err != nil {
 		s.mu.Lock()
-		s.approval = handoff.Approval{Attempt: attempt} // nothing moved: the card stays pending
+		undo() // nothing moved: the card stays pending
 		s.mu.Unlock()
 		return err
 	}
@@ -360,10 +335,6 @@ func (a *starting) PlanBody(ctx context.Context, art handoff.Artifact) (string, 
 
 func (a *starting) Head() string { h, _ := a.s.workspaceHead(); return h }
 
-func (a *starting) Failpoint(name string) { handoff.Failpoint(name) }
-
-func (a *starting) Start(rec *handoff.Record) error { return a.s.startHandoff(rec) }
-
 // Commit: parked plan started, proposal accepted, Plan left, tracking,
 // retry record — one transaction (store.CommitAcceptance with Parked).
 func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) error {
@@ -371,38 +342,20 @@ func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) 
 	selJSON, _ := json.Marshal(rec.Selection)
 	p := store.Proposal{SessionID: s.id, Status: ProposalAccepted, Title: rec.Title, Path: rec.Artifact.Path, Hash: rec.Artifact.Hash, Body: body, Selection: string(selJSON)}
 	// The base is the workspace now, at the start, not at park time.
-	base := ""
-	if rec.Selection.Location != handoff.Worktree {
-		var err error
-		if base, err = s.stageBase(ctx, rec.Artifact.Hash, agent.WorkScheme+rec.Artifact.Path, rec.Title, body); err != nil {
-			return err
-		}
+	base, err := s.commitAccepted(ctx, store.Acceptance{Proposal: p, Parked: a.id, ParkedLocation: string(rec.Selection.Location)}, rec, body,
+		func() (func(), error) {
+			if s.busy || s.approval.Pending() {
+				return nil, errorf(CodeBusy, "the session became busy; try again")
+			}
+			return func() {}, nil
+		})
+	if errors.Is(err, store.ErrAlreadyStarted) {
+		return &Error{Code: CodeAlreadyStarted, Message: err.Error()}
 	}
-	s.mu.Lock()
-	if s.busy || s.approval.Pending() {
-		s.mu.Unlock()
-		return errorf(CodeBusy, "the session became busy; try again")
-	}
-	sessRow := s.row
-	sessRow.Plan = false
-	mine, prevTrack := s.startTrackingLocked(rec.Title, agent.WorkScheme+rec.Artifact.Path, rec.Artifact.Hash, body, rec.Selection.Policy(), base)
-	s.mu.Unlock()
-	track := s.trackingRow()
-	err := s.m.st.CommitAcceptance(ctx, store.Acceptance{Session: sessRow, Proposal: p, Tracking: track, Record: rec.Marshal(),
-		Parked: a.id, ParkedLocation: string(rec.Selection.Location)})
 	if err != nil {
-		s.mu.Lock()
-		s.track.Undo(mine, prevTrack) // a concurrent start that won keeps its own
-		s.mu.Unlock()
-		if errors.Is(err, store.ErrAlreadyStarted) {
-			return &Error{Code: CodeAlreadyStarted, Message: err.Error()}
-		}
 		return err
 	}
-	s.mu.Lock()
-	s.prop, s.row.Plan = &p, false
-	s.mu.Unlock()
-	s.m.baseCommitted(s.id, base)
+	s.tookPlan(p, base)
 	s.emitSteps()
 	if st.Notice != "" {
 		s.emit(NoticeEvent{Message: st.Notice})
