@@ -15,7 +15,8 @@
 // Each step machine is a function over a narrow port that the session
 // implements; the session keeps the data access, and every port method
 // that commits is one named store operation:
-//   - [Accept] over [AcceptPort]: validate (the attempt, the expected
+//   - [Accept] over [AcceptPort] ([RunPort] and the [CardPort] it shares
+//     with [Park]: the card's proposal, its plan, the archive): validate (the attempt, the expected
 //     Location, the selection, the branch, [CheckRun], the plan), archive
 //     immutably, the
 //     acceptance commit, the session brought in line with it, start
@@ -49,9 +50,11 @@
 //     words, which the session hands on unchanged.
 //   - [StartGoal] over [GoalPort]: the Goal step ([GoalFor] decides which
 //     Goal; package goal owns the Goal itself).
-//   - [NextRecovery]: the one recovery path's decision (the fork, the
-//     record, a Goal or implementation a restart paused, the durable
-//     queue, in that order); the session carries it out.
+//   - [Recover] over [RecoverPort]: the one recovery path. [NextRecovery]
+//     decides (the fork, the record, a Goal or implementation a restart
+//     paused, the durable queue, in that order) from the session's
+//     [RecoveryState]; the port carries the chosen step out; nothing to
+//     recover, or an unreadable record, is a [CodeNothingToRetry] refusal.
 //
 // The model policy a client configures ([ModelConfig]: the session's
 // default, the catalog the card's model choice is validated against, the

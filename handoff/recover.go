@@ -1,5 +1,7 @@
 package handoff
 
+import "context"
+
 // RecoveryAction is the next step of the one recovery path.
 type RecoveryAction string
 
@@ -53,4 +55,73 @@ func NextRecovery(st RecoveryState) Recovery {
 		return Recovery{Action: RecoverQueue}
 	}
 	return Recovery{Action: RecoverNothing}
+}
+
+// CodeNothingToRetry refuses a recovery with nothing to recover (or a
+// retry record that cannot be read).
+const CodeNothingToRetry = "nothing_to_retry"
+
+// Recovered is what [Recover] did: the step it took and the session it
+// runs in (a Worktree fork's implementation runs in the fork).
+type Recovered struct {
+	Started bool   `json:"started"`
+	Action  string `json:"action"` // "handoff", "implementation", "goal" or "queue"
+	Step    string `json:"step,omitempty"`
+	Session string `json:"session"`
+}
+
+// RecoverPort is what [Recover] reads of the session that recovers and the
+// steps it has the session take. State only reads; each other method is
+// the session carrying out one [RecoveryAction].
+type RecoverPort interface {
+	// ID is the recovering session's id.
+	ID() string
+	// State is the session's [RecoveryState] now and, when State.Record,
+	// the stored retry record.
+	State(ctx context.Context) (RecoveryState, string, error)
+	// RecoverFork is [Recover] of the fork id.
+	RecoverFork(ctx context.Context, id string) (Recovered, error)
+	// Start runs [Run] on rec as the session's owning workflow.
+	Start(rec *Record) error
+	// ResumeGoal resumes the Goal a restart paused (its tracked
+	// implementation running first) with steer ("": its unsent kickoff).
+	ResumeGoal(ctx context.Context, steer string) error
+	// ResumeImplementation resumes the tracked implementation a restart
+	// paused.
+	ResumeImplementation(ctx context.Context) error
+	// RunQueue runs the follow-ups still queued.
+	RunQueue()
+}
+
+// Recover is the one recovery path after any interruption (a crash, a
+// failed step, an interrupted turn): it takes [NextRecovery]'s step over
+// p. A record that cannot be read, or nothing to recover, is a
+// [CodeNothingToRetry] [Refusal]; every other error is the step's own.
+// A step that fails after it was chosen still reports which it was.
+func Recover(ctx context.Context, p RecoverPort) (Recovered, error) {
+	st, data, err := p.State(ctx)
+	if err != nil {
+		return Recovered{}, err
+	}
+	next := NextRecovery(st)
+	res := Recovered{Started: true, Session: p.ID(), Action: string(next.Action)}
+	switch next.Action {
+	case RecoverFork:
+		return p.RecoverFork(ctx, st.ForkedTo)
+	case RecoverHandoff:
+		rec, err := UnmarshalRecord(data)
+		if err != nil {
+			return Recovered{}, &Refusal{Code: CodeNothingToRetry, Message: err.Error()}
+		}
+		res.Step = string(rec.Step)
+		return res, p.Start(rec)
+	case RecoverGoal:
+		return res, p.ResumeGoal(ctx, next.Steer)
+	case RecoverImplementation:
+		return res, p.ResumeImplementation(ctx)
+	case RecoverQueue:
+		p.RunQueue()
+		return res, nil
+	}
+	return Recovered{}, &Refusal{Code: CodeNothingToRetry, Message: ErrNothingToRetry.Error()}
 }

@@ -40,33 +40,42 @@ func (s *Session) goalKickoffDispatch(id string) (dispatch func(*store.TurnStep)
 }
 
 // RecoverResult says which step [Session.Recover] took.
-type RecoverResult struct {
-	Started bool   `json:"started"`
-	Action  string `json:"action"` // "handoff", "implementation", "goal" or "queue"
-	Step    string `json:"step,omitempty"`
-	Session string `json:"session"` // where it runs (a Worktree fork runs in the fork)
-}
+type RecoverResult = handoff.Recovered
 
 // Recover is the one recovery path after any interruption (a crash, a
-// failed step, an interrupted turn). It always does the right next step:
-// an accepted plan whose handoff has not dispatched its kickoff resumes
-// from its recorded step; a dispatched implementation continues from its
-// stored transcript, told it was interrupted (never the kickoff again); a
-// tracked implementation paused by restart resumes; a Goal paused by
-// restart resumes (its kickoff, if that was never sent, else a
-// continuation that says it was interrupted); otherwise follow-ups still
-// queued from before the restart run. A planning session that
-// handed its implementation to a Worktree fork recovers the fork. With
-// nothing to recover it fails with [CodeNothingToRetry]. The choice is
-// [handoff.NextRecovery]'s; the session carries it out.
+// failed step, an interrupted turn): [handoff.Recover] over this session.
+// It always does the right next step: an accepted plan whose handoff has
+// not dispatched its kickoff resumes from its recorded step; a dispatched
+// implementation continues from its stored transcript, told it was
+// interrupted (never the kickoff again); a tracked implementation paused
+// by restart resumes; a Goal paused by restart resumes (its kickoff, if
+// that was never sent, else a continuation that says it was interrupted);
+// otherwise follow-ups still queued from before the restart run. A
+// planning session that handed its implementation to a Worktree fork
+// recovers the fork. With nothing to recover it fails with
+// [CodeNothingToRetry].
 func (s *Session) Recover(ctx context.Context) (RecoverResult, error) {
+	res, err := handoff.Recover(ctx, recovery{runChecks{s}})
+	if r, ok := err.(*handoff.Refusal); ok { // Recover's own, never a step's
+		err = &Error{Code: r.Code, Message: r.Message}
+	}
+	return res, err
+}
+
+// recovery is the session side of [handoff.Recover] ([handoff.RecoverPort]).
+type recovery struct{ runChecks }
+
+func (r recovery) ID() string { return r.s.id }
+
+func (r recovery) State(ctx context.Context) (handoff.RecoveryState, string, error) {
+	s := r.s
 	st := handoff.RecoveryState{ForkedTo: s.Info().ForkedTo}
 	data, err := s.m.st.GetRetryRecord(ctx, s.id)
 	switch {
 	case err == nil:
 		st.Record = true
 	case !errors.Is(err, store.ErrNotFound):
-		return RecoverResult{}, err
+		return st, "", err
 	}
 	s.mu.Lock()
 	g := s.gl.g
@@ -77,35 +86,30 @@ func (s *Session) Recover(ctx context.Context) (RecoverResult, error) {
 	if p := s.TrackedPlan(); p != nil && p.Status == ImplPaused {
 		st.ImplementationPaused = true
 	}
-	next := handoff.NextRecovery(st)
-	res := RecoverResult{Started: true, Session: s.id, Action: string(next.Action)}
-	switch next.Action {
-	case handoff.RecoverFork:
-		f, err := s.m.Get(ctx, st.ForkedTo)
-		if err != nil {
-			return RecoverResult{}, err
-		}
-		return f.Recover(ctx)
-	case handoff.RecoverHandoff:
-		rec, err := handoff.UnmarshalRecord(data)
-		if err != nil {
-			return RecoverResult{}, &Error{Code: CodeNothingToRetry, Message: err.Error()}
-		}
-		res.Step = string(rec.Step)
-		return res, s.startHandoff(rec)
-	case handoff.RecoverGoal:
-		// The Goal implements it: running first, or nothing resumes (a
-		// failed tracking commit leaves both paused, as stored).
-		if err := s.track.Continue(ctx); err != nil {
-			return RecoverResult{}, fmt.Errorf("could not resume the implementation: %w", err)
-		}
-		_, err := s.GoalAction(ctx, GoalResume, next.Steer)
-		return res, err
-	case handoff.RecoverImplementation:
-		return res, s.ResumeImplementation(ctx)
-	case handoff.RecoverQueue:
-		s.kick() // follow-ups that waited when the process stopped run now
-		return res, nil
-	}
-	return RecoverResult{}, &Error{Code: CodeNothingToRetry, Message: handoff.ErrNothingToRetry.Error()}
+	return st, data, nil
 }
+
+func (r recovery) RecoverFork(ctx context.Context, id string) (RecoverResult, error) {
+	f, err := r.s.m.Get(ctx, id)
+	if err != nil {
+		return RecoverResult{}, err
+	}
+	return f.Recover(ctx)
+}
+
+// ResumeGoal: the Goal implements it, so the implementation runs first,
+// or nothing resumes (a failed tracking commit leaves both paused, as
+// stored).
+func (r recovery) ResumeGoal(ctx context.Context, steer string) error {
+	if err := r.s.track.Continue(ctx); err != nil {
+		return fmt.Errorf("could not resume the implementation: %w", err)
+	}
+	_, err := r.s.GoalAction(ctx, GoalResume, steer)
+	return err
+}
+
+func (r recovery) ResumeImplementation(ctx context.Context) error {
+	return r.s.ResumeImplementation(ctx)
+}
+
+func (r recovery) RunQueue() { r.s.kick() } // follow-ups that waited when the process stopped run now
