@@ -28,6 +28,10 @@
 // Plan it gets its own short Plan note and refusal wording (investigate and
 // report back), never the root agent's "end with a <proposed_plan> block".
 //
+// [EditedFiles] names the workspace files a completed built-in file tool
+// call edited, from the arguments its Writes reads (a Worktree fork
+// restores exactly those).
+//
 // Write-side path policy: a file tool declares the paths a call writes
 // ([Meta.Writes]); the gate classifies each one on its resolved path
 // ([Roots.ClassifyWrite]) — never by tool name:

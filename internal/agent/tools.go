@@ -516,3 +516,38 @@ var agentTool = &Tool{
 		return "", fmt.Errorf("agent runs only inside a turn")
 	},
 }
+
+// EditedFiles are the workspace files a completed call of a built-in file
+// tool (write_file, edit_file, apply_patch) edited, as the paths its
+// arguments name: relative to the workspace ws, cleaned and
+// slash-separated. work:// paths are not workspace files and are left
+// out; so are the calls of every other tool and arguments that do not
+// parse. An absolute path outside ws comes back as its relative path from
+// ws ("../…"): whoever copies the files confines them.
+func EditedFiles(call ToolCall, ws string) []string {
+	var writes func(json.RawMessage) ([]string, error)
+	switch call.Name {
+	case writeFileTool.Spec.Name, editFileTool.Spec.Name:
+		writes = pathArg
+	case applyPatchTool.Spec.Name:
+		writes = patchWrites
+	default:
+		return nil
+	}
+	paths, _ := writes(call.Arguments)
+	var out []string
+	for _, p := range paths {
+		if p == "" || IsWorkPath(p) {
+			continue
+		}
+		if filepath.IsAbs(p) {
+			rel, err := filepath.Rel(ws, p)
+			if err != nil {
+				continue
+			}
+			p = rel
+		}
+		out = append(out, filepath.ToSlash(filepath.Clean(p)))
+	}
+	return out
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
@@ -222,33 +221,13 @@ func (s *Session) forkTracking(ctx context.Context, rec *handoff.Record) (store.
 	return track, nil
 }
 
-// recordEdit remembers a workspace file this session edited.
+// recordEdit remembers the workspace files call edited ([agent.EditedFiles]).
 func (s *Session) recordEdit(call agent.ToolCall) {
-	var paths []string
-	switch call.Name {
-	case "write_file", "edit_file":
-		var a struct{ Path string }
-		if json.Unmarshal(call.Arguments, &a) == nil {
-			paths = append(paths, a.Path)
-		}
-	case "apply_patch":
-		paths, _ = agent.PatchTargets(call.Arguments)
-	}
 	s.mu.Lock()
 	ws := s.row.Workspace
 	s.mu.Unlock()
-	for _, p := range paths {
-		if p == "" || agent.IsWorkPath(p) {
-			continue
-		}
-		if filepath.IsAbs(p) {
-			rel, err := filepath.Rel(ws, p)
-			if err != nil {
-				continue
-			}
-			p = rel
-		}
-		if err := s.m.st.AddEditedFile(context.Background(), s.id, filepath.ToSlash(filepath.Clean(p))); err != nil {
+	for _, p := range agent.EditedFiles(call, ws) {
+		if err := s.m.st.AddEditedFile(context.Background(), s.id, p); err != nil {
 			s.m.log.Warn("record edited file", "session", s.id, "err", err)
 		}
 	}
