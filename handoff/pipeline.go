@@ -28,8 +28,9 @@ type Env interface {
 	// unless the session is already on it, and commits rec in the same
 	// transaction (so a crash never installs it twice).
 	InstallSegment(ctx context.Context, rec *Record, material string) error
-	// SetupMaterial is the first message of a Fresh context (see [FreshSetup]).
-	SetupMaterial(ctx context.Context) string
+	// Workspace is the session's workspace directory, which a Fresh
+	// context's first message describes ([FreshMaterial]).
+	Workspace(ctx context.Context) string
 	// Fork performs the Worktree fork step; after it the fork owns the
 	// implementation and this session's record is gone.
 	Fork(ctx context.Context, rec *Record) error
@@ -119,7 +120,7 @@ func prepareContext(ctx context.Context, env Env, rec *Record) error {
 		return env.Save(ctx, rec)
 	case Fresh:
 		rec.Step = StepContextReady
-		return env.InstallSegment(ctx, rec, env.SetupMaterial(ctx))
+		return env.InstallSegment(ctx, rec, FreshMaterial(env.Workspace(ctx)))
 	case Summary:
 		if rec.Summary == "" {
 			plan, err := env.PlanBody(ctx, rec)

@@ -27,6 +27,7 @@ type world struct {
 	handed   int    // hand-overs
 	started  int    // fork handoffs started
 	forkOwns bool   // the fork holds a record not yet started
+	material string // the installed segment's first message
 }
 
 type crash struct{ at string }
@@ -97,10 +98,11 @@ func (f *fakeEnv) InstallSegment(ctx context.Context, rec *Record, material stri
 	if f.w.segment != rec.Segment {
 		f.w.segment = rec.Segment
 		f.w.segments++
+		f.w.material = material
 	}
 	return nil
 }
-func (f *fakeEnv) SetupMaterial(ctx context.Context) string { return "setup" }
+func (f *fakeEnv) Workspace(ctx context.Context) string { return "/nonexistent/ws" }
 func (f *fakeEnv) Fork(ctx context.Context, rec *Record) error {
 	return ForkStep(ctx, f, fakeGit{f}, rec)
 }
@@ -375,6 +377,28 @@ func TestBlankSummary(t *testing.T) {
 		}
 		if err := Run(context.Background(), &fakeEnv{w: w}, back); err != nil || w.summary != 2 || w.segments != 1 || w.kickoffs != 1 {
 			t.Fatalf("%q: retry: %v, %d summaries, %d segments, %d kickoffs", blank, err, w.summary, w.segments, w.kickoffs)
+		}
+	}
+}
+
+// TestSegmentMaterial: a Fresh context starts with the workspace's setup
+// material (FreshMaterial of the port's workspace, HEAD included), a
+// Summary context with the committed summary.
+func TestSegmentMaterial(t *testing.T) {
+	for _, c := range []struct {
+		ctx  Context
+		want string
+	}{
+		{Fresh, FreshSetup("/nonexistent/ws", "not a git repository")},
+		{Summary, SummarySetup("## Scope\nx\n")},
+	} {
+		w := &world{}
+		rec := &Record{Step: StepRecorded, Selection: Selection{Location: Here, Context: c.ctx}, Artifact: Artifact{Path: "plans/a.md", Hash: "ab"}}
+		if err := Run(context.Background(), &fakeEnv{w: w, skills: true}, rec); err != nil {
+			t.Fatalf("%s: %v", c.ctx, err)
+		}
+		if w.segments != 1 || w.material != c.want {
+			t.Errorf("%s: %d segments, material %q, want %q", c.ctx, w.segments, w.material, c.want)
 		}
 	}
 }

@@ -62,11 +62,10 @@ func (e *handoffEnv) InstallSegment(ctx context.Context, rec *handoff.Record, ma
 	return nil
 }
 
-func (e *handoffEnv) SetupMaterial(ctx context.Context) string {
+func (e *handoffEnv) Workspace(ctx context.Context) string {
 	e.s.mu.Lock()
-	ws := e.s.row.Workspace
-	e.s.mu.Unlock()
-	return handoff.FreshMaterial(ws)
+	defer e.s.mu.Unlock()
+	return e.s.row.Workspace
 }
 
 // Kickoff runs the implementation turn under the accepted policy. The
