@@ -2,14 +2,10 @@ package handoff
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"planbridge/goal"
 )
-
-// ErrInvalidSelection wraps a selection (or Location) that cannot start.
-var ErrInvalidSelection = errors.New("invalid selection")
 
 // Parking is a plan approved and parked: archived, nothing started. Head
 // and Branch are the workspace's at approval ("" outside git).
@@ -122,10 +118,10 @@ func StartParked(ctx context.Context, p StartPort, pk Parking, location Location
 	case Here, Worktree:
 		sel.Location = location
 	default:
-		return Started{}, fmt.Errorf("%w: location %q: want here or worktree", ErrInvalidSelection, location)
+		return Started{}, &Refusal{Code: CodeInvalidSelection, Message: fmt.Sprintf("location %q: want here or worktree", location)}
 	}
 	if err := sel.Validate(); err != nil {
-		return Started{}, fmt.Errorf("%w: %v", ErrInvalidSelection, err)
+		return Started{}, &Refusal{Code: CodeInvalidSelection, Message: err.Error()}
 	}
 	sel.Branch = branch
 	if err := p.Claim(); err != nil {

@@ -196,7 +196,7 @@ func TestStartParkedSteps(t *testing.T) {
 			}
 		}},
 		{"worktree on an existing branch", fakeStart{fakeRun: fakeRun{root: root}}, pk, Worktree, "taken", "branch taken already exists", 0, 0, nil},
-		{"a bad location", fakeStart{}, pk, "moon", "", "invalid selection", 0, 0, func(t *testing.T, f *fakeStart, st Started) {
+		{"a bad location", fakeStart{}, pk, "moon", "", `location "moon": want here or worktree`, 0, 0, func(t *testing.T, f *fakeStart, st Started) {
 			if f.claimed != 0 {
 				t.Error("claimed the session for a bad location")
 			}
@@ -315,6 +315,30 @@ func TestSameSettings(t *testing.T) {
 		change(&c)
 		if a.SameSettings(c) {
 			t.Errorf("%s: a change not seen", name)
+		}
+	}
+}
+
+// TestStartParkedInvalid: a Location or a parked selection that cannot
+// start is an invalid_selection refusal in the person's words, before the
+// session is claimed.
+func TestStartParkedInvalid(t *testing.T) {
+	pk := Parking{Selection: Selection{Location: Here, Context: Fresh, Execution: Direct, Mode: "edits"}, Title: "T", Artifact: Artifact{Path: "plans/a.md", Hash: "ab"}}
+	bad := pk
+	bad.Selection.Context = "sideways"
+	for _, c := range []struct {
+		name string
+		pk   Parking
+		loc  Location
+		want string
+	}{
+		{"a location", pk, "moon", `location "moon": want here or worktree`},
+		{"the selection", bad, "", bad.Selection.Validate().Error()},
+	} {
+		f := &fakeStart{}
+		_, err := StartParked(context.Background(), f, c.pk, c.loc, "")
+		if r, ok := err.(*Refusal); !ok || r.Code != CodeInvalidSelection || r.Message != c.want || f.claimed != 0 {
+			t.Errorf("%s: %#v (claimed %d), want an %s refusal %q", c.name, err, f.claimed, CodeInvalidSelection, c.want)
 		}
 	}
 }

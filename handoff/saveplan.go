@@ -11,9 +11,14 @@ import (
 	"planbridge/internal/atomicfile"
 )
 
-// ErrSave wraps every failure of [SaveToProject]; its message names the
-// workspace-relative path only.
-var ErrSave = errors.New("save_failed")
+// CodeSaveFailed is the [Refusal] of every failure of [SaveToProject]; its
+// message names the workspace-relative path only.
+const CodeSaveFailed = "save_failed"
+
+// saveFailed is the [CodeSaveFailed] refusal with the message format makes.
+func saveFailed(format string, args ...any) error {
+	return &Refusal{Code: CodeSaveFailed, Message: fmt.Sprintf(format, args...)}
+}
 
 // maxPlanSuffix bounds the "-N" suffixes tried for same-day, same-title plans.
 const maxPlanSuffix = 100
@@ -25,6 +30,7 @@ const maxPlanSuffix = 100
 // is not a regular file) gets the first free "-2", "-3", … suffix, up to
 // -100. docs and docs/plans are created one level at a time (mode 0777
 // under the umask, like mkdir(1)) and never through a symbolic link.
+// Every failure is a [CodeSaveFailed] refusal.
 func SaveToProject(workspace, date, title string, data []byte) (string, error) {
 	dir := filepath.Join("docs", "plans")
 	fail := func(rel string, err error) error {
@@ -33,15 +39,15 @@ func SaveToProject(workspace, date, title string, data []byte) (string, error) {
 		if errors.As(err, &pe) {
 			msg = pe.Op + ": " + pe.Err.Error()
 		}
-		return fmt.Errorf("%w: cannot save the plan as %s: %s", ErrSave, rel, msg)
+		return saveFailed("cannot save the plan as %s: %s", rel, msg)
 	}
 	for _, d := range []string{"docs", dir} {
 		fi, err := os.Lstat(filepath.Join(workspace, d))
 		switch {
 		case err == nil && fi.Mode()&fs.ModeSymlink != 0:
-			return "", fmt.Errorf("%w: cannot save the plan: %s is a symbolic link", ErrSave, d)
+			return "", saveFailed("cannot save the plan: %s is a symbolic link", d)
 		case err == nil && !fi.IsDir():
-			return "", fmt.Errorf("%w: cannot save the plan: %s is not a directory", ErrSave, d)
+			return "", saveFailed("cannot save the plan: %s is not a directory", d)
 		case errors.Is(err, fs.ErrNotExist):
 			if err := os.Mkdir(filepath.Join(workspace, d), 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
 				return "", fail(d, err)
@@ -71,7 +77,7 @@ func SaveToProject(workspace, date, title string, data []byte) (string, error) {
 			return "", fail(rel, err)
 		}
 	}
-	return "", fmt.Errorf("%w: cannot save the plan: %s/%s-2.md … -%d.md are all taken", ErrSave, dir, base, maxPlanSuffix)
+	return "", saveFailed("cannot save the plan: %s/%s-2.md … -%d.md are all taken", dir, base, maxPlanSuffix)
 }
 
 // slug is title's lower-case ASCII words joined by dashes, at most about

@@ -1,7 +1,6 @@
 package handoff
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,7 +46,7 @@ func TestSaveToProject(t *testing.T) {
 			}
 			got, err := SaveToProject(ws, "2026-12-01", "Rename the greeting", c.data)
 			if c.refused {
-				if !errors.Is(err, ErrSave) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), ws) {
+				if r, ok := err.(*Refusal); !ok || r.Code != CodeSaveFailed || !strings.Contains(r.Message, c.want) || strings.Contains(r.Message, ws) {
 					t.Fatalf("err %v, want a refusal %q naming no absolute path", err, c.want)
 				}
 			} else if err != nil || got != c.want {

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"os"
 	"strings"
 
@@ -480,7 +479,7 @@ func (s *Session) RetryPending(ctx context.Context) (bool, string) {
 
 // CodeSaveFailed reports that the accepted plan could not be saved into
 // the project; the message names the workspace-relative path only.
-const CodeSaveFailed = "save_failed"
+const CodeSaveFailed = handoff.CodeSaveFailed
 
 // SavePlanToProject copies the last accepted plan into the workspace
 // ([handoff.SaveToProject]) and returns its workspace-relative path. A
@@ -498,8 +497,5 @@ func (s *Session) SavePlanToProject(ctx context.Context, date string) (string, e
 		return "", err
 	}
 	rel, err := handoff.SaveToProject(ws, date, p.Title, handoff.ArtifactData(body))
-	if errors.Is(err, handoff.ErrSave) {
-		return "", &Error{Code: CodeSaveFailed, Message: strings.TrimPrefix(err.Error(), handoff.ErrSave.Error()+": ")}
-	}
-	return rel, err
+	return rel, refused(err)
 }

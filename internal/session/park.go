@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"planbridge/handoff"
@@ -281,9 +280,6 @@ func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, locatio
 	port := &starting{runChecks: runChecks{s}, id: row.ID}
 	st, err := handoff.StartParked(ctx, port, pk, location, branch)
 	port.release()
-	if errors.Is(err, handoff.ErrInvalidSelection) {
-		return StartResult{}, &Error{Code: CodeInvalidSelect, Message: strings.TrimPrefix(err.Error(), handoff.ErrInvalidSelection.Error()+": ")}
-	}
 	if err != nil {
 		return StartResult{}, refused(err)
 	}
