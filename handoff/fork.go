@@ -61,12 +61,7 @@ type Git interface {
 type WorktreeGit struct{ Failpoint func(name string) }
 
 func (WorktreeGit) Head(root string) (string, error) {
-	r, err := worktree.Open(root)
-	if err != nil {
-		return "", err
-	}
-	defer r.Close()
-	_, h, err := r.Head()
+	_, h, err := worktree.HeadOf(root)
 	return h, err
 }
 

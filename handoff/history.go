@@ -61,11 +61,8 @@ func RenderHistory(msgs []HistoryMessage) string {
 // repository".
 func FreshMaterial(workspace string) string {
 	head := "not a git repository"
-	if r, err := worktree.Open(workspace); err == nil {
-		if branch, hash, err := r.Head(); err == nil {
-			head = fmt.Sprintf("%s on branch %s", hash, branch)
-		}
-		r.Close()
+	if branch, hash, err := worktree.HeadOf(workspace); err == nil {
+		head = fmt.Sprintf("%s on branch %s", hash, branch)
 	}
 	return FreshSetup(workspace, head)
 }

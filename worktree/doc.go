@@ -3,7 +3,8 @@
 // no filters, no fsmonitor, no git process.
 //
 // [Open] finds the checkout containing a directory (main or linked
-// worktree). [Repo.Status] reports what `git status --porcelain
+// worktree; [RootOf] and [HeadOf] read its root and HEAD in one call).
+// [Repo.Status] reports what `git status --porcelain
 // --untracked-files=all --no-renames` reports, from the index's stat data
 // and a parallel directory walk, hashing only files whose stat data cannot
 // prove them clean. [ValidBranchName] applies the rules of `git

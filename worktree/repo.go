@@ -398,3 +398,23 @@ func normalizeMode(m uint32) uint32 {
 	}
 	return m
 }
+
+// RootOf is the root of the checkout containing dir ([Open]'s Repo.Root).
+func RootOf(dir string) (string, error) {
+	r, err := Open(dir)
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	return r.Root, nil
+}
+
+// HeadOf is [Repo.Head] of the checkout containing dir.
+func HeadOf(dir string) (branch, hash string, err error) {
+	r, err := Open(dir)
+	if err != nil {
+		return "", "", err
+	}
+	defer r.Close()
+	return r.Head()
+}

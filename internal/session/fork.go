@@ -24,12 +24,7 @@ func (s *Session) repoRoot() (string, error) {
 	s.mu.Lock()
 	ws := s.row.Workspace
 	s.mu.Unlock()
-	r, err := worktree.Open(ws)
-	if err != nil {
-		return "", err
-	}
-	defer r.Close()
-	return r.Root, nil
+	return worktree.RootOf(ws)
 }
 
 // forkStateLocked is what of the session refuses a fork whatever the branch.

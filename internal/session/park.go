@@ -139,12 +139,7 @@ func (s *Session) workspaceHead() (hash, branch string) {
 	s.mu.Lock()
 	ws := s.row.Workspace
 	s.mu.Unlock()
-	r, err := worktree.Open(ws)
-	if err != nil {
-		return "", ""
-	}
-	defer r.Close()
-	branch, hash, err = r.Head()
+	branch, hash, err := worktree.HeadOf(ws)
 	if err != nil {
 		return "", ""
 	}
