@@ -458,25 +458,6 @@ func (s *Session) startHandoff(rec *handoff.Record) error {
 	})
 }
 
-// Retry is [Session.Recover] (its older name).
-func (s *Session) Retry(ctx context.Context) error {
-	_, err := s.Recover(ctx)
-	return err
-}
-
-// RetryPending reports whether an accepted plan waits for a retry.
-func (s *Session) RetryPending(ctx context.Context) (bool, string) {
-	data, err := s.m.st.GetRetryRecord(ctx, s.id)
-	if err != nil {
-		return false, ""
-	}
-	rec, err := handoff.UnmarshalRecord(data)
-	if err != nil {
-		return true, err.Error()
-	}
-	return true, rec.Reason
-}
-
 // CodeSaveFailed reports that the accepted plan could not be saved into
 // the project; the message names the workspace-relative path only.
 const CodeSaveFailed = handoff.CodeSaveFailed

@@ -54,7 +54,7 @@ func TestCorruptRowsOpenWithClearErrors(t *testing.T) {
 	if len(s2.Todos()) != 0 || s2.TrackedPlan() != nil || s2.Goal() != nil {
 		t.Errorf("corrupt tracking/goal leaked through")
 	}
-	err = s2.Retry(ctx)
+	_, err = s2.Recover(ctx)
 	if err == nil || !strings.Contains(err.Error(), "corrupt") {
 		t.Errorf("retry of a corrupt record: %v", err)
 	}

@@ -99,7 +99,8 @@ func (e *handoffEnv) StartFork(ctx context.Context, rec *handoff.Record) error {
 		return fmt.Errorf("open the fork: %w", err)
 	}
 	e.s.emit(ForkedEvent{Fork: fork.id, Branch: rec.Fork.Branch, Dir: rec.Fork.Dir})
-	return fork.Retry(ctx)
+	_, err = fork.Recover(ctx)
+	return err
 }
 
 // CreateForkSession creates the fork session (planning conversation up to
