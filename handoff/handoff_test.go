@@ -182,3 +182,12 @@ func TestStoppedMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestParkedNotice: the parked plan's title is quoted (a title cannot
+// break the sentence) and the person is told how to list it.
+func TestParkedNotice(t *testing.T) {
+	got := ParkedNotice("Say \"hi\"\nnow")
+	if got != `Plan "Say \"hi\"\nnow" approved and parked; nothing runs until it is started (/plan parked lists it).` {
+		t.Errorf("%q", got)
+	}
+}

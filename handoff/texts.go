@@ -181,3 +181,13 @@ func FeedbackText(text, body string, comments []LineComment) string {
 	}
 	return b.String()
 }
+
+// PreparingNotice is what the person reads once an implementation's start
+// is committed (an acceptance, a parked plan's start) and its handoff runs.
+const PreparingNotice = "Preparing implementation..."
+
+// ParkedNotice is what the person reads once the plan titled title is
+// approved and parked.
+func ParkedNotice(title string) string {
+	return fmt.Sprintf("Plan %q approved and parked; nothing runs until it is started (/plan parked lists it).", title)
+}

@@ -301,7 +301,7 @@ func (s *Session) AcceptExpecting(ctx context.Context, attempt, branch string, e
 	if err != nil {
 		return AcceptResult{}, refused(err)
 	}
-	return AcceptResult{Accepted: true, Artifact: agent.WorkScheme + rec.Artifact.Path, Message: "Preparing implementation..."}, nil
+	return AcceptResult{Accepted: true, Artifact: agent.WorkScheme + rec.Artifact.Path, Message: handoff.PreparingNotice}, nil
 }
 
 // card is the session side of the card one [handoff.Accept] or
@@ -384,7 +384,7 @@ func (a *acceptance) Committed(ctx context.Context, rec *handoff.Record, in hand
 	s.recordOutcome(ctx, a.closed, handoff.OutcomeAccepted, p.Title, p.Hash)
 	s.emit(ApprovalClosedEvent{Attempt: a.closed, Reason: handoff.OutcomeAccepted, Selection: &sel})
 	s.emitSteps()
-	s.emit(NoticeEvent{Message: "Preparing implementation..."})
+	s.emit(NoticeEvent{Message: handoff.PreparingNotice})
 	s.changed()
 }
 

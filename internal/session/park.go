@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"planbridge/handoff"
@@ -172,7 +171,7 @@ func (s *Session) ParkExpecting(ctx context.Context, attempt string, expect *han
 	}
 	v := parkedView(saved)
 	s.emit(v)
-	s.emit(NoticeEvent{Message: fmt.Sprintf("Plan %q approved and parked; nothing runs until it is started (/plan parked lists it).", saved.Title)})
+	s.emit(NoticeEvent{Message: handoff.ParkedNotice(saved.Title)})
 	s.changed()
 	s.kick()
 	return v, nil
@@ -279,7 +278,7 @@ func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, locatio
 		return StartResult{}, refused(err)
 	}
 	return StartResult{Started: true, Session: s.id, Artifact: agent.WorkScheme + row.Path, StaleBase: st.StaleBase, Head: st.Head,
-		Notice: st.Notice, Message: "Preparing implementation..."}, nil
+		Notice: st.Notice, Message: handoff.PreparingNotice}, nil
 }
 
 // starting is the session side of one [handoff.StartParked]
@@ -352,7 +351,7 @@ func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) 
 		s.emit(NoticeEvent{Message: st.Notice})
 	}
 	s.emit(ParkedStartedEvent{ID: a.id, Location: rec.Selection.Location, StaleBase: st.StaleBase, Notice: st.Notice})
-	s.emit(NoticeEvent{Message: "Preparing implementation..."})
+	s.emit(NoticeEvent{Message: handoff.PreparingNotice})
 	s.changed()
 	return nil
 }
