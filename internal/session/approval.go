@@ -297,7 +297,7 @@ var errSettingsChanged = refused(handoff.ErrSettingsChanged)
 // a browser link can thus never accept a Location it may not choose. It
 // is [handoff.Accept] over this session.
 func (s *Session) AcceptExpecting(ctx context.Context, attempt, branch string, expect handoff.Location) (AcceptResult, error) {
-	rec, err := handoff.Accept(ctx, &acceptance{card: card{runChecks: runChecks{s}, attempt: attempt}}, branch, expect)
+	rec, err := handoff.Accept(ctx, &acceptance{card: card{handoffEnv: handoffEnv{s}, attempt: attempt}}, branch, expect)
 	if err != nil {
 		return AcceptResult{}, refused(err)
 	}
@@ -307,7 +307,7 @@ func (s *Session) AcceptExpecting(ctx context.Context, attempt, branch string, e
 // card is the session side of the card one [handoff.Accept] or
 // [handoff.Park] decides ([handoff.CardPort]): its attempt and proposal.
 type card struct {
-	runChecks
+	handoffEnv
 	attempt string
 	p       store.Proposal // presented; once committed, as committed
 }

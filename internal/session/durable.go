@@ -55,7 +55,7 @@ type RecoverResult = handoff.Recovered
 // recovers the fork. With nothing to recover it fails with
 // [CodeNothingToRetry].
 func (s *Session) Recover(ctx context.Context) (RecoverResult, error) {
-	res, err := handoff.Recover(ctx, recovery{runChecks{s}})
+	res, err := handoff.Recover(ctx, recovery{handoffEnv{s}})
 	if r, ok := err.(*handoff.Refusal); ok { // Recover's own, never a step's
 		err = &Error{Code: r.Code, Message: r.Message}
 	}
@@ -63,7 +63,7 @@ func (s *Session) Recover(ctx context.Context) (RecoverResult, error) {
 }
 
 // recovery is the session side of [handoff.Recover] ([handoff.RecoverPort]).
-type recovery struct{ runChecks }
+type recovery struct{ handoffEnv }
 
 func (r recovery) ID() string { return r.s.id }
 

@@ -36,36 +36,31 @@ func (s *Session) forkStateLocked() handoff.ForkState {
 // card shows and the refusal uses.
 func (s *Session) forkBlockersLocked() []string { return handoff.ForkBlockers(s.forkStateLocked()) }
 
-// runChecks is what [handoff.CheckRun] reads of the session
-// ([handoff.RunPort]), with what every port that starts a handoff shares:
-// the failpoints and the owning workflow.
-type runChecks struct{ s *Session }
-
-func (c runChecks) Failpoint(name string) { handoff.Failpoint(name) }
+func (c handoffEnv) Failpoint(name string) { handoff.Failpoint(name) }
 
 // Start runs the handoff of rec as the session's owning workflow.
-func (c runChecks) Start(rec *handoff.Record) error { return c.s.startHandoff(rec) }
+func (c handoffEnv) Start(rec *handoff.Record) error { return c.s.startHandoff(rec) }
 
-func (c runChecks) ForkBlockers() []string {
+func (c handoffEnv) ForkBlockers() []string {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	return c.s.forkBlockersLocked()
 }
 
-func (c runChecks) RepoRoot() (string, error) { return c.s.repoRoot() }
+func (c handoffEnv) RepoRoot() (string, error) { return c.s.repoRoot() }
 
-func (c runChecks) UnfinishedGoal() (bool, string) {
+func (c handoffEnv) UnfinishedGoal() (bool, string) {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
 	return c.s.goalUnfinishedLocked(), c.s.gl.g.Summary()
 }
 
-func (c runChecks) CheckModel(name string) error { return c.s.m.checkModel(name) }
+func (c handoffEnv) CheckModel(name string) error { return c.s.m.checkModel(name) }
 
 // checkRun is [handoff.CheckRun] over this session, its refusal as the
 // session's [Error] (doing: "accepting" or "starting").
 func (s *Session) checkRun(sel handoff.Selection, doing string) error {
-	return refused(handoff.CheckRun(runChecks{s}, sel, doing))
+	return refused(handoff.CheckRun(handoffEnv{s}, sel, doing))
 }
 
 // refused is err, a [handoff.Refusal] turned into the session's [Error]
@@ -87,10 +82,6 @@ func (e *handoffEnv) Fork(ctx context.Context, rec *handoff.Record) error {
 func (e *handoffEnv) ForkPoint() int64 {
 	return e.s.tr.Next()
 }
-
-func (e *handoffEnv) RepoRoot() (string, error) { return e.s.repoRoot() }
-
-func (e *handoffEnv) Failpoint(name string) { handoff.Failpoint(name) }
 
 // StartFork opens the fork and recovers it, which starts its handoff.
 func (e *handoffEnv) StartFork(ctx context.Context, rec *handoff.Record) error {

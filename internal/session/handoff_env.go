@@ -8,7 +8,10 @@ import (
 	"planbridge/internal/store"
 )
 
-// handoffEnv is the session side of the handoff pipeline ([handoff.Env]).
+// handoffEnv is the session side of the handoff's ports: the pipeline
+// ([handoff.Env]), the fork step ([handoff.ForkPort]), the run checks
+// ([handoff.RunPort]), the Goal step ([handoff.GoalPort]). The ports of
+// one acceptance, park, start or recovery embed it with what they hold.
 type handoffEnv struct{ s *Session }
 
 func (e *handoffEnv) Save(ctx context.Context, rec *handoff.Record) error {

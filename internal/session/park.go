@@ -160,7 +160,7 @@ func (s *Session) Park(ctx context.Context, attempt string) (ParkedView, error) 
 // thus parks exactly the settings it showed. It is [handoff.Park] over
 // this session.
 func (s *Session) ParkExpecting(ctx context.Context, attempt string, expect *handoff.Selection) (ParkedView, error) {
-	pp := &parking{card: card{runChecks: runChecks{s}, attempt: attempt}}
+	pp := &parking{card: card{handoffEnv: handoffEnv{s}, attempt: attempt}}
 	if _, err := handoff.Park(ctx, pp, expect); err != nil {
 		return ParkedView{}, refused(err)
 	}
@@ -271,7 +271,7 @@ func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, locatio
 		return StartResult{}, &Error{Code: CodeInvalidSelect, Message: "the parked selection is unreadable: " + err.Error()}
 	}
 	pk := handoff.Parking{Selection: sel, Title: row.Title, Artifact: handoff.Artifact{Path: row.Path, Hash: row.Hash}, Head: row.Head, Branch: row.Branch}
-	port := &starting{runChecks: runChecks{s}, id: row.ID}
+	port := &starting{handoffEnv: handoffEnv{s}, id: row.ID}
 	st, err := handoff.StartParked(ctx, port, pk, location, branch)
 	port.release()
 	if err != nil {
@@ -288,7 +288,7 @@ func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, locatio
 // that moment is told the session is busy starting, not that a retry
 // waits.
 type starting struct {
-	runChecks
+	handoffEnv
 	id      string
 	claimed bool
 }

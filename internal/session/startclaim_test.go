@@ -17,21 +17,21 @@ func TestParkedStartClaimsTheSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := &starting{runChecks: runChecks{s}, id: "p1"}
+	first := &starting{handoffEnv: handoffEnv{s}, id: "p1"}
 	if err := first.Claim(); err != nil {
 		t.Fatalf("the first start's checks: %v", err)
 	}
-	second := &starting{runChecks: runChecks{s}, id: "p1"}
+	second := &starting{handoffEnv: handoffEnv{s}, id: "p1"}
 	err = second.Claim()
 	if err == nil || !strings.Contains(err.Error(), "busy starting") {
 		t.Fatalf("a second start while the first one runs: %v", err)
 	}
 	second.release() // refused: it claimed nothing
-	if err := (&starting{runChecks: runChecks{s}, id: "p1"}).Claim(); err == nil {
+	if err := (&starting{handoffEnv: handoffEnv{s}, id: "p1"}).Claim(); err == nil {
 		t.Fatal("a refused start released the first one's claim")
 	}
 	first.release()
-	third := &starting{runChecks: runChecks{s}, id: "p1"}
+	third := &starting{handoffEnv: handoffEnv{s}, id: "p1"}
 	if err := third.Claim(); err != nil {
 		t.Fatalf("after the first start ended: %v", err)
 	}
