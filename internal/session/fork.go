@@ -99,10 +99,6 @@ func (e *handoffEnv) StartFork(ctx context.Context, rec *handoff.Record) error {
 // transaction.
 func (e *handoffEnv) CreateForkSession(ctx context.Context, rec *handoff.Record) error {
 	s := e.s
-	msgs, err := s.m.st.Messages(ctx, s.id)
-	if err != nil {
-		return err
-	}
 	s.mu.Lock()
 	src := s.row
 	var prop store.Proposal
@@ -116,17 +112,11 @@ func (e *handoffEnv) CreateForkSession(ctx context.Context, rec *handoff.Record)
 	rec.Fork.Session = forkID
 	s.m.born(forkID) // its implementation starts in this process: no restart
 	fs := store.ForkSession{Fork: fork, SourceID: s.id, SourceRecord: rec.Marshal()}
-	for _, m := range msgs {
-		if m.Idx < rec.Fork.Point {
-			fs.Messages = append(fs.Messages, m)
-		}
-	}
 	if prop.SessionID != "" {
 		prop.SessionID = forkID
 		fs.Proposal = &prop
 	}
-	err = s.m.st.CommitForkSession(ctx, fs)
-	if err != nil {
+	if err := s.m.st.CommitForkSession(ctx, fs); err != nil {
 		return err
 	}
 	// After the row: a directory never exists without its session.

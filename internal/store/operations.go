@@ -91,11 +91,11 @@ func (s *Store) CommitAcceptance(ctx context.Context, a Acceptance) error {
 }
 
 // ForkSession creates a Worktree fork's session: its row, the planning
-// transcript up to the fork point, its copy of the proposal, and the
-// source's retry record naming it.
+// transcript up to the fork point (the source's messages before
+// Fork.ForkPoint, copied in the transaction), its copy of the proposal,
+// and the source's retry record naming it.
 type ForkSession struct {
 	Fork         Session
-	Messages     []Message
 	Proposal     *Proposal // nil: none
 	SourceID     string
 	SourceRecord string
@@ -107,7 +107,9 @@ func (s *Store) CommitForkSession(ctx context.Context, f ForkSession) error {
 		if err := putSessionTx(ctx, tx, f.Fork); err != nil {
 			return err
 		}
-		if err := appendMessagesTx(ctx, tx, f.Fork.ID, f.Messages); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (session_id, idx, segment, role, content, tool_calls, tool_call_id, name, thinking)
+			SELECT ?, idx, segment, role, content, tool_calls, tool_call_id, name, thinking FROM messages WHERE session_id = ? AND idx < ? ORDER BY idx`,
+			f.Fork.ID, f.SourceID, f.Fork.ForkPoint); err != nil {
 			return err
 		}
 		if f.Proposal != nil {
