@@ -5,8 +5,10 @@
 // models only through internal/agent; it implements the ports of the
 // handoff step machines (package handoff: [handoff.Accept], [handoff.Park],
 // [handoff.StartParked], [handoff.Run], [handoff.ForkStep],
-// [handoff.StartGoal], [handoff.NextRecovery]) and keeps their data
-// access: each port method that commits is one named store operation.
+// [handoff.StartGoal], [handoff.Recover]; one adapter, handoffEnv, which
+// the ports of one acceptance, park, start or recovery embed) and keeps
+// their data access: each port method that commits is one named store
+// operation.
 // The approval card is drawn by package handoff ([handoff.NewCard] from
 // a snapshot, the review parts beside it), which also decides whether an
 // implementation may start ([handoff.CheckRun], [handoff.StartBlocker])

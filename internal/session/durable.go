@@ -43,17 +43,9 @@ func (s *Session) goalKickoffDispatch(id string) (dispatch func(*store.TurnStep)
 type RecoverResult = handoff.Recovered
 
 // Recover is the one recovery path after any interruption (a crash, a
-// failed step, an interrupted turn): [handoff.Recover] over this session.
-// It always does the right next step: an accepted plan whose handoff has
-// not dispatched its kickoff resumes from its recorded step; a dispatched
-// implementation continues from its stored transcript, told it was
-// interrupted (never the kickoff again); a tracked implementation paused
-// by restart resumes; a Goal paused by restart resumes (its kickoff, if
-// that was never sent, else a continuation that says it was interrupted);
-// otherwise follow-ups still queued from before the restart run. A
-// planning session that handed its implementation to a Worktree fork
-// recovers the fork. With nothing to recover it fails with
-// [CodeNothingToRetry].
+// failed step, an interrupted turn): [handoff.Recover] over this session,
+// which always takes the right next step ([handoff.NextRecovery]) and
+// with nothing to recover fails with [CodeNothingToRetry].
 func (s *Session) Recover(ctx context.Context) (RecoverResult, error) {
 	res, err := handoff.Recover(ctx, recovery{handoffEnv{s}})
 	if r, ok := err.(*handoff.Refusal); ok { // Recover's own, never a step's

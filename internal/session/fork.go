@@ -143,22 +143,20 @@ func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 	if err := handoff.InstallPlan(s.workDir, s.m.workDir(rec.Fork.Session), rec.Artifact.Path); err != nil {
 		return err
 	}
-	forkRec := handoff.ForkRecord(rec)
 	// The fork's base is its checkout now: the base commit plus the
 	// restored edits, before anything of the implementation runs there.
-	forkTrack, err := s.forkTracking(ctx, rec)
+	forkTrack, base, tracked, err := s.forkTracking(ctx, rec)
 	if err != nil {
 		return err
 	}
-	track := s.trackingRow()
 	s.mu.Lock()
 	row := s.row
 	row.ForkedTo = rec.Fork.Session
 	s.mu.Unlock()
 	s.m.born(rec.Fork.Session) // its tracking is handed over running, not paused by restart
-	err = s.m.st.CommitHandOver(ctx, store.HandOver{Source: row, SourceTracking: store.Tracking{Todos: track.Todos},
-		ForkID: rec.Fork.Session, ForkRecord: forkRec.Marshal(), ForkTracking: forkTrack})
-	if err != nil {
+	// The source keeps its todos; the plan is the fork's.
+	if err := s.m.st.CommitHandOver(ctx, store.HandOver{Source: row, SourceTracking: store.Tracking{Todos: forkTrack.Todos},
+		ForkID: rec.Fork.Session, ForkRecord: handoff.ForkRecord(rec).Marshal(), ForkTracking: forkTrack}); err != nil {
 		return err
 	}
 	// Only once the fork holds it: a failed hand-over keeps the plan here.
@@ -166,27 +164,24 @@ func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 	s.row.ForkedTo = rec.Fork.Session
 	s.track.Forget()
 	s.mu.Unlock()
-	var p TrackedPlan
-	if json.Unmarshal([]byte(forkTrack.Plan), &p) == nil {
-		s.m.baseCommitted(rec.Fork.Session, p.Base)
+	if tracked {
+		s.m.baseCommitted(rec.Fork.Session, base)
 	}
 	return nil
 }
 
 // forkTracking is this session's tracking as the fork takes it over, with
-// the fork's own base staged (in the fork's review directory) and named.
-func (s *Session) forkTracking(ctx context.Context, rec *handoff.Record) (store.Tracking, error) {
-	track := s.trackingRow()
-	if track.Plan == "" {
-		return track, nil
-	}
+// the fork's own base staged (in the fork's review directory) and named
+// (base; tracked when there is a plan to name it in).
+func (s *Session) forkTracking(ctx context.Context, rec *handoff.Record) (track store.Tracking, base string, tracked bool, err error) {
+	track = s.trackingRow()
 	var p TrackedPlan
-	if err := json.Unmarshal([]byte(track.Plan), &p); err != nil {
-		return track, nil
+	if track.Plan == "" || json.Unmarshal([]byte(track.Plan), &p) != nil {
+		return track, "", false, nil
 	}
 	body, err := s.readArtifact(rec.Artifact.Path, rec.Artifact.Hash)
 	if err != nil {
-		return store.Tracking{}, err
+		return store.Tracking{}, "", false, err
 	}
 	p.Base, err = s.m.stageBase(ctx, rec.Fork.Session, rec.Fork.Dir, p.Title, rec.Artifact.Hash,
 		agent.WorkScheme+rec.Artifact.Path, s.cardScope(rec.Artifact.Hash, body))
@@ -195,7 +190,7 @@ func (s *Session) forkTracking(ctx context.Context, rec *handoff.Record) (store.
 	}
 	b, _ := json.Marshal(p)
 	track.Plan = string(b)
-	return track, nil
+	return track, p.Base, true, nil
 }
 
 // recordEdit remembers the workspace files call edited ([agent.EditedFiles]).
