@@ -19,14 +19,6 @@ const (
 	CodeSessionEnded  = handoff.CodeSessionEnded
 )
 
-// repoRoot returns the root of the git checkout holding the workspace.
-func (s *Session) repoRoot() (string, error) {
-	s.mu.Lock()
-	ws := s.row.Workspace
-	s.mu.Unlock()
-	return worktree.RootOf(ws)
-}
-
 // forkStateLocked is what of the session refuses a fork whatever the branch.
 func (s *Session) forkStateLocked() handoff.ForkState {
 	return handoff.ForkState{Queued: len(s.queue), Busy: s.busy, GoalUnfinished: s.goalUnfinishedLocked(), NoGit: s.wt.NoGit}
@@ -47,7 +39,7 @@ func (c handoffEnv) ForkBlockers() []string {
 	return c.s.forkBlockersLocked()
 }
 
-func (c handoffEnv) RepoRoot() (string, error) { return c.s.repoRoot() }
+func (c handoffEnv) RepoRoot() (string, error) { return worktree.RootOf(c.s.workspace()) }
 
 func (c handoffEnv) UnfinishedGoal() (bool, string) {
 	c.s.mu.Lock()
@@ -129,10 +121,7 @@ func (e *handoffEnv) RestoreEdits(ctx context.Context, root, dir string) error {
 	if err != nil {
 		return err
 	}
-	e.s.mu.Lock()
-	ws := e.s.row.Workspace
-	e.s.mu.Unlock()
-	return handoff.RestoreEdits(ws, root, dir, paths)
+	return handoff.RestoreEdits(e.s.workspace(), root, dir, paths)
 }
 
 // HandOver gives the fork a byte-identical artifact and a Here-equivalent
@@ -195,10 +184,7 @@ func (s *Session) forkTracking(ctx context.Context, rec *handoff.Record) (track 
 
 // recordEdit remembers the workspace files call edited ([agent.EditedFiles]).
 func (s *Session) recordEdit(call agent.ToolCall) {
-	s.mu.Lock()
-	ws := s.row.Workspace
-	s.mu.Unlock()
-	for _, p := range agent.EditedFiles(call, ws) {
+	for _, p := range agent.EditedFiles(call, s.workspace()) {
 		if err := s.m.st.AddEditedFile(context.Background(), s.id, p); err != nil {
 			s.m.log.Warn("record edited file", "session", s.id, "err", err)
 		}

@@ -65,10 +65,13 @@ func (e *handoffEnv) InstallSegment(ctx context.Context, rec *handoff.Record, ma
 	return nil
 }
 
-func (e *handoffEnv) Workspace(ctx context.Context) string {
-	e.s.mu.Lock()
-	defer e.s.mu.Unlock()
-	return e.s.row.Workspace
+func (e *handoffEnv) Workspace(ctx context.Context) string { return e.s.workspace() }
+
+// workspace is the session's workspace directory.
+func (s *Session) workspace() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.row.Workspace
 }
 
 // Kickoff runs the implementation turn under the accepted policy. The

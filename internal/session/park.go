@@ -135,10 +135,7 @@ func parkedView(p store.ParkedPlan) ParkedView {
 
 // workspaceHead is the workspace's HEAD commit and branch ("" outside git).
 func (s *Session) workspaceHead() (hash, branch string) {
-	s.mu.Lock()
-	ws := s.row.Workspace
-	s.mu.Unlock()
-	branch, hash, err := worktree.HeadOf(ws)
+	branch, hash, err := worktree.HeadOf(s.workspace())
 	if err != nil {
 		return "", ""
 	}
