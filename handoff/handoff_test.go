@@ -191,3 +191,16 @@ func TestParkedNotice(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// TestDispatched: the dispatched record is a copy at the dispatched step
+// without the earlier failure's reason; everything else, and rec itself,
+// unchanged.
+func TestDispatched(t *testing.T) {
+	rec := &Record{Step: StepKickoff, Reason: "the model timed out", Tries: 2, Title: "T", Summary: "s", Artifact: Artifact{Path: "plans/a.md", Hash: "ab"}}
+	next := rec.Dispatched()
+	want := *rec
+	want.Step, want.Reason = StepDispatched, ""
+	if next.Marshal() != want.Marshal() || rec.Step != StepKickoff || rec.Reason == "" {
+		t.Errorf("dispatched %+v from %+v", next, rec)
+	}
+}

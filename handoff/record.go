@@ -61,6 +61,14 @@ type Record struct {
 // MaxReason bounds a stored failure reason.
 const MaxReason = 2000
 
+// Dispatched is a copy of r at [StepDispatched], as the kickoff's commit
+// stores it with the prompt: an earlier failure's reason is cleared.
+func (r *Record) Dispatched() *Record {
+	n := *r
+	n.Step, n.Reason = StepDispatched, ""
+	return &n
+}
+
 // SetReason stores err as a bounded failure reason.
 func (r *Record) SetReason(err error) {
 	if err == nil {

@@ -116,9 +116,7 @@ func (f *fakeEnv) StartGoal(ctx context.Context, rec *Record) error {
 	return nil
 }
 func (f *fakeEnv) Kickoff(ctx context.Context, rec *Record, prompt, display string) error {
-	next := *rec
-	next.Step = StepDispatched
-	if err := f.commit("dispatch", &next); err != nil {
+	if err := f.commit("dispatch", rec.Dispatched()); err != nil {
 		return err
 	}
 	rec.Step = StepDispatched

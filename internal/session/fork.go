@@ -24,10 +24,6 @@ func (s *Session) forkStateLocked() handoff.ForkState {
 	return handoff.ForkState{Queued: len(s.queue), Busy: s.busy, GoalUnfinished: s.goalUnfinishedLocked(), NoGit: s.wt.NoGit}
 }
 
-// forkBlockersLocked names what refuses a fork right now, in the words the
-// card shows and the refusal uses.
-func (s *Session) forkBlockersLocked() []string { return handoff.ForkBlockers(s.forkStateLocked()) }
-
 func (c handoffEnv) Failpoint(name string) { handoff.Failpoint(name) }
 
 // Start runs the handoff of rec as the session's owning workflow.
@@ -36,7 +32,7 @@ func (c handoffEnv) Start(rec *handoff.Record) error { return c.s.startHandoff(r
 func (c handoffEnv) ForkBlockers() []string {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	return c.s.forkBlockersLocked()
+	return handoff.ForkBlockers(c.s.forkStateLocked())
 }
 
 func (c handoffEnv) RepoRoot() (string, error) { return worktree.RootOf(c.s.workspace()) }
@@ -48,12 +44,6 @@ func (c handoffEnv) UnfinishedGoal() (bool, string) {
 }
 
 func (c handoffEnv) CheckModel(name string) error { return c.s.m.checkModel(name) }
-
-// checkRun is [handoff.CheckRun] over this session, its refusal as the
-// session's [Error] (doing: "accepting" or "starting").
-func (s *Session) checkRun(sel handoff.Selection, doing string) error {
-	return refused(handoff.CheckRun(handoffEnv{s}, sel, doing))
-}
 
 // refused is err, a [handoff.Refusal] turned into the session's [Error]
 // with the same code and words.

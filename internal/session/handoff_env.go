@@ -78,14 +78,11 @@ func (s *Session) workspace() string {
 // record moves to dispatched in the transaction that stores the prompt;
 // the retry record is deleted in the transaction that settles the turn.
 func (e *handoffEnv) Kickoff(ctx context.Context, rec *handoff.Record, prompt, display string) error {
-	policy := rec.Policy
-	next := *rec
-	next.Step, next.Reason = handoff.StepDispatched, ""
-	err := e.s.runTurn(ctx, turnReq{text: prompt, display: display, policy: &policy,
+	policy, next := rec.Policy, rec.Dispatched()
+	return e.s.runTurn(ctx, turnReq{text: prompt, display: display, policy: &policy,
 		dispatch:   func(st *store.TurnStep) { st.Record = next.Marshal() },
 		dispatched: func() { rec.Step = handoff.StepDispatched },
 		settle:     func(st *store.TurnStep) { st.DeleteRecord = true }})
-	return err
 }
 
 // Continue resumes a dispatched implementation from the stored transcript:
