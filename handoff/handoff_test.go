@@ -204,3 +204,10 @@ func TestDispatched(t *testing.T) {
 		t.Errorf("dispatched %+v from %+v", next, rec)
 	}
 }
+
+// TestNewContextNotice names the context the handoff started.
+func TestNewContextNotice(t *testing.T) {
+	if got := NewContextNotice(Summary); got != "Started a new context (summary)." {
+		t.Errorf("%q", got)
+	}
+}

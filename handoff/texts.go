@@ -191,3 +191,7 @@ const PreparingNotice = "Preparing implementation..."
 func ParkedNotice(title string) string {
 	return fmt.Sprintf("Plan %q approved and parked; nothing runs until it is started (/plan parked lists it).", title)
 }
+
+// NewContextNotice is what the person reads once a handoff installed the
+// new context segment c (Fresh or Summary).
+func NewContextNotice(c Context) string { return fmt.Sprintf("Started a new context (%s).", c) }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"fmt"
 
 	"planbridge/handoff"
 	"planbridge/internal/store"
@@ -61,7 +60,7 @@ func (e *handoffEnv) InstallSegment(ctx context.Context, rec *handoff.Record, ma
 	if err := s.tr.Rotate(ctx, rec.Segment, material, rec.Marshal()); err != nil {
 		return err
 	}
-	s.emit(NoticeEvent{Message: fmt.Sprintf("Started a new context (%s).", rec.Selection.Context)})
+	s.emit(NoticeEvent{Message: handoff.NewContextNotice(rec.Selection.Context)})
 	return nil
 }
 
