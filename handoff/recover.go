@@ -1,6 +1,9 @@
 package handoff
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // RecoveryAction is the next step of the one recovery path.
 type RecoveryAction string
@@ -83,8 +86,11 @@ type RecoverPort interface {
 	RecoverFork(ctx context.Context, id string) (Recovered, error)
 	// Start runs [Run] on rec as the session's owning workflow.
 	Start(rec *Record) error
-	// ResumeGoal resumes the Goal a restart paused (its tracked
-	// implementation running first) with steer ("": its unsent kickoff).
+	// ContinueImplementation sets the tracked implementation running
+	// again (committed), without sending anything.
+	ContinueImplementation(ctx context.Context) error
+	// ResumeGoal resumes the Goal a restart paused with steer ("": its
+	// unsent kickoff).
 	ResumeGoal(ctx context.Context, steer string) error
 	// ResumeImplementation resumes the tracked implementation a restart
 	// paused.
@@ -97,7 +103,8 @@ type RecoverPort interface {
 // failed step, an interrupted turn): it takes [NextRecovery]'s step over
 // p. A record that cannot be read, or nothing to recover, is a
 // [CodeNothingToRetry] [Refusal]; every other error is the step's own.
-// A step that fails after it was chosen still reports which it was.
+// A step that fails after it was chosen still reports which it was, except
+// a Goal's whose implementation could not be set running (nothing resumed).
 func Recover(ctx context.Context, p RecoverPort) (Recovered, error) {
 	st, data, err := p.State(ctx)
 	if err != nil {
@@ -116,6 +123,11 @@ func Recover(ctx context.Context, p RecoverPort) (Recovered, error) {
 		res.Step = string(rec.Step)
 		return res, p.Start(rec)
 	case RecoverGoal:
+		// The Goal implements it: running first, or nothing resumes (a
+		// failed tracking commit leaves both paused, as stored).
+		if err := p.ContinueImplementation(ctx); err != nil {
+			return Recovered{}, fmt.Errorf("could not resume the implementation: %w", err)
+		}
 		return res, p.ResumeGoal(ctx, next.Steer)
 	case RecoverImplementation:
 		return res, p.ResumeImplementation(ctx)

@@ -43,6 +43,7 @@ type fakeRecovery struct {
 	data    string
 	stErr   error
 	stepErr error
+	contErr error // ContinueImplementation's
 	did     []string
 }
 
@@ -57,6 +58,10 @@ func (f *fakeRecovery) RecoverFork(ctx context.Context, id string) (Recovered, e
 func (f *fakeRecovery) Start(rec *Record) error {
 	f.did = append(f.did, "start "+string(rec.Step))
 	return f.stepErr
+}
+func (f *fakeRecovery) ContinueImplementation(ctx context.Context) error {
+	f.did = append(f.did, "running")
+	return f.contErr
 }
 func (f *fakeRecovery) ResumeGoal(ctx context.Context, steer string) error {
 	f.did = append(f.did, "goal "+steer)
@@ -88,8 +93,10 @@ func TestRecover(t *testing.T) {
 		{"a record", fakeRecovery{st: RecoveryState{Record: true}, data: rec}, Recovered{Started: true, Action: "handoff", Step: "context_ready", Session: "s-1"}, "start context_ready", nil, ""},
 		{"a record whose start fails", fakeRecovery{st: RecoveryState{Record: true}, data: rec, stepErr: boom}, Recovered{Started: true, Action: "handoff", Step: "context_ready", Session: "s-1"}, "start context_ready", boom, ""},
 		{"an unreadable record", fakeRecovery{st: RecoveryState{Record: true}, data: "{"}, Recovered{}, "", nil, "?"},
-		{"a Goal's unsent kickoff", fakeRecovery{st: RecoveryState{GoalPausedByRestart: true, KickoffPending: true}}, Recovered{Started: true, Action: "goal", Session: "s-1"}, "goal ", nil, ""},
-		{"a Goal past its kickoff", fakeRecovery{st: RecoveryState{GoalPausedByRestart: true}}, Recovered{Started: true, Action: "goal", Session: "s-1"}, "goal " + InterruptedPrompt(""), nil, ""},
+		{"a Goal's unsent kickoff", fakeRecovery{st: RecoveryState{GoalPausedByRestart: true, KickoffPending: true}}, Recovered{Started: true, Action: "goal", Session: "s-1"}, "running;goal ", nil, ""},
+		{"a Goal past its kickoff", fakeRecovery{st: RecoveryState{GoalPausedByRestart: true}}, Recovered{Started: true, Action: "goal", Session: "s-1"}, "running;goal " + InterruptedPrompt(""), nil, ""},
+		{"a Goal whose resume fails", fakeRecovery{st: RecoveryState{GoalPausedByRestart: true}, stepErr: boom}, Recovered{Started: true, Action: "goal", Session: "s-1"}, "running;goal " + InterruptedPrompt(""), boom, ""},
+		{"a Goal whose implementation cannot run", fakeRecovery{st: RecoveryState{GoalPausedByRestart: true}, contErr: boom}, Recovered{}, "running", nil, ""},
 		{"an implementation", fakeRecovery{st: RecoveryState{ImplementationPaused: true}, stepErr: boom}, Recovered{Started: true, Action: "implementation", Session: "s-1"}, "implementation", boom, ""},
 		{"the queue", fakeRecovery{st: RecoveryState{Queued: 2}}, Recovered{Started: true, Action: "queue", Session: "s-1"}, "queue", nil, ""},
 		{"nothing", fakeRecovery{}, Recovered{}, "", nil, ErrNothingToRetry.Error()},
@@ -104,6 +111,12 @@ func TestRecover(t *testing.T) {
 			r, ok := err.(*Refusal)
 			if !ok || r.Code != CodeNothingToRetry || (c.refusal != "?" && r.Message != c.refusal) {
 				t.Errorf("%s: %v, want a %s refusal", c.name, err, CodeNothingToRetry)
+			}
+			continue
+		}
+		if c.port.contErr != nil {
+			if !errors.Is(err, c.port.contErr) || err.Error() != "could not resume the implementation: boom" {
+				t.Errorf("%s: error %v", c.name, err)
 			}
 			continue
 		}

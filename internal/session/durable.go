@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"planbridge/goal"
@@ -89,13 +88,9 @@ func (r recovery) RecoverFork(ctx context.Context, id string) (RecoverResult, er
 	return f.Recover(ctx)
 }
 
-// ResumeGoal: the Goal implements it, so the implementation runs first,
-// or nothing resumes (a failed tracking commit leaves both paused, as
-// stored).
+func (r recovery) ContinueImplementation(ctx context.Context) error { return r.s.track.Continue(ctx) }
+
 func (r recovery) ResumeGoal(ctx context.Context, steer string) error {
-	if err := r.s.track.Continue(ctx); err != nil {
-		return fmt.Errorf("could not resume the implementation: %w", err)
-	}
 	_, err := r.s.GoalAction(ctx, GoalResume, steer)
 	return err
 }
