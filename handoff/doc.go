@@ -25,7 +25,8 @@
 //     expected settings [Selection.SameSettings]; archive, one commit,
 //     nothing starts); [StartParked] over [StartPort] starts a parked plan
 //     through the same record and [Run] (Location and branch applied, a
-//     Goal reserved, a moved HEAD reported). [ParkedPlan] is a parked
+//     Location or selection that cannot start a [CodeInvalidSelection]
+//     refusal, a Goal reserved, a moved HEAD reported). [ParkedPlan] is a parked
 //     plan as clients see it, [ParkedList] the `/plan parked` text.
 //   - [Run] over [Env]: context preparation (Current; Fresh with
 //     [FreshMaterial]; Summary from [RenderHistory], proposals omitted,
@@ -73,11 +74,16 @@
 // stored body, a changed file only flagged ([ProposalBody]).
 //
 // [SaveToProject] writes an accepted plan into the workspace's docs/plans,
-// never overwriting and never following a link.
+// never overwriting and never following a link; each failure is a
+// [CodeSaveFailed] refusal naming no absolute path.
+//
+// The handoff's words are here too, so every surface says the same:
+// [StoppedMessage], [PreparingNotice], [ParkedNotice], [NewContextNotice].
 //
 // Exactly once: the kickoff's record moves to [StepDispatched] in the
-// transaction that stores the prompt, before the request leaves; from
-// there [Run] continues with [InterruptedPrompt], never the kickoff again.
+// transaction that stores the prompt ([Record.Dispatched]), before the
+// request leaves; from there [Run] continues with [InterruptedPrompt],
+// never the kickoff again.
 // A summary is committed into the record as the first thing after its
 // stream completes (even if the handoff was interrupted meanwhile; the
 // person hears of it only after that commit) and is never requested
