@@ -18,4 +18,15 @@
 // finished turn (accounting, notes for the model or the person, one retry
 // of a transient failure, the kickoff done) and says in a [Booking] what
 // the session must carry out. None of it sends or stores anything.
+//
+// A session's Goal at run time is a [State]: the Goal, its pending
+// kickoff, the budget notes not yet delivered and the one-retry mark. Its
+// methods are the transitions of that state ([State.Act] for a person's
+// action, [State.Next], [State.Admit] and [State.Book] around a turn,
+// [State.RequestEnd] for the model's [UpdateTool], [State.Cleared]) and
+// its stored form ([Load], [State.Record]). A State is not safe for
+// concurrent use: the session holds it under the lock with which it
+// decides its posture, queue and interactions, so every transition is
+// atomic with those decisions; storing, announcing and dispatching stay
+// the session's.
 package goal

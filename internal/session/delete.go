@@ -88,7 +88,7 @@ func (m *Manager) deletable(ctx context.Context, s *Session, fork string) error 
 		return errorf(CodeSessionInUse, "this session's plan implementation is %s; finish it first", p.Status)
 	}
 	s.mu.Lock()
-	g := s.gl.g
+	g := s.gl.Goal
 	s.mu.Unlock()
 	if g != nil && g.Status != goal.Complete {
 		return errorf(CodeSessionInUse, "this session's Goal is %s; clear it (/goal clear) first", g.Status)

@@ -19,7 +19,7 @@ func (s *Session) goalKickoffDispatch(id string) (dispatch func(*store.TurnStep)
 	dispatch = func(st *store.TurnStep) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		g := s.gl.g
+		g := s.gl.Goal
 		if g == nil || g.ID != id {
 			return
 		}
@@ -30,8 +30,8 @@ func (s *Session) goalKickoffDispatch(id string) (dispatch func(*store.TurnStep)
 	}
 	dispatched = func() {
 		s.mu.Lock()
-		if s.gl.g != nil && s.gl.g.ID == id {
-			s.gl.kickoff = ""
+		if s.gl.Goal != nil && s.gl.Goal.ID == id {
+			s.gl.Kickoff = ""
 		}
 		s.mu.Unlock()
 	}
@@ -69,9 +69,9 @@ func (r recovery) State(ctx context.Context) (handoff.RecoveryState, string, err
 		return st, "", err
 	}
 	s.mu.Lock()
-	g := s.gl.g
+	g := s.gl.Goal
 	st.GoalPausedByRestart = g != nil && g.Status == goal.Paused && g.Reason == goal.ReasonRestart
-	st.KickoffPending = s.gl.kickoff != ""
+	st.KickoffPending = s.gl.Kickoff != ""
 	st.Queued = len(s.queue)
 	s.mu.Unlock()
 	if p := s.TrackedPlan(); p != nil && p.Status == ImplPaused {

@@ -21,7 +21,7 @@ const (
 
 // forkStateLocked is what of the session refuses a fork whatever the branch.
 func (s *Session) forkStateLocked() handoff.ForkState {
-	return handoff.ForkState{Queued: len(s.queue), Busy: s.busy, GoalUnfinished: s.goalUnfinishedLocked(), NoGit: s.wt.NoGit}
+	return handoff.ForkState{Queued: len(s.queue), Busy: s.busy, GoalUnfinished: s.gl.Unfinished(), NoGit: s.wt.NoGit}
 }
 
 func (c handoffEnv) Failpoint(name string) { handoff.Failpoint(name) }
@@ -40,7 +40,7 @@ func (c handoffEnv) RepoRoot() (string, error) { return worktree.RootOf(c.s.work
 func (c handoffEnv) UnfinishedGoal() (bool, string) {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	return c.s.goalUnfinishedLocked(), c.s.gl.g.Summary()
+	return c.s.gl.Unfinished(), c.s.gl.Goal.Summary()
 }
 
 func (c handoffEnv) CheckModel(name string) error { return c.s.m.checkModel(name) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -21,14 +20,6 @@ const goalUnfinishedHint = "a paused Goal still counts: resume it until it compl
 // CodeRetryConflict reports a different unfinished Goal found by a retry.
 const CodeRetryConflict = "retry_conflict"
 
-// goalState is the session's Goal (guarded by s.mu).
-type goalState struct {
-	g       *goal.Goal
-	kickoff string   // pending kickoff prompt (a plan handoff's, or a /goal start's)
-	notes   []string // budget notes not yet delivered to the model
-	retry   bool     // the next kickoff/continuation is the one transient retry
-}
-
 func (s *Session) loadGoal(ctx context.Context) error {
 	row, err := s.m.st.CurrentGoal(ctx, s.id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -37,14 +28,12 @@ func (s *Session) loadGoal(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var g goal.Goal
-	if err := json.Unmarshal([]byte(row.Data), &g); err != nil {
+	st, changed, err := goal.Load(row.Data, row.Kickoff, s.restarted)
+	if err != nil {
 		s.m.log.Warn("corrupt goal record; ignored", "session", s.id, "goal", row.ID, "err", err)
 		return nil
 	}
-	s.gl = goalState{g: &g, kickoff: row.Kickoff}
-	if g.Status == goal.Active && s.restarted {
-		g.RestorePaused() // a Goal loaded after a restart comes back paused
+	if s.gl = st; changed {
 		return s.saveGoal(ctx)
 	}
 	return nil
@@ -66,42 +55,31 @@ func (s *Session) saveGoal(ctx context.Context) error {
 // goalRow is the stored form of the session's Goal (ok false: none).
 func (s *Session) goalRow() (store.GoalRow, bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	gs := s.gl
-	if gs.g == nil {
+	r, ok := s.gl.Record(time.Now())
+	s.mu.Unlock()
+	if !ok {
 		return store.GoalRow{}, false
 	}
-	gs.g.UpdatedAt = time.Now()
-	data, _ := json.Marshal(gs.g)
-	return store.GoalRow{ID: gs.g.ID, SessionID: s.id, Data: string(data), Kickoff: gs.kickoff}, true
+	return store.GoalRow{ID: r.ID, SessionID: s.id, Data: r.Data, Kickoff: r.Kickoff}, true
 }
 
 func (s *Session) emitGoal() {
 	s.mu.Lock()
-	g := s.gl.g
+	g, pending := s.gl.View()
+	s.mu.Unlock()
 	data := event.Goal{Summary: g.Summary()}
 	if g != nil {
-		c := *g
-		pending := s.gl.kickoff != ""
-		data = event.Goal{Goal: &c, Summary: c.Summary(), KickoffPending: &pending}
+		data = event.Goal{Goal: g, Summary: g.Summary(), KickoffPending: &pending}
 	}
-	s.mu.Unlock()
 	s.emit(data)
-}
-
-func (s *Session) goalUnfinishedLocked() bool {
-	return s.gl.g != nil && s.gl.g.Status.Unfinished()
 }
 
 // Goal returns a copy of the session's Goal (nil if none).
 func (s *Session) Goal() *goal.Goal {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.gl.g == nil {
-		return nil
-	}
-	c := *s.gl.g
-	return &c
+	g, _ := s.gl.View()
+	return g
 }
 
 // planRefMatches checks the Goal's accepted plan still has its hash.
@@ -122,65 +100,49 @@ func goalPolicy(g *goal.Goal) *handoff.Policy {
 	return &handoff.Policy{Model: g.Policy.Model, Effort: g.Policy.Effort, Mode: g.Policy.Mode}
 }
 
-// goalTurnLocked builds the Goal turn [goal.Decide] chose: the pending
-// kickoff or a continuation. It consumes the one-retry mark. Caller holds s.mu.
+// goalTurnLocked builds the Goal turn [goal.Decide] chose ([goal.State.Next]).
+// Caller holds s.mu.
 func (s *Session) goalTurnLocked(kickoff bool) turnReq {
-	g := s.gl.g
-	t := goal.Turn{ID: g.ID, Objective: g.Objective, Kickoff: kickoff, Continuation: !kickoff, Retried: s.gl.retry}
-	s.gl.retry = false
-	if kickoff {
-		display := handoff.KickoffDisplay(true)
-		if g.PlanRef == "" || goal.IsObjectiveKickoff(s.gl.kickoff) {
-			display = "Work toward Goal: " + g.Objective
-		}
-		req := turnReq{text: s.gl.kickoff, display: display, policy: goalPolicy(g), goal: t}
-		// The kickoff is marked sent with its prompt: never sent twice.
-		req.dispatch, req.dispatched = s.goalKickoffDispatch(g.ID)
-		return req
+	t, text, display := s.gl.Next(kickoff)
+	if display == "" {
+		display = handoff.KickoffDisplay(true)
 	}
-	return turnReq{text: goal.ContinuePrompt, display: "Continue Goal", policy: goalPolicy(g), goal: t}
+	req := turnReq{text: text, display: display, policy: goalPolicy(s.gl.Goal), goal: t}
+	if kickoff {
+		// The kickoff is marked sent with its prompt: never sent twice.
+		req.dispatch, req.dispatched = s.goalKickoffDispatch(t.ID)
+	}
+	return req
 }
 
 // admitGoalTurn binds a turn to the active Goal or drops a stale one
-// ([goal.Admit]); a Goal turn takes the Goal's policy and the budget notes
-// not yet delivered.
+// ([goal.State.Admit]); a Goal turn takes the Goal's policy and the budget
+// notes not yet delivered.
 func (s *Session) admitGoalTurn(req *turnReq) (drop string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	was := req.goal.Bound()
-	t, suffix, drop := goal.Admit(s.gl.g, req.goal, req.policy == nil, s.gl.notes)
+	t, suffix, drop := s.gl.Admit(req.goal, req.policy == nil)
 	if drop != "" {
 		return drop
 	}
 	if req.goal = t; t.Bound() && !was {
-		req.policy = goalPolicy(s.gl.g) // a person's follow-up while the Goal is active
+		req.policy = goalPolicy(s.gl.Goal) // a person's follow-up while the Goal is active
 	}
-	if suffix != "" {
-		req.text += suffix
-		s.gl.notes = nil
-	}
+	req.text += suffix
 	return ""
 }
 
-// settleGoalTurn books a Goal turn at settlement ([goal.Goal.Book]) and
+// settleGoalTurn books a Goal turn at settlement ([goal.State.Book]) and
 // carries out what it says; retry asks for the same turn again.
 func (s *Session) settleGoalTurn(ctx context.Context, req turnReq, usage agent.Usage, wall time.Duration, err error) (retry bool) {
 	s.mu.Lock()
-	g := s.gl.g
-	if g == nil || g.ID != req.goal.ID {
-		s.mu.Unlock()
+	b, ok := s.gl.Book(req.goal, goal.TurnUsage{InputTokens: int64(usage.InputTokens), OutputTokens: int64(usage.OutputTokens), Wall: wall},
+		err, errors.Is(err, agent.ErrTransient))
+	s.mu.Unlock()
+	if !ok {
 		return false
 	}
-	b := g.Book(req.goal, goal.TurnUsage{InputTokens: int64(usage.InputTokens), OutputTokens: int64(usage.OutputTokens), Wall: wall},
-		err, errors.Is(err, agent.ErrTransient))
-	s.gl.notes = append(s.gl.notes, b.Notes...)
-	if b.RetryNext {
-		s.gl.retry = true
-	}
-	if b.KickoffDone {
-		s.gl.kickoff = ""
-	}
-	s.mu.Unlock()
 	if serr := s.saveGoal(context.WithoutCancel(ctx)); serr != nil {
 		s.m.log.Error("save goal", "session", s.id, "err", serr)
 	}
@@ -208,70 +170,41 @@ func (s *Session) GoalCommand(ctx context.Context, arg string) (string, error) {
 	return s.GoalAction(ctx, verb, rest)
 }
 
-// GoalAction performs one explicit Goal action; arg is the objective
-// (start, edit), the steering (resume) or the budget ("N" or "none"). Each
-// action reads and changes the Goal in one critical section, so it never
-// mutates a Goal that was cleared or replaced after it was looked up.
+// GoalAction performs one explicit Goal action ([goal.State.Act]); arg is
+// the objective (start, edit), the steering (resume) or the budget ("N" or
+// "none"). Each action reads and changes the Goal in one critical section,
+// with the posture it depends on (Plan refuses a start; a new Goal takes
+// the permission mode), so it never mutates a Goal that was cleared or
+// replaced after it was looked up.
 func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, error) {
 	rest := strings.TrimSpace(s.m.redact.String(arg)) // an objective is stored and shown to every tier
-	// Read before taking s.mu, which the action holds throughout.
-	model, effort := s.m.sessionModel()
-	cfg := s.m.modelConfig()
 	if verb == GoalClear {
 		return s.clearGoal(ctx)
 	}
+	// Read before taking s.mu, which the action holds throughout.
+	cfg := s.m.modelConfig()
 	s.mu.Lock()
-	msg, kick, steer, err := s.goalActionLocked(verb, rest, goal.Policy{Model: model, Effort: effort}, cfg.GoalBudget)
+	a, err := s.gl.Act(verb, rest, goal.ActContext{InPlan: s.row.Plan, Budget: cfg.GoalBudget, Now: time.Now(),
+		Policy: goal.Policy{Model: cfg.Default.Model, Effort: cfg.Default.Effort, Mode: s.row.Mode}})
 	s.mu.Unlock()
-	if verb == GoalStatus && err == nil {
-		return msg, nil
-	}
-	if err != nil {
-		var ae *Error
-		if errors.As(err, &ae) {
-			return "", err
-		}
+	switch {
+	case errors.Is(err, goal.ErrUnfinished):
+		return "", &Error{Code: CodeGoalUnfinished, Message: err.Error() + "; " + goalUnfinishedHint}
+	case err != nil:
 		return "", errorf(CodeInvalidParams, "%v", err)
+	case verb == GoalStatus:
+		return a.Message, nil
 	}
 	if err := s.saveGoal(ctx); err != nil {
 		return "", err
 	}
 	s.emitGoal()
-	if steer != nil {
-		s.enqueue(*steer)
-	} else if kick {
+	if g := a.Goal; a.Steer != "" {
+		s.enqueue(turnReq{text: a.Steer, display: a.Steer, policy: goalPolicy(g), goal: goal.Turn{ID: g.ID, Objective: g.Objective}})
+	} else if a.Schedule {
 		s.kick()
 	}
-	return msg, nil
-}
-
-// goalActionLocked applies one Goal action other than clear to the current
-// Goal ([goal.Act]) and carries out what it says for the session's own
-// state (the held kickoff, the budget notes, a steering turn). Caller
-// holds s.mu. policy carries the session's model and effort for a new
-// Goal; budget is the default budget of a new Goal.
-func (s *Session) goalActionLocked(verb, rest string, policy goal.Policy, budget int64) (msg string, kick bool, steer *turnReq, err error) {
-	policy.Mode = s.row.Mode
-	a, err := goal.Act(s.gl.g, verb, rest, goal.ActContext{InPlan: s.row.Plan, Policy: policy, Budget: budget, Now: time.Now()})
-	switch {
-	case errors.Is(err, goal.ErrUnfinished):
-		return "", false, nil, &Error{Code: CodeGoalUnfinished, Message: err.Error() + "; " + goalUnfinishedHint}
-	case err != nil:
-		return "", false, nil, errorf(CodeInvalidParams, "%v", err)
-	}
-	switch {
-	case a.Goal != s.gl.g:
-		s.gl = goalState{g: a.Goal, kickoff: a.Kickoff}
-	case a.KickoffEdited && s.gl.kickoff != "":
-		s.gl.kickoff = a.Kickoff
-	}
-	if a.BudgetChanged {
-		s.gl.notes = nil // they describe the old budget
-	}
-	if g := a.Goal; a.Steer != "" {
-		steer = &turnReq{text: a.Steer, display: a.Steer, policy: goalPolicy(g), goal: goal.Turn{ID: g.ID, Objective: g.Objective}}
-	}
-	return a.Message, a.Schedule, steer, nil
+	return a.Message, nil
 }
 
 // clearGoal marks the current Goal cleared, durably, and forgets it. The
@@ -281,15 +214,14 @@ func (s *Session) clearGoal(ctx context.Context) (string, error) {
 	s.goalMu.Lock()
 	defer s.goalMu.Unlock()
 	s.mu.Lock()
-	g := s.gl.g
-	if g == nil {
+	r, err := s.gl.Cleared()
+	if err != nil {
 		s.mu.Unlock()
-		return "", errorf(CodeInvalidParams, "there is no Goal; start one with /goal OBJECTIVE")
+		return "", errorf(CodeInvalidParams, "%v", err)
 	}
-	data, _ := json.Marshal(g)
-	err := s.m.st.PutGoal(ctx, store.GoalRow{ID: g.ID, SessionID: s.id, Data: string(data), Cleared: true})
+	err = s.m.st.PutGoal(ctx, store.GoalRow{ID: r.ID, SessionID: s.id, Data: r.Data, Cleared: true})
 	if err == nil {
-		s.gl = goalState{}
+		s.gl = goal.State{}
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -299,33 +231,22 @@ func (s *Session) clearGoal(ctx context.Context) (string, error) {
 	return "Goal cleared.", nil
 }
 
-// goalTools are offered while a Goal is active: update_goal is the model's
-// only way to end it.
+// goalTools are offered while a Goal is active: update_goal
+// ([goal.UpdateTool]) is the model's only way to end it.
 func (s *Session) goalTools() []*agent.Tool {
 	s.mu.Lock()
-	active := s.gl.g != nil && s.gl.g.Status == goal.Active
+	active := s.gl.Active()
 	s.mu.Unlock()
 	if !active {
 		return nil
 	}
+	spec := goal.UpdateTool
 	return []*agent.Tool{{
-		Spec: agent.ToolSpec{Name: "update_goal", Description: "End the active Goal: status complete, or blocked with a summary of what blocks it.",
-			Parameters: json.RawMessage(`{"type":"object","properties":{"status":{"type":"string","enum":["complete","blocked"]},"summary":{"type":"string"}},"required":["status"]}`)},
+		Spec: agent.ToolSpec{Name: spec.Name, Description: spec.Description, Parameters: spec.Parameters},
 		Meta: agent.Meta{SessionOnly: true},
 		Run: func(ctx context.Context, env *agent.Env, args json.RawMessage) (string, error) {
-			var a struct{ Status, Summary string }
-			if err := json.Unmarshal(args, &a); err != nil {
-				return "", fmt.Errorf("update_goal: invalid arguments: %w", err)
-			}
 			s.mu.Lock()
-			g := s.gl.g
-			if g == nil {
-				s.mu.Unlock()
-				return "", fmt.Errorf("there is no active Goal")
-			}
-			// The end is settled with this turn's accounting, in one save
-			// and one event, when the turn ends.
-			err := g.RequestEnd(a.Status, a.Summary)
+			reply, err := s.gl.RequestEnd(args)
 			s.mu.Unlock()
 			if err != nil {
 				return "", err
@@ -333,7 +254,7 @@ func (s *Session) goalTools() []*agent.Tool {
 			if err := s.saveGoal(ctx); err != nil {
 				return "", err
 			}
-			return "Recorded: the Goal becomes " + strings.TrimSpace(a.Status) + " when this turn ends; finish your reply without further tool calls.", nil
+			return reply, nil
 		},
 	}}
 }
@@ -356,23 +277,23 @@ func (e *handoffEnv) UpdateGoal(ctx context.Context, decide func(*goal.Goal) (*g
 	// not stored must not run.
 	prev := s.gl
 	var prevGoal goal.Goal
-	if prev.g != nil {
-		prevGoal = *prev.g
+	if prev.Goal != nil {
+		prevGoal = *prev.Goal
 	}
 	undo := func() {
 		s.gl = prev
-		if prev.g != nil {
-			*prev.g = prevGoal
+		if prev.Goal != nil {
+			*prev.Goal = prevGoal
 		}
 	}
-	g, kickoff, err := decide(s.gl.g)
+	g, kickoff, err := decide(s.gl.Goal)
 	if err != nil || g == nil {
 		undo()
 		s.mu.Unlock()
 		return err
 	}
-	if g != s.gl.g {
-		s.gl = goalState{g: g, kickoff: kickoff}
+	if g != s.gl.Goal {
+		s.gl = goal.State{Goal: g, Kickoff: kickoff}
 	}
 	s.mu.Unlock()
 	row, _ := s.goalRow()

@@ -44,7 +44,7 @@ type Session struct {
 	prop     *store.Proposal  // the session's proposal, nil if none
 	approval handoff.Approval // the pending presentation, if any (not persisted)
 	track    *review.Tracker  // todo list, accepted-plan steps, the implementation's records (its own lock, a leaf under mu)
-	gl       goalState        // the session's Goal
+	gl       goal.State       // the session's Goal
 	// wt is the card's last Worktree check (notice, branch; NoGit is a
 	// fork blocker), zero unless Worktree is selected.
 	wt      handoff.WorktreeCard
@@ -152,8 +152,8 @@ func (s *Session) Info() Info {
 	if s.approval.Pending() {
 		in.Approval = map[bool]string{false: "shown", true: "hidden"}[s.approval.Hidden]
 	}
-	if s.gl.g != nil {
-		in.Goal = s.gl.g.Summary()
+	if s.gl.Goal != nil {
+		in.Goal = s.gl.Goal.Summary()
 	}
 	in.AcceptedPlan = s.track.Ref()
 	in.ParentID, in.ForkedTo = s.row.ParentID, s.row.ForkedTo
@@ -256,8 +256,8 @@ func (s *Session) EnterPlan(ctx context.Context) error {
 		s.mu.Unlock()
 		return nil
 	}
-	if s.goalUnfinishedLocked() {
-		sum := s.gl.g.Summary()
+	if s.gl.Unfinished() {
+		sum := s.gl.Goal.Summary()
 		s.mu.Unlock()
 		return &Error{Code: CodeGoalUnfinished, Message: "cannot enter Plan while a Goal is unfinished (" + sum + "); " + goalUnfinishedHint}
 	}
@@ -504,9 +504,9 @@ func (s *Session) nextLocked() (req turnReq, ok, paused bool) {
 		return turnReq{}, false, false
 	}
 	for {
-		g := s.gl.g
+		g := s.gl.Goal
 		sit := goal.Situation{Busy: s.busy, InteractionPending: s.approval.Pending(),
-			QueuedReady: len(s.queue), KickoffPending: s.gl.kickoff != ""}
+			QueuedReady: len(s.queue), KickoffPending: s.gl.Kickoff != ""}
 		if g != nil && g.Status == goal.Active && !sit.Busy && !sit.InteractionPending {
 			sit.PlanRefMatches = s.planRefMatches(g.PlanRef)
 		}

@@ -152,7 +152,7 @@ func (s *Session) pauseForScope(reason string) {
 	// The implementation first: whoever sees the Goal paused sees it paused.
 	err := s.setImplStatus(ctx, ImplPaused, "outside the declared scope: "+reason)
 	s.mu.Lock()
-	if g := s.gl.g; g != nil {
+	if g := s.gl.Goal; g != nil {
 		g.Pause("outside the declared scope: " + reason)
 	}
 	cancel := s.cancel
@@ -175,7 +175,7 @@ func (s *Session) pauseForScope(reason string) {
 // every step done, or the implementing Goal complete.
 func (s *Session) reportIfEnded(ctx context.Context) {
 	s.mu.Lock()
-	g := s.gl.g
+	g := s.gl.Goal
 	complete := g != nil && g.Status == goal.Complete && g.PlanRef != ""
 	s.mu.Unlock()
 	s.track.ReportIfEnded(ctx, complete)
