@@ -14,9 +14,10 @@
 // implementation may start ([handoff.CheckRun], [handoff.StartBlocker])
 // and times the card out ([handoff.Timeout]); the session presents and
 // closes cards (one at a time) and records how each ended.
-// Goal policy and its run-time state ([goal.State]: what runs next, the
-// /goal command, a turn's admission and
-// its booking) is package goal's; the session dispatches what it decides.
+// Goal policy (what runs next, the /goal command, a turn's admission and
+// its booking) and the Goal's run-time state ([goal.State]) are package
+// goal's; the session holds that state under its lock, stores and
+// announces it, and dispatches what goal decides.
 // What a person submits is read by package command ([command.Parse]: a
 // command or a prompt, `/plan`'s verbs, a first prompt's title; the
 // `/plan status` reply, [command.Status]); the session carries it out.
