@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"planbridge/goal"
 	"planbridge/internal/session"
 )
 
@@ -31,12 +32,12 @@ type goalParams struct {
 func none(goalParams) string { return "" }
 
 var (
-	goalStart  = goalMethod(session.GoalStart, func(p goalParams) string { return p.Objective })
-	goalPause  = goalMethod(session.GoalPause, none)
-	goalResume = goalMethod(session.GoalResume, func(p goalParams) string { return p.Steering })
-	goalEdit   = goalMethod(session.GoalEdit, func(p goalParams) string { return p.Objective })
-	goalClear  = goalMethod(session.GoalClear, none)
-	goalBudget = goalMethod(session.GoalBudget, func(p goalParams) string {
+	goalStart  = goalMethod(goal.VerbStart, func(p goalParams) string { return p.Objective })
+	goalPause  = goalMethod(goal.VerbPause, none)
+	goalResume = goalMethod(goal.VerbResume, func(p goalParams) string { return p.Steering })
+	goalEdit   = goalMethod(goal.VerbEdit, func(p goalParams) string { return p.Objective })
+	goalClear  = goalMethod(goal.VerbClear, none)
+	goalBudget = goalMethod(goal.VerbBudget, func(p goalParams) string {
 		if p.Budget == nil || *p.Budget == 0 {
 			return "none"
 		}

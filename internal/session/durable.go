@@ -91,7 +91,7 @@ func (r recovery) RecoverFork(ctx context.Context, id string) (RecoverResult, er
 func (r recovery) ContinueImplementation(ctx context.Context) error { return r.s.track.Continue(ctx) }
 
 func (r recovery) ResumeGoal(ctx context.Context, steer string) error {
-	_, err := r.s.GoalAction(ctx, GoalResume, steer)
+	_, err := r.s.GoalAction(ctx, goal.VerbResume, steer)
 	return err
 }
 

@@ -153,24 +153,14 @@ func (s *Session) settleGoalTurn(ctx context.Context, req turnReq, usage agent.U
 	return b.Requeue
 }
 
-// Goal actions, as [Session.GoalAction] takes them (package goal's verbs).
-const (
-	GoalStatus = goal.VerbStatus
-	GoalStart  = goal.VerbStart
-	GoalPause  = goal.VerbPause
-	GoalResume = goal.VerbResume
-	GoalBudget = goal.VerbBudget
-	GoalEdit   = goal.VerbEdit
-	GoalClear  = goal.VerbClear
-)
-
 // GoalCommand performs a typed `/goal` command ([goal.ParseCommand]).
 func (s *Session) GoalCommand(ctx context.Context, arg string) (string, error) {
 	verb, rest := goal.ParseCommand(arg)
 	return s.GoalAction(ctx, verb, rest)
 }
 
-// GoalAction performs one explicit Goal action ([goal.State.Act]); arg is
+// GoalAction performs one explicit Goal action (verb is one of package
+// goal's verbs, [goal.VerbStart] and the rest; [goal.State.Act]); arg is
 // the objective (start, edit), the steering (resume) or the budget ("N" or
 // "none"). Each action reads and changes the Goal in one critical section,
 // with the posture it depends on (Plan refuses a start; a new Goal takes
@@ -178,7 +168,7 @@ func (s *Session) GoalCommand(ctx context.Context, arg string) (string, error) {
 // replaced after it was looked up.
 func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, error) {
 	rest := strings.TrimSpace(s.m.redact.String(arg)) // an objective is stored and shown to every tier
-	if verb == GoalClear {
+	if verb == goal.VerbClear {
 		return s.clearGoal(ctx)
 	}
 	// Read before taking s.mu, which the action holds throughout.
@@ -192,7 +182,7 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 		return "", &Error{Code: CodeGoalUnfinished, Message: err.Error() + "; " + goalUnfinishedHint}
 	case err != nil:
 		return "", errorf(CodeInvalidParams, "%v", err)
-	case verb == GoalStatus:
+	case verb == goal.VerbStatus:
 		return a.Message, nil
 	}
 	if err := s.saveGoal(ctx); err != nil {
