@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"time"
 
+	"planbridge/handoff"
 	"planbridge/internal/agent"
-	"planbridge/internal/session"
 )
 
 type initializeParams struct {
 	Engine *agent.EngineConfig  `json:"engine"`
-	Models *session.ModelConfig `json:"models"`
+	Models *handoff.ModelConfig `json:"models"`
 	// ApprovalTimeout, in seconds, closes an undecided approval card as
 	// timed_out (0 or absent: never).
 	ApprovalTimeout *float64 `json:"approval_timeout"`

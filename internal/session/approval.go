@@ -51,7 +51,7 @@ func (s *Session) selectionLocked() handoff.Selection {
 	}
 	return handoff.CardSelection(stored, func() handoff.Selection {
 		cfg := s.m.modelConfig()
-		return handoff.Defaults(s.row.Mode, cfg.GoalBudget, s.m.workload(WorkloadImplementation))
+		return handoff.Defaults(s.row.Mode, cfg.GoalBudget, cfg.Workload(handoff.WorkloadImplementation))
 	})
 }
 

@@ -69,8 +69,8 @@ func (s *Session) summarize(ctx context.Context, notice, system, input string) (
 	if eng == nil {
 		return "", fmt.Errorf("no model engine is configured")
 	}
-	w := s.m.workload(WorkloadSummarization)
-	if err := s.m.checkModel(w.Model); err != nil {
+	w := s.m.modelConfig().Workload(handoff.WorkloadSummarization)
+	if err := s.m.modelConfig().Check(w.Model); err != nil {
 		return "", err
 	}
 	s.emit(event.Notice{Message: notice})

@@ -43,7 +43,7 @@ func (c handoffEnv) UnfinishedGoal() (bool, string) {
 	return c.s.gl.Unfinished(), c.s.gl.Goal.Summary()
 }
 
-func (c handoffEnv) CheckModel(name string) error { return c.s.m.checkModel(name) }
+func (c handoffEnv) CheckModel(name string) error { return c.s.m.modelConfig().Check(name) }
 
 // refused is err, a [handoff.Refusal] turned into the session's [Error]
 // with the same code and words.

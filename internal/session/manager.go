@@ -80,7 +80,7 @@ type Manager struct {
 	listeners map[int]func(Event)
 	nextLis   int
 	asker     Asker
-	models    ModelConfig
+	models    handoff.ModelConfig
 	closed    bool
 	// approvalTimeout closes undecided cards as timed_out (0: never).
 	approvalTimeout time.Duration
@@ -343,6 +343,25 @@ func (m *Manager) AcceptedPlan(ctx context.Context, id string) (*PlanRef, error)
 		return nil, err
 	}
 	return m.storedPlan(ctx, id), nil
+}
+
+// SetModels installs the model policy a client configures at initialize,
+// refusing one that does not validate ([handoff.ModelConfig.Validate])
+// with nothing changed.
+func (m *Manager) SetModels(cfg handoff.ModelConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return errorf(CodeInvalidParams, "%v", err)
+	}
+	m.mu.Lock()
+	m.models = cfg
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *Manager) modelConfig() handoff.ModelConfig {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.models
 }
 
 // Store exposes the underlying store (for doctor and tests).
