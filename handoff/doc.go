@@ -56,6 +56,10 @@
 //     paused, the durable queue, in that order) from the session's
 //     [RecoveryState]; the port carries the chosen step out; nothing to
 //     recover, or an unreadable record, is a [CodeNothingToRetry] refusal.
+//   - [CheckDelete]: what refuses deleting a session ([DeleteState]: a
+//     live fork, a retry record, an unfinished implementation or Goal, an
+//     open share link, in that order; [CodeSessionInUse]); the session
+//     reads the facts and deletes.
 //
 // The model policy a client configures ([ModelConfig]: the session's
 // default, the catalog the card's model choice is validated against, the

@@ -7,13 +7,13 @@ import (
 	"os"
 	"path/filepath"
 
-	"planbridge/goal"
+	"planbridge/handoff"
 	"planbridge/internal/store"
 )
 
 // CodeSessionInUse refuses [Manager.Delete] of a session that still owns
-// work.
-const CodeSessionInUse = "session_in_use"
+// work ([handoff.CheckDelete]).
+const CodeSessionInUse = handoff.CodeSessionInUse
 
 // Delete removes session id: its rows and its work:// files (the session
 // directory under the state directory). The workspace and any worktree
@@ -71,32 +71,21 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	return os.RemoveAll(trash)
 }
 
-// deletable says why s may not be deleted, or nil.
+// deletable is [handoff.CheckDelete] of s, its refusal as the session's
+// [Error]; fork is the fork s handed over to.
 func (m *Manager) deletable(ctx context.Context, s *Session, fork string) error {
-	id := s.id
+	st := handoff.DeleteState{Goal: s.Goal()}
 	if fork != "" {
 		if _, err := m.st.GetSession(ctx, fork); err == nil {
-			return errorf(CodeSessionInUse, "this session handed its implementation to the Worktree fork %s; delete that first", fork)
+			st.Fork = fork
 		}
 	}
-	if _, err := m.st.GetRetryRecord(ctx, id); err == nil {
-		return errorf(CodeSessionInUse, "this session has an accepted plan whose implementation is unfinished; finish it (M-x planbridge-recover) first")
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return err
+	if _, err := m.st.GetRetryRecord(ctx, s.id); !errors.Is(err, store.ErrNotFound) {
+		st.Record, st.RecordErr = err == nil, err
 	}
 	if p := s.TrackedPlan(); p != nil && (p.Status == ImplRunning || p.Status == ImplPaused) {
-		return errorf(CodeSessionInUse, "this session's plan implementation is %s; finish it first", p.Status)
+		st.Implementation = fmt.Sprint(p.Status)
 	}
-	s.mu.Lock()
-	g := s.gl.Goal
-	s.mu.Unlock()
-	if g != nil && g.Status != goal.Complete {
-		return errorf(CodeSessionInUse, "this session's Goal is %s; clear it (/goal clear) first", g.Status)
-	}
-	if n, err := m.st.LiveShareRooms(ctx, id); err != nil {
-		return err
-	} else if n > 0 {
-		return errorf(CodeSessionInUse, "this session is shared; stop sharing (M-x planbridge-share-stop) first")
-	}
-	return nil
+	st.Shared, st.SharedErr = m.st.LiveShareRooms(ctx, s.id)
+	return refused(handoff.CheckDelete(st))
 }

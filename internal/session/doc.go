@@ -79,7 +79,7 @@
 // (never the workspace or a worktree), refusing, with nothing changed,
 // while a turn runs ([CodeBusy]) or while prompts wait or the session owns
 // an unfinished implementation, Goal, fork or open share link
-// ([CodeSessionInUse]).
+// ([CodeSessionInUse], decided by [handoff.CheckDelete]).
 //
 // A person's input is bounded the same way on every surface: a prompt is
 // at most [MaxPromptBytes] ([CodePromptTooLarge]) and at most [MaxQueued]

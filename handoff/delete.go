@@ -1,0 +1,54 @@
+package handoff
+
+import (
+	"fmt"
+
+	"planbridge/goal"
+)
+
+// CodeSessionInUse refuses deleting a session that still owns work
+// ([CheckDelete]).
+const CodeSessionInUse = "session_in_use"
+
+// DeleteState is what [CheckDelete] knows of a session that would be
+// deleted. A read that failed is kept as its error, returned where the
+// decision reaches it, so a refusal earlier in the order still wins.
+type DeleteState struct {
+	Fork           string // the Worktree fork it handed over to, if that session still exists
+	Record         bool   // an accepted plan's retry record exists
+	RecordErr      error  // reading the retry record failed
+	Implementation string // the tracked implementation's status while unfinished (running, paused), else ""
+	Goal           *goal.Goal
+	Shared         int   // share links still open
+	SharedErr      error // counting them failed
+}
+
+// CheckDelete says why a session may not be deleted, or nil: work it
+// still owns that deleting it would lose, in this order — a live Worktree
+// fork it handed over to, an accepted plan whose handoff is unfinished (a
+// retry record), a tracked implementation running or paused, a Goal that
+// is not complete, an open share link. Each is a [Refusal] with
+// [CodeSessionInUse] naming what lifts it. A running turn and queued
+// prompts are the session's to refuse first, under its lock.
+func CheckDelete(st DeleteState) error {
+	inUse := func(format string, args ...any) error {
+		return &Refusal{Code: CodeSessionInUse, Message: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case st.Fork != "":
+		return inUse("this session handed its implementation to the Worktree fork %s; delete that first", st.Fork)
+	case st.RecordErr != nil:
+		return st.RecordErr
+	case st.Record:
+		return inUse("this session has an accepted plan whose implementation is unfinished; finish it (M-x planbridge-recover) first")
+	case st.Implementation != "":
+		return inUse("this session's plan implementation is %s; finish it first", st.Implementation)
+	case st.Goal != nil && st.Goal.Status != goal.Complete:
+		return inUse("this session's Goal is %s; clear it (/goal clear) first", st.Goal.Status)
+	case st.SharedErr != nil:
+		return st.SharedErr
+	case st.Shared > 0:
+		return inUse("this session is shared; stop sharing (M-x planbridge-share-stop) first")
+	}
+	return nil
+}
