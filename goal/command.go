@@ -98,6 +98,10 @@ var (
 	ErrUnknownVerb = errors.New("unknown Goal action")
 )
 
+// UnfinishedHint says what lifts a refusal because a Goal is unfinished
+// ([ErrUnfinished], or Plan refused while one is).
+const UnfinishedHint = "a paused Goal still counts: resume it until it completes (/goal resume, after /goal budget if it ran out) or end it with /goal clear"
+
 // ActContext is what [Act] needs to know about the session.
 type ActContext struct {
 	InPlan bool      // the session is in Plan

@@ -14,9 +14,6 @@ import (
 	"planbridge/internal/store"
 )
 
-// goalUnfinishedHint says what lifts a goal_unfinished refusal.
-const goalUnfinishedHint = "a paused Goal still counts: resume it until it completes (/goal resume, after /goal budget if it ran out) or end it with /goal clear"
-
 // CodeRetryConflict reports a different unfinished Goal found by a retry.
 const CodeRetryConflict = "retry_conflict"
 
@@ -179,7 +176,7 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 	s.mu.Unlock()
 	switch {
 	case errors.Is(err, goal.ErrUnfinished):
-		return "", &Error{Code: CodeGoalUnfinished, Message: err.Error() + "; " + goalUnfinishedHint}
+		return "", &Error{Code: CodeGoalUnfinished, Message: err.Error() + "; " + goal.UnfinishedHint}
 	case err != nil:
 		return "", errorf(CodeInvalidParams, "%v", err)
 	case verb == goal.VerbStatus:

@@ -259,7 +259,7 @@ func (s *Session) EnterPlan(ctx context.Context) error {
 	if s.gl.Unfinished() {
 		sum := s.gl.Goal.Summary()
 		s.mu.Unlock()
-		return &Error{Code: CodeGoalUnfinished, Message: "cannot enter Plan while a Goal is unfinished (" + sum + "); " + goalUnfinishedHint}
+		return &Error{Code: CodeGoalUnfinished, Message: "cannot enter Plan while a Goal is unfinished (" + sum + "); " + goal.UnfinishedHint}
 	}
 	episode := s.row.PlanEpisode + 1
 	s.mu.Unlock()
