@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"planbridge/internal/agent"
+	"planbridge/internal/planonly"
 	"planbridge/internal/redact"
 	"planbridge/internal/session"
 	"planbridge/internal/store"
@@ -91,7 +92,7 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	mgr.SetEngine(eng)
-	res, err := mgr.PlanOnly(ctx, *dir, prompt)
+	res, err := planonly.Run(ctx, mgr, *dir, prompt)
 	var se *session.Error
 	switch {
 	case errors.As(err, &se):

@@ -258,5 +258,5 @@ func TestPlanCommandHasNoAcceptPath(t *testing.T) {
 		}
 	}
 	check("plan_cmd.go", "runPlan")
-	check(filepath.Join("..", "..", "internal", "session", "planonly.go"), "PlanOnly")
+	check(filepath.Join("..", "..", "internal", "planonly", "planonly.go"), "Run", "Digest")
 }

@@ -102,8 +102,9 @@
 // cancelled (also leaving Plan), demoted, interrupted ([Session.Interrupt],
 // or the server closing with the card up — the next start presents it
 // again under a new attempt) or timed_out ([Manager.SetApprovalTimeout]; the
-// proposal becomes a draft). [Manager.PlanOnly] runs one headless Plan turn
-// with no acceptance path at all. [Info.AcceptedPlan] and [PlanStatus]
+// proposal becomes a draft). A headless Plan turn (package
+// internal/planonly) drives a session through this exported API alone and
+// reads its result with [Session.Proposed]. [Info.AcceptedPlan] and [PlanStatus]
 // carry the accepted plan's title, hash and commit trailer.
 //
 // Holding the implementation to the plan (policy and its runtime in

@@ -312,7 +312,7 @@ type SubmitResult struct {
 // turn. Matching is on the exact first token, so prose about planning never
 // changes the posture.
 func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error) {
-	if err := checkPrompt(text); err != nil {
+	if err := CheckPrompt(text); err != nil {
 		return SubmitResult{}, err
 	}
 	text = s.m.redact.String(text) // a pasted key goes no further: title, transcript, Goal, queue
@@ -359,7 +359,7 @@ func (s *Session) QueueGuest(text string) (SubmitResult, error) { return s.queue
 
 // queueText is [Session.Queue] for a person (guest false) or a share link.
 func (s *Session) queueText(text string, guest bool) (SubmitResult, error) {
-	if err := checkPrompt(text); err != nil {
+	if err := CheckPrompt(text); err != nil {
 		return SubmitResult{}, err
 	}
 	queued, err := s.prompt(context.Background(), s.m.redact.String(text), guest)
@@ -456,8 +456,9 @@ const (
 	MaxQueued = 16
 )
 
-// checkPrompt refuses an empty or oversized prompt.
-func checkPrompt(text string) error {
+// CheckPrompt refuses an empty or oversized prompt ([CodeInvalidParams],
+// [CodePromptTooLarge]), the same on every surface.
+func CheckPrompt(text string) error {
 	if strings.TrimSpace(text) == "" {
 		return errorf(CodeInvalidParams, "empty prompt")
 	}
