@@ -23,7 +23,8 @@
 // kickoff, the budget notes not yet delivered and the one-retry mark. Its
 // methods are the transitions of that state ([State.Act] for a person's
 // action, [State.Next], [State.Admit] and [State.Book] around a turn,
-// [State.RequestEnd] for the model's [UpdateTool], [State.Cleared]) and
+// [State.RequestEnd] for the model's [UpdateTool], [State.Dispatched] and
+// [State.KickoffSent] for a kickoff stored with its prompt, [State.Cleared]) and
 // its stored form ([Load], [State.Record]). A State is not safe for
 // concurrent use: the session holds it under the lock with which it
 // decides its posture, queue and interactions, so every transition is

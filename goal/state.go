@@ -62,6 +62,29 @@ func (st *State) Record(now time.Time) (r Record, ok bool) {
 	return Record{ID: st.Goal.ID, Data: string(data), Kickoff: st.Kickoff}, true
 }
 
+// Dispatched is the stored form of Goal id with its kickoff marked sent
+// (no kickoff; a copy stamped with now), for the transaction that stores
+// the kickoff prompt, so the kickoff is never sent twice (ok false: the
+// Goal is no longer id). The State changes only by [State.KickoffSent],
+// once that transaction committed.
+func (st *State) Dispatched(id string, now time.Time) (r Record, ok bool) {
+	if st.Goal == nil || st.Goal.ID != id {
+		return Record{}, false
+	}
+	c := *st.Goal
+	c.UpdatedAt = now
+	data, _ := json.Marshal(&c)
+	return Record{ID: id, Data: string(data)}, true
+}
+
+// KickoffSent forgets the pending kickoff of Goal id, if it is still the
+// Goal: its prompt was stored with [State.Dispatched]'s record.
+func (st *State) KickoffSent(id string) {
+	if st.Goal != nil && st.Goal.ID == id {
+		st.Kickoff = ""
+	}
+}
+
 // View is a copy of the Goal (nil: none) and whether its kickoff is still
 // pending, for the session's goal event.
 func (st *State) View() (g *Goal, kickoffPending bool) {

@@ -294,3 +294,29 @@ func TestStateRequestEnd(t *testing.T) {
 		t.Fatalf("UpdateTool = %+v (%v)", UpdateTool, err)
 	}
 }
+
+func TestStateDispatched(t *testing.T) {
+	g := activeGoal(t, 0)
+	st := State{Goal: g, Kickoff: "kick"}
+	before := g.UpdatedAt
+	if _, ok := st.Dispatched("g-other", time.Now()); ok {
+		t.Fatal("a record for a Goal that is no longer the State's")
+	}
+	now := before.Add(time.Minute)
+	r, ok := st.Dispatched(g.ID, now)
+	if !ok || r.ID != g.ID || r.Kickoff != "" || st.Kickoff != "kick" || !g.UpdatedAt.Equal(before) {
+		t.Fatalf("Dispatched = %+v, %v; State kickoff %q, UpdatedAt %v: the record has no kickoff, the State is untouched", r, ok, st.Kickoff, g.UpdatedAt)
+	}
+	back, _, err := Load(r.Data, r.Kickoff, false)
+	if err != nil || !back.Goal.UpdatedAt.Equal(now) {
+		t.Fatalf("Load(Dispatched) = %+v, %v", back.Goal, err)
+	}
+	st.KickoffSent("g-other")
+	if st.Kickoff != "kick" {
+		t.Fatal("another Goal's dispatch forgot this kickoff")
+	}
+	st.KickoffSent(g.ID)
+	if st.Kickoff != "" {
+		t.Fatal("the kickoff is still pending once sent")
+	}
+}

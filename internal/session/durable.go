@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -19,20 +18,13 @@ func (s *Session) goalKickoffDispatch(id string) (dispatch func(*store.TurnStep)
 	dispatch = func(st *store.TurnStep) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		g := s.gl.Goal
-		if g == nil || g.ID != id {
-			return
+		if r, ok := s.gl.Dispatched(id, time.Now()); ok {
+			st.Goal = &store.GoalRow{ID: r.ID, SessionID: s.id, Data: r.Data}
 		}
-		c := *g
-		c.UpdatedAt = time.Now()
-		data, _ := json.Marshal(&c)
-		st.Goal = &store.GoalRow{ID: id, SessionID: s.id, Data: string(data)}
 	}
 	dispatched = func() {
 		s.mu.Lock()
-		if s.gl.Goal != nil && s.gl.Goal.ID == id {
-			s.gl.Kickoff = ""
-		}
+		s.gl.KickoffSent(id)
 		s.mu.Unlock()
 	}
 	return dispatch, dispatched
