@@ -50,7 +50,8 @@
 //     selection. A no is a [Refusal]: a stable code and the person's
 //     words, which the session hands on unchanged.
 //   - [StartGoal] over [GoalPort]: the Goal step ([GoalFor] decides which
-//     Goal; package goal owns the Goal itself).
+//     Goal; package goal owns the Goal itself). The Goal names its plan
+//     with [PlanRef], read back by [ParsePlanRef].
 //   - [Recover] over [RecoverPort]: the one recovery path. [NextRecovery]
 //     decides (the fork, the record, a Goal or implementation a restart
 //     paused, the durable queue, in that order) from the session's

@@ -79,16 +79,14 @@ func (s *Session) Goal() *goal.Goal {
 	return g
 }
 
-// planRefMatches checks the Goal's accepted plan still has its hash.
+// planRefMatches checks the Goal's accepted plan ([handoff.ParsePlanRef])
+// still has its hash ("": a Goal without a plan always matches).
 func (s *Session) planRefMatches(ref string) bool {
-	if ref == "" {
-		return true
-	}
-	p, hash, ok := strings.Cut(strings.TrimPrefix(ref, agent.WorkScheme), "#")
+	a, ok := handoff.ParsePlanRef(ref)
 	if !ok {
-		return false
+		return ref == ""
 	}
-	_, err := s.readArtifact(p, hash)
+	_, err := s.readArtifact(a.Path, a.Hash)
 	return err == nil
 }
 
