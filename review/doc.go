@@ -45,8 +45,9 @@
 // bash calls. [Base] is the state an implementation started from (HEAD
 // and the content of the files dirty then), against which [Base.Changes]
 // and [Base.Diff] compare. [TrackedPlan] is the accepted plan's progress
-// (steps, [TrackedPlan.SetStep], what survives a compaction; what
-// `/plan status` says of it: [TrackedPlan.Progress], [TrackedPlan.Summary]) and
+// (steps, [TrackedPlan.SetStep], what survives a compaction; [LoadPlan]
+// brings it back, a running one paused by a restart; what `/plan status`
+// says of it: [TrackedPlan.Progress], [TrackedPlan.Summary]) and
 // [ValidateTodos] the agent's scratch list. [DeriveScope] and [Scope] are
 // the declared scope the gate holds during the implementation;
 // [Scope.Outside] is what of a command's changes lies outside it.

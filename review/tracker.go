@@ -158,17 +158,13 @@ func (t *Tracker) Load(ctx context.Context, row Row, restarted bool) error {
 		t.mu.Unlock()
 		return nil
 	}
-	var p TrackedPlan
-	if err := json.Unmarshal([]byte(row.Plan), &p); err != nil {
+	p, pause, err := LoadPlan(row.Plan, restarted)
+	if err != nil {
 		t.mu.Unlock()
 		t.cfg.Log.Warn("corrupt plan progress; dropped", "session", t.cfg.Session, "err", err)
 		return nil
 	}
-	pause := p.Status == ImplRunning && restarted
-	if pause {
-		p.Status, p.Reason = ImplPaused, "paused by restart"
-	}
-	t.plan = &p
+	t.plan = p
 	t.mu.Unlock()
 	if pause {
 		return t.save(ctx)

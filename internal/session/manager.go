@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"planbridge/internal/agent"
 	"planbridge/internal/redact"
 	"planbridge/internal/store"
+	"planbridge/review"
 )
 
 // Error is an application error with a stable code for clients.
@@ -302,10 +302,9 @@ func (m *Manager) storedInfo(ctx context.Context, r store.Session) Info {
 		}
 	}
 	if row, err := m.st.CurrentGoal(ctx, r.ID); err == nil {
-		var g goal.Goal
-		if json.Unmarshal([]byte(row.Data), &g) == nil {
-			g.RestorePaused()
-			in.Goal = g.Summary()
+		if st, _, err := goal.Load(row.Data, "", false); err == nil {
+			st.Goal.RestorePaused()
+			in.Goal = st.Goal.Summary()
 		}
 	}
 	if seq, err := m.st.LastSeq(ctx, r.ID); err == nil {
@@ -323,12 +322,9 @@ func (m *Manager) storedPlan(ctx context.Context, id string) *PlanRef {
 	if err != nil || t.Plan == "" {
 		return nil
 	}
-	var p TrackedPlan
-	if json.Unmarshal([]byte(t.Plan), &p) != nil {
+	p, _, err := review.LoadPlan(t.Plan, true)
+	if err != nil {
 		return nil
-	}
-	if p.Status == ImplRunning {
-		p.Status = ImplPaused
 	}
 	return p.Ref()
 }
