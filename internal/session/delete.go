@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"planbridge/handoff"
 	"planbridge/internal/store"
@@ -50,25 +48,16 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 		release()
 		return err
 	}
-	// The directory goes aside first (a name the start-up check does not
-	// count), then the rows, then the files: a crash between leaves rows
-	// without a directory or a stray directory, never a directory whose
-	// rows are missing.
-	dir := store.SessionDir(m.st.Dir(), id)
-	trash := filepath.Join(filepath.Dir(dir), ".deleted-"+id)
-	if err := os.Rename(dir, trash); err != nil && !errors.Is(err, os.ErrNotExist) {
-		release()
-		return fmt.Errorf("delete session %s: %w", id, err)
-	}
-	if err := m.st.DeleteSession(ctx, id); err != nil {
-		os.Rename(trash, dir) //nolint:errcheck // best effort: put it back
+	err = m.st.DeleteSession(ctx, id) // rows and files, crash-safe
+	var left *store.FilesLeftError
+	if err != nil && !errors.As(err, &left) {
 		release()
 		return err
 	}
 	m.mu.Lock()
 	delete(m.sessions, id)
 	m.mu.Unlock()
-	return os.RemoveAll(trash)
+	return err
 }
 
 // deletable is [handoff.CheckDelete] of s, its refusal as the session's

@@ -3,14 +3,47 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 )
 
-// DeleteSession removes every row of session id (events, transcript,
+// FilesLeftError is [Store.DeleteSession]'s error when the session is
+// deleted (its rows are gone) but its files could not all be removed;
+// they stay under a name [SessionDirs] does not count. Its text is the
+// removal's.
+type FilesLeftError struct{ Err error }
+
+func (e *FilesLeftError) Error() string { return e.Err.Error() }
+func (e *FilesLeftError) Unwrap() error { return e.Err }
+
+// DeleteSession removes session id: every row (events, transcript,
 // proposal, retry record, tracking, edited files, Goals, queued input,
-// share rooms and their links, the session row) in one transaction. It
-// touches no file: the caller removes the session directory.
+// share rooms and their links, the session row) in one transaction, and
+// its directory ([SessionDir]). The directory goes aside first (a name
+// [SessionDirs] does not count), then the rows, then the files: a crash
+// between leaves rows without a directory or a stray directory, never a
+// directory whose rows are missing. If the rows cannot be deleted the
+// directory is put back (best effort) and the session is as it was; a
+// failure after the rows are gone is a [*FilesLeftError].
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	dir := SessionDir(s.Dir(), id)
+	trash := filepath.Join(filepath.Dir(dir), ".deleted-"+id)
+	if err := os.Rename(dir, trash); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	if err := s.deleteRows(ctx, id); err != nil {
+		os.Rename(trash, dir) //nolint:errcheck // best effort: put it back
+		return err
+	}
+	if err := os.RemoveAll(trash); err != nil {
+		return &FilesLeftError{Err: err}
+	}
+	return nil
+}
+
+func (s *Store) deleteRows(ctx context.Context, id string) error {
 	return s.commit(ctx, OpDelete, func(tx *sql.Tx) error {
 		for _, q := range []string{
 			`DELETE FROM share_links WHERE room_id IN (SELECT id FROM share_rooms WHERE session_id = ?)`,

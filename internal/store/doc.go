@@ -25,5 +25,6 @@
 // failing SQLite's quick_check, with a [*DamageError]; they change no file.
 // Every session has a directory <dir>/sessions/<id>, created after its
 // row is committed, which is what makes a database that lost its newest
-// commits detectable.
+// commits detectable; [Store.DeleteSession] removes both in the order that
+// keeps it so (the directory aside, the rows, the files).
 package store
