@@ -71,6 +71,15 @@ func (s *Session) emitGoal() {
 	s.emit(data)
 }
 
+// goalChanged stores and announces the Goal after a change in memory that
+// no caller waits on (a booking, a pause); a failed save is logged.
+func (s *Session) goalChanged() {
+	if err := s.saveGoal(context.Background()); err != nil {
+		s.m.log.Error("save goal", "session", s.id, "err", err)
+	}
+	s.emitGoal()
+}
+
 // Goal returns a copy of the session's Goal (nil if none).
 func (s *Session) Goal() *goal.Goal {
 	s.mu.Lock()
@@ -138,10 +147,7 @@ func (s *Session) settleGoalTurn(ctx context.Context, req turnReq, usage agent.U
 	if !ok {
 		return false
 	}
-	if serr := s.saveGoal(context.WithoutCancel(ctx)); serr != nil {
-		s.m.log.Error("save goal", "session", s.id, "err", serr)
-	}
-	s.emitGoal()
+	s.goalChanged()
 	if b.Notice != "" {
 		s.emit(event.Notice{Message: b.Notice})
 	}

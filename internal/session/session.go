@@ -533,7 +533,7 @@ func (s *Session) nextLocked() (req turnReq, ok, paused bool) {
 func (s *Session) kickLocked() bool {
 	req, ok, paused := s.nextLocked()
 	if paused {
-		go s.afterGoalPause()
+		go s.goalChanged()
 	}
 	if !ok {
 		return false
@@ -703,12 +703,4 @@ func (s *Session) segmentCommitted(seg int64) {
 	s.mu.Lock()
 	s.row.Segment = seg
 	s.mu.Unlock()
-}
-
-// afterGoalPause persists and reports a Goal the continuation decision paused.
-func (s *Session) afterGoalPause() {
-	if err := s.saveGoal(context.Background()); err != nil {
-		s.m.log.Error("save goal", "session", s.id, "err", err)
-	}
-	s.emitGoal()
 }
