@@ -231,9 +231,8 @@ func (s *Session) goalTools() []*agent.Tool {
 	if !active {
 		return nil
 	}
-	spec := goal.UpdateTool
 	return []*agent.Tool{{
-		Spec: agent.ToolSpec{Name: spec.Name, Description: spec.Description, Parameters: spec.Parameters},
+		Spec: agent.ToolSpec(goal.UpdateTool),
 		Meta: agent.Meta{SessionOnly: true},
 		Run: func(ctx context.Context, env *agent.Env, args json.RawMessage) (string, error) {
 			s.mu.Lock()
