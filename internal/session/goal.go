@@ -172,12 +172,34 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 	if verb == goal.VerbClear {
 		return s.clearGoal(ctx)
 	}
-	// Read before taking s.mu, which the action holds throughout.
+	// Read before taking s.mu, which the action holds throughout, its
+	// commit included: no turn is chosen for a Goal (or a Goal state)
+	// the store does not hold. A commit that fails puts the state back
+	// as it was and changes nothing (goalMu before mu, as saveGoal).
 	cfg := s.m.modelConfig()
+	s.goalMu.Lock()
 	s.mu.Lock()
+	prev := s.gl
+	var prevGoal goal.Goal
+	if prev.Goal != nil {
+		prevGoal = *prev.Goal
+	}
 	a, err := s.gl.Act(verb, rest, goal.ActContext{InPlan: s.row.Plan, Budget: cfg.GoalBudget, Now: time.Now(),
 		Policy: goal.Policy{Model: cfg.Default.Model, Effort: cfg.Default.Effort, Mode: s.row.Mode}})
+	var commitErr error
+	if err == nil && verb != goal.VerbStatus {
+		if r, ok := s.gl.Record(time.Now()); ok {
+			commitErr = s.m.st.PutGoal(ctx, store.GoalRow{ID: r.ID, SessionID: s.id, Data: r.Data, Kickoff: r.Kickoff})
+		}
+		if commitErr != nil {
+			s.gl = prev
+			if prev.Goal != nil {
+				*prev.Goal = prevGoal
+			}
+		}
+	}
 	s.mu.Unlock()
+	s.goalMu.Unlock()
 	switch {
 	case errors.Is(err, goal.ErrUnfinished):
 		return "", &Error{Code: CodeGoalUnfinished, Message: err.Error() + "; " + goal.UnfinishedHint}
@@ -185,9 +207,8 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 		return "", errorf(CodeInvalidParams, "%v", err)
 	case verb == goal.VerbStatus:
 		return a.Message, nil
-	}
-	if err := s.saveGoal(ctx); err != nil {
-		return "", err
+	case commitErr != nil:
+		return "", commitErr
 	}
 	s.emitGoal()
 	if g := a.Goal; a.Steer != "" {
