@@ -123,9 +123,9 @@ func (s *Session) Approval() ApprovalView {
 	v := ApprovalView{Card: handoff.NewCard(st)}
 	if body, differs, err := s.proposalBody(p); err == nil {
 		v.ShowBody(body, differs)
-		v.Warnings = s.planWarnings(p.Hash, body, workspace)
+		v.Warnings = s.track.Warnings(p.Hash, body, workspace)
 		s.versionCard(&v, p.Hash, body)
-		v.Scope = s.cardScope(p.Hash, body)
+		v.Scope = s.track.CardScope(p.Hash, body)
 	}
 	v.Skills = handoff.FindSkills(handoff.SkillDirs(workspace, userConfigDir()))
 	return v
@@ -252,7 +252,7 @@ func (s *Session) Feedback(ctx context.Context, attempt, text string, comments [
 		return err
 	}
 	s.closedWith(ctx, a, handoff.OutcomeFeedback, &p)
-	prompt, display := handoff.FeedbackTurn(title, feedback, p.Rejections, s.checksHint(p.Hash))
+	prompt, display := handoff.FeedbackTurn(title, feedback, p.Rejections, s.track.ChecksHint(p.Hash))
 	s.enqueue(turnReq{text: prompt, display: display})
 	return nil
 }
@@ -383,7 +383,7 @@ func (a *acceptance) Committed(ctx context.Context, rec *handoff.Record, in hand
 	sel := in.Selection
 	s.recordOutcome(ctx, a.closed, handoff.OutcomeAccepted, p.Title, p.Hash)
 	s.emit(ApprovalClosedEvent{Attempt: a.closed, Reason: handoff.OutcomeAccepted, Selection: &sel})
-	s.emitSteps()
+	s.track.EmitSteps()
 	s.emit(NoticeEvent{Message: handoff.PreparingNotice})
 	s.changed()
 }
@@ -413,7 +413,7 @@ func (s *Session) commitAccepted(ctx context.Context, c store.Acceptance, rec *h
 	c.Session.Plan = false
 	mine, prevTrack := s.startTrackingLocked(rec.Title, artifact, rec.Artifact.Hash, body, rec.Selection.Policy(), base)
 	s.mu.Unlock()
-	c.Tracking, c.Record = s.trackingRow(), rec.Marshal()
+	c.Tracking, c.Record = store.Tracking(s.track.Row()), rec.Marshal()
 	if err := s.m.st.CommitAcceptance(ctx, c); err != nil {
 		s.mu.Lock()
 		undo()

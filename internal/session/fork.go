@@ -153,7 +153,7 @@ func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 // the fork's own base staged (in the fork's review directory) and named
 // (base; tracked when there is a plan to name it in).
 func (s *Session) forkTracking(ctx context.Context, rec *handoff.Record) (track store.Tracking, base string, tracked bool, err error) {
-	track = s.trackingRow()
+	track = store.Tracking(s.track.Row())
 	var p TrackedPlan
 	if track.Plan == "" || json.Unmarshal([]byte(track.Plan), &p) != nil {
 		return track, "", false, nil
@@ -163,7 +163,7 @@ func (s *Session) forkTracking(ctx context.Context, rec *handoff.Record) (track 
 		return store.Tracking{}, "", false, err
 	}
 	p.Base, err = s.m.stageBase(ctx, rec.Fork.Session, rec.Fork.Dir, p.Title, rec.Artifact.Hash,
-		agent.WorkScheme+rec.Artifact.Path, s.cardScope(rec.Artifact.Hash, body))
+		agent.WorkScheme+rec.Artifact.Path, s.track.CardScope(rec.Artifact.Hash, body))
 	if err != nil {
 		s.m.log.Error("stage the fork's implementation base", "session", rec.Fork.Session, "err", err)
 	}

@@ -343,7 +343,7 @@ func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) 
 		return err
 	}
 	s.tookPlan(p, base)
-	s.emitSteps()
+	s.track.EmitSteps()
 	if st.Notice != "" {
 		s.emit(NoticeEvent{Message: st.Notice})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"planbridge/internal/trackbind"
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
@@ -25,7 +26,7 @@ const (
 
 // registry returns the tools this session's turns are offered.
 func (s *Session) registry() *agent.Registry {
-	tools := append(agent.DefaultTools(), s.sessionTools()...)
+	tools := append(agent.DefaultTools(), trackbind.Tools(s.track)...)
 	return agent.NewRegistry(append(tools, s.goalTools()...)...)
 }
 
@@ -56,7 +57,7 @@ func (s *Session) publishProposal(ctx context.Context, title, body string, edite
 	if err := store.WriteFileAtomic(s.workPath(handoff.CurrentPlan), handoff.ArtifactData(body), 0o644); err != nil {
 		return err
 	}
-	if err := s.recordVersion(hash, body); err != nil {
+	if err := s.track.RecordVersion(hash, body); err != nil {
 		return fmt.Errorf("keep the plan version: %w", err)
 	}
 	s.mu.Lock()

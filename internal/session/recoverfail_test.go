@@ -38,7 +38,7 @@ func TestGoalRecoverWhoseTrackingCommitFailsChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	s1.track.Begin(review.Accepted{Title: "Tidy", Body: "# Tidy\n\n## Steps\n\n1. One\n2. Two\n"})
-	if err := st.PutTracking(ctx, s1.ID(), s1.trackingRow()); err != nil {
+	if err := st.PutTracking(ctx, s1.ID(), store.Tracking(s1.track.Row())); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s1.GoalCommand(ctx, "tidy the repository"); err != nil {

@@ -202,9 +202,6 @@ func (s *Session) changed() {
 	s.events.View(s.statusData())
 }
 
-// emitText queues a streamed text delta for the log's group commit.
-func (s *Session) emitText(delta string) { s.events.Text(delta) }
-
 // saveRow persists the session row (caller must not hold s.mu).
 func (s *Session) saveRow(ctx context.Context) error {
 	return s.commitRow(ctx, func(*store.Session) {})

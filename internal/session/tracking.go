@@ -102,15 +102,11 @@ func (s *Session) loadTracking(ctx context.Context) error {
 	return s.track.Load(ctx, review.Row(t), s.restarted)
 }
 
-func (s *Session) trackingRow() store.Tracking { return store.Tracking(s.track.Row()) }
-
 // Todos returns the current todo list.
 func (s *Session) Todos() []TodoItem { return s.track.Todos() }
 
 // TrackedPlan returns a copy of the tracked plan (nil if none).
 func (s *Session) TrackedPlan() *TrackedPlan { return s.track.Plan() }
-
-func (s *Session) emitSteps() { s.track.EmitSteps() }
 
 // startTrackingLocked installs the steps of an accepted plan (running), in
 // the decision (under s.mu) that closes its card; mine and prev are for
@@ -247,14 +243,6 @@ func (s *Session) UpdateScope(ctx context.Context, attempt string, paths []strin
 	return s.Approval(), nil
 }
 
-// The card's rows that come from the tracker.
-func (s *Session) cardScope(hash, body string) []string { return s.track.CardScope(hash, body) }
-func (s *Session) checksHint(hash string) string        { return s.track.ChecksHint(hash) }
-func (s *Session) planWarnings(hash, body, workspace string) []review.Warning {
-	return s.track.Warnings(hash, body, workspace)
-}
-func (s *Session) recordVersion(hash, body string) error { return s.track.RecordVersion(hash, body) }
-
 func (s *Session) versionCard(v *ApprovalView, hash, body string) {
 	c := s.track.Card(hash, body)
 	if c.Version == 0 {
@@ -286,7 +274,7 @@ func (s *Session) stageBase(ctx context.Context, hash, artifact, title, body str
 	s.mu.Lock()
 	ws := s.row.Workspace
 	s.mu.Unlock()
-	id, err := s.m.stageBase(ctx, s.id, ws, title, hash, artifact, s.cardScope(hash, body))
+	id, err := s.m.stageBase(ctx, s.id, ws, title, hash, artifact, s.track.CardScope(hash, body))
 	if err != nil {
 		return "", errorf(CodeBaseFailed, "the implementation's base (its scope and report) could not be taken, so nothing was started: %v", err)
 	}
@@ -315,14 +303,6 @@ func (s *Session) bind() trackbind.Binding {
 			return agent.Roots{Workspace: s.row.Workspace, Work: s.workDir}
 		}}
 }
-
-func (s *Session) heldScope(plan bool) agent.WriteScope { return s.bind().Scope(plan) }
-func (s *Session) watcher(plan, unattended bool) agent.Watcher {
-	return s.bind().Watcher(plan, unattended)
-}
-func (s *Session) logToolEvent(c agent.ToolCall, ok bool, out string) { s.bind().LogTool(c, ok, out) }
-func (s *Session) extendScope(call agent.ToolCall)                    { s.bind().Extend(call) }
-func (s *Session) sessionTools() []*agent.Tool                        { return trackbind.Tools(s.track) }
 
 // AskKind is the kind of the question an [Asker] is called for: "" for
 // "may this call run?", or [trackbind.AskScopeEffects].

@@ -34,13 +34,13 @@ func viewFor(plan bool) *proposal.View {
 
 func (k *turnSink) Text(delta string) {
 	if v := k.view.Write(delta); v != "" {
-		k.s.emitText(v)
+		k.s.events.Text(v)
 	}
 }
 
 func (k *turnSink) ResponseDone(text string) {
 	if v := k.view.Done(text); v != "" {
-		k.s.emitText(v)
+		k.s.events.Text(v)
 	}
 	k.s.onResponse(k.view.Result())
 	k.view = viewFor(k.plan)
@@ -54,7 +54,7 @@ func (k *turnSink) ToolResult(call agent.ToolCall, ok bool, output string) {
 	if ok {
 		k.s.recordEdit(call)
 	}
-	k.s.logToolEvent(call, ok, output)
+	k.s.bind().LogTool(call, ok, output)
 	k.s.emit(event.NewToolResult(call.ID, call.Name, ok, output))
 }
 
@@ -144,10 +144,10 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		Messages: agent.RootConversation(workspace, history, text, plan, fullReminder),
 		Tools:    s.registry(),
 		Gate: agent.Gate{Plan: plan, Mode: agent.Mode(pol.Mode), Shell: s.m.shell, Roots: roots, Protected: protected,
-			Unattended: req.guest || req.goal.Continuation, Scope: s.heldScope(plan)},
+			Unattended: req.guest || req.goal.Continuation, Scope: s.bind().Scope(plan)},
 		Env:   agent.Env{Roots: roots, Shell: s.m.shell, Protected: protected},
 		Ask:   s.askFunc(),
-		Watch: s.watcher(plan, req.guest || req.goal.Continuation),
+		Watch: s.bind().Watcher(plan, req.guest || req.goal.Continuation),
 		Sink:  sink,
 	}
 	// The prompt is durable before it is sent, each assistant message and
@@ -229,7 +229,7 @@ func (s *Session) askFunc() agent.Asker {
 	return func(ctx context.Context, call agent.ToolCall, reason string) (bool, error) {
 		ok, err := ask(ctx, s.id, call, reason)
 		if ok && err == nil {
-			s.extendScope(call) // allowing a write outside the scope extends it
+			s.bind().Extend(call) // allowing a write outside the scope extends it
 		}
 		return ok, err
 	}
