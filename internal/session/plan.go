@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"planbridge/internal/trackbind"
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/store"
+	"planbridge/internal/trackbind"
 	"planbridge/proposal"
 )
 
