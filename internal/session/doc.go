@@ -49,6 +49,10 @@
 //   - The posture (Plan, mode) changes in memory only after its commit:
 //     a failed commit changes nothing, so no turn runs under, and no
 //     status event announces, a posture the store does not hold.
+//   - A person's Goal action (start, pause, resume, budget, edit) is
+//     decided and committed under the session's lock; a commit that fails
+//     puts the Goal state back, so no turn runs for a Goal, or a Goal
+//     state, the store does not hold.
 //   - The implementation's status (running, paused) is committed before
 //     it is announced: a start, resume or continuation whose tracking
 //     commit fails announces nothing and runs nothing (a handoff stops
