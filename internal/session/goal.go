@@ -71,11 +71,16 @@ func (s *Session) emitGoal() {
 	s.emit(data)
 }
 
-// goalChanged stores and announces the Goal after a change in memory that
-// no caller waits on (a booking, a pause); a failed save is logged.
+// goalChanged stores and announces the Goal after a pause no caller
+// waits on (a budget run out); a failed save is logged and told as an
+// error event.
 func (s *Session) goalChanged() {
 	if err := s.saveGoal(context.Background()); err != nil {
+		// What changed is a pause (the safe side, kept in memory; a
+		// restart loads an active Goal paused too): the person is told
+		// it is not stored.
 		s.m.log.Error("save goal", "session", s.id, "err", err)
+		s.emit(event.Error{Message: "The Goal's pause could not be saved: " + err.Error()})
 	}
 	s.emitGoal()
 }
@@ -147,7 +152,22 @@ func (s *Session) settleGoalTurn(ctx context.Context, req turnReq, usage agent.U
 	if !ok {
 		return false
 	}
-	s.goalChanged()
+	if err := s.saveGoal(context.WithoutCancel(ctx)); err != nil {
+		// The booking is not stored: the Goal does not go on under an
+		// account the store does not hold. It stops here, paused (the
+		// safe side: a restart loads an active Goal paused too), and the
+		// person is told.
+		s.m.log.Error("save goal", "session", s.id, "err", err)
+		s.mu.Lock()
+		if s.gl.Active() {
+			s.gl.Goal.Pause("its progress could not be saved: " + err.Error())
+		}
+		s.mu.Unlock()
+		s.emit(event.Error{Message: "The Goal's progress could not be saved, so the Goal is paused: " + err.Error()})
+		s.emitGoal()
+		return false
+	}
+	s.emitGoal()
 	if b.Notice != "" {
 		s.emit(event.Notice{Message: b.Notice})
 	}

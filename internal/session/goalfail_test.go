@@ -3,6 +3,10 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -129,4 +133,78 @@ func TestGoalActionCommitFails(t *testing.T) {
 			t.Errorf("%d requests for a Goal whose resume was not stored", n)
 		}
 	})
+}
+
+// TestGoalBookingCommitFails: a Goal turn whose booking cannot be stored
+// (the Goal's commit fails after its kickoff went out) does not go on:
+// the Goal is paused, the person gets an error event, and no
+// continuation is sent under an account the store does not hold. Before,
+// the failure was only logged and the Goal ran on.
+func TestGoalBookingCommitFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var failing atomic.Bool
+	st, err := store.Open(ctx, t.TempDir(), store.WithCommitFailure(func(op string) error {
+		if failing.Load() && op == store.OpGoal {
+			return fmt.Errorf("commit %s: %w", op, syscall.ENOSPC)
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// Each turn ends without ending the Goal: it would continue.
+	eng := &textEngine{onStream: func() { failing.Store(true) }}
+	m := NewManager(Config{Store: st, Engine: eng})
+	defer m.Close()
+	evs := recordEvents(m)
+	s, err := m.Create(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GoalCommand(ctx, "tidy the repository"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := eng.count(); n != 1 {
+		t.Errorf("%d requests, want the kickoff only", n)
+	}
+	if g := s.Goal(); g == nil || g.Status != goal.Paused || !strings.Contains(g.Reason, "could not be saved") {
+		t.Errorf("Goal %+v, want paused for the failed save", g)
+	}
+	var told bool
+	for _, e := range evs.of("error") {
+		told = told || strings.Contains(e, "progress could not be saved")
+	}
+	if !told {
+		t.Errorf("no error event: %v", evs.of("error"))
+	}
+}
+
+// textEngine answers every request with text and no tool call; onStream
+// runs before each answer.
+type textEngine struct {
+	mu       sync.Mutex
+	n        int
+	onStream func()
+}
+
+func (e *textEngine) Name() string { return "text" }
+func (e *textEngine) Stream(ctx context.Context, req agent.Request, onText func(string)) (agent.Response, error) {
+	e.mu.Lock()
+	e.n++
+	e.mu.Unlock()
+	if e.onStream != nil {
+		e.onStream()
+	}
+	return agent.Response{Text: "worked on it"}, nil
+}
+
+func (e *textEngine) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n
 }

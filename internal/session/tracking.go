@@ -153,8 +153,8 @@ func (s *Session) pauseForScope(reason string) {
 	}
 	cancel := s.cancel
 	s.mu.Unlock()
-	if err := s.saveGoal(ctx); err != nil {
-		s.m.log.Error("save goal", "session", s.id, "err", err)
+	if gerr := s.saveGoal(ctx); gerr != nil && err == nil {
+		err = gerr // the Goal's pause is not stored: reported like the implementation's
 	}
 	s.emitGoal()
 	if err != nil {

@@ -57,6 +57,14 @@ func WithFailingCommits(ops string) Option {
 	}
 }
 
+// WithCommitFailure makes every commit whose operation fail returns an
+// error for fail with that error, before anything is written (fail is
+// called for every commit and may change its answer as a test goes on).
+// For tests.
+func WithCommitFailure(fail func(op string) error) Option {
+	return func(s *Store) { s.fail = fail }
+}
+
 // commit runs fn in an immediate write transaction named op, committing if
 // fn returns nil. The name is what a failpoint matches. The transaction
 // never leaves this package: callers use the named operations.
