@@ -30,6 +30,16 @@ func (e *FilesLeftError) Unwrap() error { return e.Err }
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	dir := SessionDir(s.Dir(), id)
 	trash := filepath.Join(filepath.Dir(dir), ".deleted-"+id)
+	// A directory an earlier delete left aside (killed after its move)
+	// while the session has a directory again (it was used after the
+	// restart) is removed first: rename cannot replace a directory that
+	// is not empty, so every later delete would fail. Without a session
+	// directory the stray stays, to be put back if the rows cannot go.
+	if _, err := os.Lstat(dir); err == nil {
+		if err := os.RemoveAll(trash); err != nil {
+			return fmt.Errorf("delete session %s: %w", id, err)
+		}
+	}
 	if err := os.Rename(dir, trash); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
