@@ -244,6 +244,12 @@ func openState(ctx context.Context, dir string) (*store.Store, func(), error) {
 		release()
 		return nil, nil, &store.DamageError{Dir: dir, Problems: probs}
 	}
+	// A delete a crash cut short is finished or undone, under the lock.
+	if err := st.FinishDeletes(ctx); err != nil {
+		st.Close()
+		release()
+		return nil, nil, err
+	}
 	return st, release, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // FilesLeftError is [Store.DeleteSession]'s error when the session is
@@ -24,7 +25,8 @@ func (e *FilesLeftError) Unwrap() error { return e.Err }
 // its directory ([SessionDir]). The directory goes aside first (a name
 // [SessionDirs] does not count), then the rows, then the files: a crash
 // between leaves rows without a directory or a stray directory, never a
-// directory whose rows are missing. If the rows cannot be deleted the
+// directory whose rows are missing, and the next start settles it
+// ([Store.FinishDeletes]). If the rows cannot be deleted the
 // directory is put back (best effort) and the session is as it was; a
 // failure after the rows are gone is a [*FilesLeftError].
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
@@ -49,6 +51,50 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	}
 	if err := os.RemoveAll(trash); err != nil {
 		return &FilesLeftError{Err: err}
+	}
+	return nil
+}
+
+// FinishDeletes settles the deletes a killed process left half done (a
+// session directory moved aside as ".deleted-<id>", see
+// [Store.DeleteSession]): where the session's rows are gone the delete had
+// committed, and the moved directory is removed; where they remain it had
+// not, and the directory is put back (its plans, archives and review
+// records with it) unless the session has one of its own again. Only a
+// real directory of that name is touched, never through a link. The
+// server calls it under the state directory's lock, before any session is
+// used, so no delete of this process is in flight.
+func (s *Store) FinishDeletes(ctx context.Context) error {
+	base := filepath.Join(s.dir, "sessions")
+	ents, err := os.ReadDir(base)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		id, ok := strings.CutPrefix(e.Name(), ".deleted-")
+		if !ok || id == "" || !e.IsDir() {
+			continue
+		}
+		trash := filepath.Join(base, e.Name())
+		_, err := s.GetSession(ctx, id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			if err := os.RemoveAll(trash); err != nil {
+				return fmt.Errorf("finish the delete of session %s: %w", id, err)
+			}
+		case err != nil:
+			return err
+		default:
+			dir := SessionDir(s.dir, id)
+			if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+				if err := os.Rename(trash, dir); err != nil {
+					return fmt.Errorf("put back session %s after an interrupted delete: %w", id, err)
+				}
+			}
+		}
 	}
 	return nil
 }

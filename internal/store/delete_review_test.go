@@ -47,3 +47,58 @@ func TestDeleteSessionAfterCrashThenReuse(t *testing.T) {
 		}
 	}
 }
+
+// TestFinishDeletes: a delete killed between its steps is settled at the
+// next start. Killed after the move (rows kept): the directory comes
+// back with its files. Killed after the rows went: the moved directory
+// is removed. A link or file named like a moved directory is left alone.
+func TestFinishDeletes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, id := range []string{"s-kept", "s-gone"} {
+		if err := s.PutSession(ctx, Session{ID: id, Workspace: "/w", Mode: "ask"}); err != nil {
+			t.Fatal(err)
+		}
+		plans := filepath.Join(SessionDir(dir, id), "work", "plans")
+		if err := os.MkdirAll(plans, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(plans, "accepted-1.md"), []byte("# "+id+"\n"), 0o600)
+	}
+	sessions := filepath.Join(dir, "sessions")
+	// s-kept: killed after its move. s-gone: killed after its rows went.
+	for _, id := range []string{"s-kept", "s-gone"} {
+		if err := os.Rename(SessionDir(dir, id), filepath.Join(sessions, ".deleted-"+id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.deleteRows(ctx, "s-gone"); err != nil {
+		t.Fatal(err)
+	}
+	victim := t.TempDir()
+	os.WriteFile(filepath.Join(victim, "keep"), []byte("x"), 0o600)
+	os.Symlink(victim, filepath.Join(sessions, ".deleted-s-link"))
+
+	if err := s.FinishDeletes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(SessionDir(dir, "s-kept"), "work", "plans", "accepted-1.md")); string(b) != "# s-kept\n" {
+		t.Errorf("s-kept's plan after the start: %q %v", b, err)
+	}
+	for _, p := range []string{filepath.Join(sessions, ".deleted-s-kept"), filepath.Join(sessions, ".deleted-s-gone"), SessionDir(dir, "s-gone")} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s still there (%v)", p, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(victim, "keep")); err != nil {
+		t.Errorf("a link named like a moved directory was followed: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(sessions, ".deleted-s-link")); err != nil {
+		t.Errorf("the link was removed: %v", err)
+	}
+}
