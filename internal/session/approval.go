@@ -403,6 +403,8 @@ func (s *Session) commitAccepted(ctx context.Context, c store.Acceptance, rec *h
 			return "", err
 		}
 	}
+	s.rowMu.Lock() // the row is written: from its snapshot to memory (see rowMu)
+	defer s.rowMu.Unlock()
 	s.mu.Lock()
 	undo, err := decide()
 	if err != nil {
@@ -421,6 +423,9 @@ func (s *Session) commitAccepted(ctx context.Context, c store.Acceptance, rec *h
 		s.mu.Unlock()
 		return "", err
 	}
+	s.mu.Lock()
+	s.row.Plan = false // as committed; no later row commit writes Plan back on
+	s.mu.Unlock()
 	return base, nil
 }
 

@@ -128,6 +128,8 @@ func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 	if err != nil {
 		return err
 	}
+	s.rowMu.Lock() // the row is written: from its snapshot to memory (see rowMu)
+	defer s.rowMu.Unlock()
 	s.mu.Lock()
 	row := s.row
 	row.ForkedTo = rec.Fork.Session

@@ -52,10 +52,12 @@ func (e *handoffEnv) InstallSegment(ctx context.Context, rec *handoff.Record, ma
 	if rec.Segment == 0 {
 		rec.Segment = s.row.Segment + 1
 	}
-	row := s.row
+	already := s.row.Segment == rec.Segment
 	s.mu.Unlock()
-	if row.Segment == rec.Segment {
-		return s.m.st.CommitSegment(ctx, store.Segment{Session: row, Record: rec.Marshal()})
+	if already {
+		s.rowMu.Lock() // the row is written (see rowMu)
+		defer s.rowMu.Unlock()
+		return s.m.st.CommitSegment(ctx, store.Segment{Session: s.rowSnapshot(), Record: rec.Marshal()})
 	}
 	if err := s.tr.Rotate(ctx, rec.Segment, material, rec.Marshal()); err != nil {
 		return err

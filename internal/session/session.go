@@ -30,8 +30,11 @@ type Session struct {
 	// goalMu orders Goal writes (saveGoal, clearGoal); taken before mu.
 	goalMu sync.Mutex
 
-	// rowMu orders the session row's commits (saveRow, commitRow), so an
-	// older snapshot never overwrites a newer one; taken before mu.
+	// rowMu orders the session row's commits (commitRow, the transcript's
+	// steps and rotations, an acceptance, a hand-over, a segment record):
+	// each holds it from its snapshot of the row until its commit and the
+	// in-memory change that follows, so an older snapshot never overwrites
+	// a newer one; taken before mu.
 	rowMu sync.Mutex
 
 	mu       sync.Mutex // guards the fields below
@@ -69,7 +72,7 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 	s.track = s.newTracker()
 	var err error
 	if s.tr, err = transcript.Load(ctx, transcript.Config{Session: row.ID, Segment: row.Segment, Store: m.st,
-		Row: s.rowSnapshot, OnSegment: s.segmentCommitted, Redact: m.redact, Logger: m.log}); err != nil {
+		Row: s.rowSnapshot, RowLock: &s.rowMu, OnSegment: s.segmentCommitted, Redact: m.redact, Logger: m.log}); err != nil {
 		return nil, err
 	}
 	if s.events, err = eventlog.Open(ctx, eventlog.Config{Session: row.ID, Store: m.st, Publish: m.publish, Redact: m.redact, Logger: m.log}); err != nil {

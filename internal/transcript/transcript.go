@@ -32,6 +32,12 @@ type Config struct {
 	// its messages. It is called with the commits serialised, never while
 	// the transcript's own lock is held.
 	Row func() store.Session
+	// RowLock, when set, is held from the Row snapshot until the commit
+	// (and OnSegment) is done: the lock the session's other writers of its
+	// row hold the same way, so no writer commits a snapshot older than
+	// one another writer has already committed (a posture changed during
+	// a turn step is never written back). Taken after commitMu.
+	RowLock sync.Locker
 	// OnSegment is told that segment seg is committed as the current one
 	// (the session sets its row's copy); nil: nobody is.
 	OnSegment func(seg int64)
@@ -109,6 +115,7 @@ func (t *Transcript) Next() int64 {
 func (t *Transcript) Append(ctx context.Context, op string, msgs []agent.Message, with func(*store.TurnStep)) error {
 	t.commitMu.Lock()
 	defer t.commitMu.Unlock()
+	defer t.lockRow()()
 	row := t.cfg.Row()
 	next := t.Next()
 	rows := make([]store.Message, 0, len(msgs))
@@ -147,6 +154,7 @@ func (t *Transcript) Append(ctx context.Context, op string, msgs []agent.Message
 func (t *Transcript) Rotate(ctx context.Context, seg int64, material, record string) error {
 	t.commitMu.Lock()
 	defer t.commitMu.Unlock()
+	defer t.lockRow()()
 	row := t.cfg.Row()
 	row.Segment = seg
 	msg := store.Message{Idx: t.Next(), Segment: seg, Role: agent.RoleUser, Content: material}
@@ -161,6 +169,15 @@ func (t *Transcript) Rotate(ctx context.Context, seg int64, material, record str
 		t.cfg.OnSegment(seg)
 	}
 	return nil
+}
+
+// lockRow takes [Config.RowLock] (if any) and returns its release.
+func (t *Transcript) lockRow() (unlock func()) {
+	if t.cfg.RowLock == nil {
+		return func() {}
+	}
+	t.cfg.RowLock.Lock()
+	return t.cfg.RowLock.Unlock
 }
 
 func (t *Transcript) redact(v string) string {

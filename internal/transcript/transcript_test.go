@@ -305,3 +305,65 @@ func TestConcurrentAppends(t *testing.T) {
 		}
 	}
 }
+
+// lockCheckingStore records, at each commit, whether the row lock was free.
+type lockCheckingStore struct {
+	*fakeStore
+	lock *sync.Mutex
+	free []bool
+}
+
+func (s *lockCheckingStore) check() {
+	ok := s.lock.TryLock()
+	if ok {
+		s.lock.Unlock()
+	}
+	s.free = append(s.free, ok)
+}
+
+func (s *lockCheckingStore) CommitTurnStep(ctx context.Context, op string, st store.TurnStep) error {
+	s.check()
+	return s.fakeStore.CommitTurnStep(ctx, op, st)
+}
+
+func (s *lockCheckingStore) CommitSegment(ctx context.Context, g store.Segment) error {
+	s.check()
+	return s.fakeStore.CommitSegment(ctx, g)
+}
+
+// TestRowLockHeldAcrossCommits: a step and a rotation hold the row lock
+// from their snapshot of the session row through the commit (and the
+// segment's report), so the session's other row writers (a posture
+// change) never commit between the snapshot and the commit and then see
+// their newer row overwritten; after each, the lock is free again.
+func TestRowLockHeldAcrossCommits(t *testing.T) {
+	var rowMu sync.Mutex
+	st := &lockCheckingStore{fakeStore: &fakeStore{}, lock: &rowMu}
+	h := &host{row: store.Session{ID: "s1", Segment: 1}}
+	var snapshots []bool // the lock was held when the row was read
+	row := func() store.Session {
+		ok := rowMu.TryLock()
+		if ok {
+			rowMu.Unlock()
+		}
+		snapshots = append(snapshots, !ok)
+		return h.Row()
+	}
+	tr, err := Load(context.Background(), Config{Session: "s1", Segment: 1, Store: st, Row: row, RowLock: &rowMu,
+		OnSegment: h.OnSegment})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Append(context.Background(), store.OpTurn, []agent.Message{{Role: agent.RoleUser, Content: "hi"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Rotate(context.Background(), 2, "fresh", ""); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(st.free) != "[false false]" || fmt.Sprint(snapshots) != "[true true]" {
+		t.Errorf("row lock free at commits %v, held at snapshots %v; want held throughout", st.free, snapshots)
+	}
+	if !rowMu.TryLock() {
+		t.Fatal("the row lock is still held after the commits")
+	}
+}
