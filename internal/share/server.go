@@ -586,12 +586,16 @@ func (s *Server) end(sid string, e ending, open map[Tier]Link, cont string, pers
 			s.log.Error("cannot store the end of a share; it ends until planbridge restarts", "session", sid, "room", r.id, "err", err)
 		}
 	}
+	// The room ends and becomes a tombstone in one step (s.mu before the
+	// room's lock): a request in between would find a live room without
+	// links and be told its link is not valid (401), instead of that the
+	// share ended and where it continues (410).
+	s.mu.Lock()
 	old := r.end(e, open)
 	t := tomb{why: e, at: at}
 	if cont != "" {
 		t.cont, t.links = cont, old
 	}
-	s.mu.Lock()
 	if s.bySession[sid] == r {
 		delete(s.bySession, sid)
 	}
