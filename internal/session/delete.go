@@ -48,12 +48,20 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 		release()
 		return err
 	}
+	// Under rowMu, as every writer of the row: a posture change in flight
+	// either commits before the delete or finds the session gone.
+	s.rowMu.Lock()
 	err = m.st.DeleteSession(ctx, id) // rows and files, crash-safe
 	var left *store.FilesLeftError
 	if err != nil && !errors.As(err, &left) {
+		s.rowMu.Unlock()
 		release()
 		return err
 	}
+	s.mu.Lock()
+	s.gone = true
+	s.mu.Unlock()
+	s.rowMu.Unlock()
 	m.mu.Lock()
 	delete(m.sessions, id)
 	m.mu.Unlock()

@@ -159,11 +159,18 @@ func (s *Session) settleGoalTurn(ctx context.Context, req turnReq, usage agent.U
 		// person is told.
 		s.m.log.Error("save goal", "session", s.id, "err", err)
 		s.mu.Lock()
-		if s.gl.Active() {
+		paused := s.gl.Active()
+		if paused {
 			s.gl.Goal.Pause("its progress could not be saved: " + err.Error())
 		}
 		s.mu.Unlock()
-		s.emit(event.Error{Message: "The Goal's progress could not be saved, so the Goal is paused: " + err.Error()})
+		// Only a Goal this pauses is told paused: one the turn ended
+		// (update_goal, its budget) is told as it is, unsaved.
+		msg := "The Goal's progress could not be saved, so the Goal is paused: "
+		if !paused {
+			msg = "The Goal's progress could not be saved (the Goal stays as this turn left it, unsaved): "
+		}
+		s.emit(event.Error{Message: msg + err.Error()})
 		s.emitGoal()
 		return false
 	}

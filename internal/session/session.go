@@ -42,6 +42,7 @@ type Session struct {
 	busy     bool
 	starting bool // a parked plan is being started (between its checks and its hand-over)
 	deleted  bool // Manager.Delete holds or removed it: nothing more may queue
+	gone     bool // its rows are deleted (set under rowMu): no row commit may write them back
 	queue    []turnReq
 	cancel   context.CancelFunc
 	prop     *store.Proposal  // the session's proposal, nil if none
@@ -217,6 +218,14 @@ func (s *Session) saveRow(ctx context.Context) error {
 func (s *Session) commitRow(ctx context.Context, set func(*store.Session)) error {
 	s.rowMu.Lock()
 	defer s.rowMu.Unlock()
+	s.mu.Lock()
+	gone := s.gone
+	s.mu.Unlock()
+	if gone {
+		// The row commit is an upsert: it would store the deleted
+		// session again, without its directory or transcript.
+		return errorf(CodeNotFound, "session %s was deleted", s.id)
+	}
 	row := s.rowSnapshot()
 	set(&row)
 	if err := s.m.st.PutSession(ctx, row); err != nil {

@@ -19,8 +19,12 @@ type TurnStep struct {
 	// implementation turn).
 	Record       string
 	DeleteRecord bool
-	Goal         *GoalRow // a Goal row written with the step (its kickoff dispatched)
-	Dequeue      int64    // a queued input leaving the queue as this prompt
+	// Goal, when set, marks that stored Goal's kickoff dispatched (its
+	// pending kickoff cleared) with the step. Only the mark is written,
+	// never the Goal's data or its cleared flag: a Goal action or a clear
+	// committed since the caller's snapshot is never written back.
+	Goal    *GoalRow
+	Dequeue int64 // a queued input leaving the queue as this prompt
 }
 
 // CommitTurnStep commits one turn step under operation op (OpPrompt,
@@ -41,7 +45,7 @@ func (s *Store) CommitTurnStep(ctx context.Context, op string, st TurnStep) erro
 			}
 		}
 		if st.Goal != nil {
-			if err := putGoalTx(ctx, tx, *st.Goal); err != nil {
+			if err := goalDispatchedTx(ctx, tx, *st.Goal); err != nil {
 				return err
 			}
 		}

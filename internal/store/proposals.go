@@ -140,6 +140,16 @@ func putGoalTx(ctx context.Context, tx *sql.Tx, g GoalRow) error {
 	return nil
 }
 
+// goalDispatchedTx clears the pending kickoff of stored Goal g.ID (its
+// data and cleared flag stay as stored).
+func goalDispatchedTx(ctx context.Context, tx *sql.Tx, g GoalRow) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE goals SET kickoff = '', updated_at = ? WHERE id = ? AND session_id = ?`,
+		now(), g.ID, g.SessionID); err != nil {
+		return fmt.Errorf("mark goal %s dispatched: %w", g.ID, err)
+	}
+	return nil
+}
+
 // PutGoal is [putGoalTx] in its own transaction.
 func (s *Store) PutGoal(ctx context.Context, g GoalRow) error {
 	return s.commit(ctx, OpGoal, func(tx *sql.Tx) error { return putGoalTx(ctx, tx, g) })
