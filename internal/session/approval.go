@@ -7,6 +7,7 @@ import (
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
+	"planbridge/internal/event"
 	"planbridge/internal/store"
 	"planbridge/proposal"
 	"planbridge/review"
@@ -382,9 +383,9 @@ func (a *acceptance) Committed(ctx context.Context, rec *handoff.Record, in hand
 	// implementation runs with.
 	sel := in.Selection
 	s.recordOutcome(ctx, a.closed, handoff.OutcomeAccepted, p.Title, p.Hash)
-	s.emit(ApprovalClosedEvent{Attempt: a.closed, Reason: handoff.OutcomeAccepted, Selection: &sel})
+	s.emit(event.ApprovalClosed{Attempt: a.closed, Reason: handoff.OutcomeAccepted, Selection: &sel})
 	s.track.EmitSteps()
-	s.emit(NoticeEvent{Message: handoff.PreparingNotice})
+	s.emit(event.Notice{Message: handoff.PreparingNotice})
 	s.changed()
 }
 
@@ -445,20 +446,20 @@ func (s *Session) startHandoff(rec *handoff.Record) error {
 		// a restart): one recovery path, so no second one applies.
 		err := s.setImplStatus(ctx, ImplRunning, "")
 		if err == nil {
-			s.emit(HandoffEvent{State: "started", Step: rec.Step})
+			s.emit(event.Handoff{State: "started", Step: rec.Step})
 			err = handoff.Run(ctx, &handoffEnv{s: s}, rec)
 		}
 		if err != nil {
 			msg := handoff.StoppedMessage(rec, err)
 			return func() {
-				s.emit(HandoffEvent{State: "failed", Step: rec.Step, Reason: rec.Reason})
-				s.emit(ErrorEvent{Message: msg})
+				s.emit(event.Handoff{State: "failed", Step: rec.Step, Reason: rec.Reason})
+				s.emit(event.Error{Message: msg})
 			}
 		}
 		// The report names the plan it implemented (provenance).
 		ref := (&TrackedPlan{Title: rec.Title, Hash: rec.Artifact.Hash}).Ref()
 		return func() {
-			s.emit(HandoffEvent{State: "done", Plan: &HandoffPlan{Title: ref.Title, Hash: ref.Hash, Trailer: ref.Trailer}})
+			s.emit(event.Handoff{State: "done", Plan: &event.HandoffPlan{Title: ref.Title, Hash: ref.Hash, Trailer: ref.Trailer}})
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"planbridge/handoff"
+	"planbridge/internal/event"
 	"planbridge/internal/store"
 )
 
@@ -135,10 +136,10 @@ func TestInterruptDroppingQueuePublishesStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var last *StatusEvent
+	var last *event.Status
 	for _, ev := range evs {
 		if ev.Kind == "status" {
-			var se StatusEvent
+			var se event.Status
 			if err := json.Unmarshal(ev.Data, &se); err != nil {
 				t.Fatal(err)
 			}

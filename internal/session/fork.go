@@ -8,6 +8,7 @@ import (
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
+	"planbridge/internal/event"
 	"planbridge/internal/store"
 	"planbridge/worktree"
 )
@@ -71,7 +72,7 @@ func (e *handoffEnv) StartFork(ctx context.Context, rec *handoff.Record) error {
 	if err != nil {
 		return fmt.Errorf("open the fork: %w", err)
 	}
-	e.s.emit(ForkedEvent{Fork: fork.id, Branch: rec.Fork.Branch, Dir: rec.Fork.Dir})
+	e.s.emit(event.Forked{Fork: fork.id, Branch: rec.Fork.Branch, Dir: rec.Fork.Dir})
 	_, err = fork.Recover(ctx)
 	return err
 }

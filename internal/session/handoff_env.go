@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"planbridge/handoff"
+	"planbridge/internal/event"
 	"planbridge/internal/store"
 )
 
@@ -40,7 +41,7 @@ func (e *handoffEnv) Summarize(ctx context.Context, system, input string) (strin
 }
 
 func (e *handoffEnv) Summarized(ctx context.Context, rec *handoff.Record) {
-	e.s.emit(SummaryEvent{Chars: len(rec.Summary)})
+	e.s.emit(event.Summary{Chars: len(rec.Summary)})
 }
 
 // InstallSegment rotates to rec.Segment with material as its first message
@@ -62,7 +63,7 @@ func (e *handoffEnv) InstallSegment(ctx context.Context, rec *handoff.Record, ma
 	if err := s.tr.Rotate(ctx, rec.Segment, material, rec.Marshal()); err != nil {
 		return err
 	}
-	s.emit(NoticeEvent{Message: handoff.NewContextNotice(rec.Selection.Context)})
+	s.emit(event.Notice{Message: handoff.NewContextNotice(rec.Selection.Context)})
 	return nil
 }
 

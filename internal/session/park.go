@@ -8,6 +8,7 @@ import (
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
+	"planbridge/internal/event"
 	"planbridge/internal/store"
 	"planbridge/worktree"
 )
@@ -37,7 +38,7 @@ func (s *Session) closedWith(ctx context.Context, attempt, outcome string, p *st
 		title, hash = p.Title, p.Hash
 	}
 	s.recordOutcome(ctx, attempt, outcome, title, hash)
-	s.emit(ApprovalClosedEvent{Attempt: attempt, Reason: outcome})
+	s.emit(event.ApprovalClosed{Attempt: attempt, Reason: outcome})
 }
 
 // Outcomes lists how the session's approval presentations ended, oldest first.
@@ -82,7 +83,7 @@ func (s *Session) timeOut(attempt string) {
 	if s.m.isClosed() || !s.endPresentation(context.Background(), attempt, handoff.OutcomeTimedOut, true) {
 		return
 	}
-	s.emit(NoticeEvent{Message: "The approval card timed out; nothing runs. The plan is kept as a draft."})
+	s.emit(event.Notice{Message: "The approval card timed out; nothing runs. The plan is kept as a draft."})
 	s.changed()
 	s.kick()
 }
@@ -161,14 +162,14 @@ func (s *Session) ParkExpecting(ctx context.Context, attempt string, expect *han
 	if _, err := handoff.Park(ctx, pp, expect); err != nil {
 		return ParkedView{}, refused(err)
 	}
-	s.emit(ApprovalClosedEvent{Attempt: attempt, Reason: handoff.OutcomeParked})
+	s.emit(event.ApprovalClosed{Attempt: attempt, Reason: handoff.OutcomeParked})
 	saved, err := s.m.st.GetParkedPlan(ctx, pp.id)
 	if err != nil {
 		return ParkedView{}, err
 	}
 	v := parkedView(saved)
 	s.emit(v)
-	s.emit(NoticeEvent{Message: handoff.ParkedNotice(saved.Title)})
+	s.emit(event.Notice{Message: handoff.ParkedNotice(saved.Title)})
 	s.changed()
 	s.kick()
 	return v, nil
@@ -345,10 +346,10 @@ func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) 
 	s.tookPlan(p, base)
 	s.track.EmitSteps()
 	if st.Notice != "" {
-		s.emit(NoticeEvent{Message: st.Notice})
+		s.emit(event.Notice{Message: st.Notice})
 	}
-	s.emit(ParkedStartedEvent{ID: a.id, Location: rec.Selection.Location, StaleBase: st.StaleBase, Notice: st.Notice})
-	s.emit(NoticeEvent{Message: handoff.PreparingNotice})
+	s.emit(event.ParkedStarted{ID: a.id, Location: rec.Selection.Location, StaleBase: st.StaleBase, Notice: st.Notice})
+	s.emit(event.Notice{Message: handoff.PreparingNotice})
 	s.changed()
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
+	"planbridge/internal/event"
 	"planbridge/internal/store"
 	"planbridge/internal/trackbind"
 	"planbridge/proposal"
@@ -38,14 +39,14 @@ func (s *Session) onResponse(res *proposal.Result) {
 		return
 	}
 	for _, d := range res.Diagnostics {
-		s.emit(DiagnosticEvent{Level: string(d.Kind), Message: d.Message})
+		s.emit(event.Diagnostic{Level: string(d.Kind), Message: d.Message})
 	}
 	if res.Proposal == nil {
 		return
 	}
 	if err := s.publishProposal(context.Background(), res.Proposal.Title, res.Proposal.Body, false); err != nil {
 		s.m.log.Error("publish proposal", "session", s.id, "err", err)
-		s.emit(ErrorEvent{Message: "could not save the proposal: " + err.Error()})
+		s.emit(event.Error{Message: "could not save the proposal: " + err.Error()})
 	}
 }
 
@@ -70,7 +71,7 @@ func (s *Session) publishProposal(ctx context.Context, title, body string, edite
 	if err := s.putProposal(ctx, p); err != nil {
 		return err
 	}
-	s.emit(ProposalEvent{Title: title, Body: body, Hash: hash,
+	s.emit(event.Proposal{Title: title, Body: body, Hash: hash,
 		Path: agent.WorkScheme + handoff.CurrentPlan, Text: proposal.RenderText(body), Edited: edited})
 	s.presentApproval(ctx)
 	return nil

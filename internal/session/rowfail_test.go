@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"planbridge/internal/event"
 	"planbridge/internal/store"
 )
 
@@ -50,10 +51,10 @@ func TestFailedPostureCommitChangesNothing(t *testing.T) {
 	m = NewManager(Config{Store: st})
 	defer m.Close()
 	var mu sync.Mutex
-	var statuses []StatusEvent
+	var statuses []event.Status
 	m.Subscribe(func(ev Event) {
 		if ev.Kind == "status" {
-			var se StatusEvent
+			var se event.Status
 			if err := json.Unmarshal(ev.Data, &se); err == nil {
 				mu.Lock()
 				statuses = append(statuses, se)

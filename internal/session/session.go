@@ -237,9 +237,9 @@ func (s *Session) commitRow(ctx context.Context, set func(*store.Session)) error
 	return nil
 }
 
-func (s *Session) statusData() StatusEvent {
+func (s *Session) statusData() event.Status {
 	in := s.Info()
-	return StatusEvent{Plan: in.Plan, Mode: in.Mode, Busy: in.Busy, Queued: in.Queued, Title: in.Title,
+	return event.Status{Plan: in.Plan, Mode: in.Mode, Busy: in.Busy, Queued: in.Queued, Title: in.Title,
 		ProposalStatus: in.ProposalStatus, ProposalTitle: in.ProposalTitle, Approval: in.Approval, BlockedTotal: in.BlockedTotal,
 		RefusedTotal: in.RefusedTotal, Goal: in.Goal, ForkedTo: in.ForkedTo}
 }
@@ -336,13 +336,13 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 	case command.Review:
 		r, err := s.Report(ctx)
 		if err == nil {
-			s.emit(NoticeEvent{Message: "Implementation report: " + r.Summary})
+			s.emit(event.Notice{Message: "Implementation report: " + r.Summary})
 		}
 		return SubmitResult{Command: c.Kind.String()}, err
 	case command.Goal:
 		msg, err := s.GoalCommand(ctx, c.Arg)
 		if err == nil && msg != "" {
-			s.emit(NoticeEvent{Message: msg})
+			s.emit(event.Notice{Message: msg})
 		}
 		return SubmitResult{Command: c.Kind.String()}, err
 	}
@@ -391,9 +391,9 @@ func (s *Session) planCommand(ctx context.Context, arg string) (SubmitResult, er
 	case command.PlanOff:
 		err = s.ExitPlan(ctx)
 	case command.PlanShow:
-		s.emit(NoticeEvent{Message: s.Status().Text})
+		s.emit(event.Notice{Message: s.Status().Text})
 	case command.PlanParked:
-		s.emit(NoticeEvent{Message: s.m.parkedText(ctx, s.id)})
+		s.emit(event.Notice{Message: s.m.parkedText(ctx, s.id)})
 	case command.PlanPrompt:
 		if err = s.EnterPlan(ctx); err == nil {
 			res.Queued, err = s.prompt(ctx, arg, false)
@@ -497,7 +497,7 @@ func (s *Session) enqueue(req turnReq) (queued bool) {
 	started := s.kickLocked()
 	s.mu.Unlock()
 	if !started {
-		s.emit(QueuedEvent{Text: req.display, Queued: n})
+		s.emit(event.Queued{Text: req.display, Queued: n})
 		s.changed() // pending input now blocks a Worktree fork
 		return true
 	}
@@ -659,7 +659,7 @@ func (s *Session) stopTurn() (dropped int) {
 	}
 	if cancel != nil {
 		cancel()
-		s.emit(NoticeEvent{Message: fmt.Sprintf("interrupted (%d queued prompt(s) dropped)", dropped)})
+		s.emit(event.Notice{Message: fmt.Sprintf("interrupted (%d queued prompt(s) dropped)", dropped)})
 	}
 	return dropped
 }
@@ -673,7 +673,7 @@ func (s *Session) stopForShutdown() {
 	s.mu.Unlock()
 	if cancel != nil {
 		cancel()
-		s.emit(NoticeEvent{Message: fmt.Sprintf("interrupted: planbridge is stopping (%d queued prompt(s) stay queued for the next start)", kept)})
+		s.emit(event.Notice{Message: fmt.Sprintf("interrupted: planbridge is stopping (%d queued prompt(s) stay queued for the next start)", kept)})
 	}
 }
 

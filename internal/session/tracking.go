@@ -9,6 +9,7 @@ import (
 	"planbridge/goal"
 	"planbridge/handoff"
 	"planbridge/internal/agent"
+	"planbridge/internal/event"
 	"planbridge/internal/store"
 	"planbridge/internal/trackbind"
 	"planbridge/review"
@@ -66,11 +67,11 @@ type trackerPort struct{ s *Session }
 func (p trackerPort) CommitTracking(ctx context.Context, row review.Row) error {
 	return p.s.m.st.PutTracking(ctx, p.s.id, store.Tracking(row))
 }
-func (p trackerPort) TodosChanged(items []TodoItem)  { p.s.emit(TodoEvent{Items: items}) }
-func (p trackerPort) StepsChanged(plan *TrackedPlan) { p.s.emit(StepsEvent{TrackedPlan: plan}) }
-func (p trackerPort) ScopeChanged(sc review.Scope)   { p.s.emit(ScopeEvent{Scope: sc}) }
-func (p trackerPort) ReportBuilt(r review.Report)    { p.s.emit(ReportEvent{Report: r}) }
-func (p trackerPort) Notice(msg string)              { p.s.emit(NoticeEvent{Message: msg}) }
+func (p trackerPort) TodosChanged(items []TodoItem)  { p.s.emit(event.Todo{Items: items}) }
+func (p trackerPort) StepsChanged(plan *TrackedPlan) { p.s.emit(event.Steps{TrackedPlan: plan}) }
+func (p trackerPort) ScopeChanged(sc review.Scope)   { p.s.emit(event.Scope{Scope: sc}) }
+func (p trackerPort) ReportBuilt(r review.Report)    { p.s.emit(event.Report{Report: r}) }
+func (p trackerPort) Notice(msg string)              { p.s.emit(event.Notice{Message: msg}) }
 func (p trackerPort) Pause(reason string)            { p.s.pauseForScope(reason) }
 func (p trackerPort) ReadArtifact(rel, hash string) (string, error) {
 	return p.s.readArtifact(rel, hash)
@@ -158,9 +159,9 @@ func (s *Session) pauseForScope(reason string) {
 	}
 	s.emitGoal()
 	if err != nil {
-		s.emit(ErrorEvent{Message: fmt.Sprintf("The implementation was stopped (%s), but its pause could not be saved: %v", reason, err)})
+		s.emit(event.Error{Message: fmt.Sprintf("The implementation was stopped (%s), but its pause could not be saved: %v", reason, err)})
 	} else {
-		s.emit(NoticeEvent{Message: "Implementation paused: " + reason})
+		s.emit(event.Notice{Message: "Implementation paused: " + reason})
 	}
 	if cancel != nil {
 		cancel()
