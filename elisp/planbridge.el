@@ -725,11 +725,28 @@ After a restart, every open session buffer is reopened."
 (defun planbridge--request (method params)
   "Send METHOD with PARAMS and wait for the result.
 Only for answers needed at command time.  Errors become `user-error's."
-  (condition-case err
-      (jsonrpc-request (planbridge--connection) method params
-                       :timeout planbridge-request-timeout)
-    (jsonrpc-error
-     (user-error "planbridge: %s" (planbridge--error-text err)))))
+  (let ((conn (planbridge--connection)))
+    (unwind-protect
+        (condition-case err
+            (jsonrpc-request conn method params
+                             :timeout planbridge-request-timeout)
+          (jsonrpc-error
+           (user-error "planbridge: %s" (planbridge--error-text err))))
+      (planbridge--drain conn))))
+
+(defun planbridge--drain (conn)
+  "Read, from a timer, the messages CONN's process has left unread.
+A synchronous request's answer ends jsonrpc's process filter by a
+non-local exit (Emacs 28), so what arrived in the same chunk after
+it stays unread until the backend writes again.  A question among
+them (`permission/ask') would then wait forever, and so would the
+backend.  Running the filter again on no new text reads them."
+  (let ((proc (and conn (jsonrpc--process conn))))
+    (when (and (process-live-p proc)
+               (eq (process-filter proc) #'jsonrpc--process-filter))
+      (run-at-time 0 nil (lambda ()
+                           (when (process-live-p proc)
+                             (jsonrpc--process-filter proc "")))))))
 
 (defconst planbridge--method-phrases
   '(("approval/accept" . "accept the plan")
