@@ -71,6 +71,24 @@ func (s *Session) emitGoal() {
 	s.emit(data)
 }
 
+// goalUndoLocked returns what puts the Goal state back as it is now,
+// for a change in memory whose commit fails: the state and the Goal's
+// own fields (a change may edit the Goal in place). Caller holds s.mu,
+// and holds it again when calling the result.
+func (s *Session) goalUndoLocked() (undo func()) {
+	prev := s.gl
+	var prevGoal goal.Goal
+	if prev.Goal != nil {
+		prevGoal = *prev.Goal
+	}
+	return func() {
+		s.gl = prev
+		if prev.Goal != nil {
+			*prev.Goal = prevGoal
+		}
+	}
+}
+
 // goalChanged stores and announces the Goal after a pause no caller
 // waits on (a budget run out); a failed save is logged and told as an
 // error event.
@@ -206,11 +224,7 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 	cfg := s.m.modelConfig()
 	s.goalMu.Lock()
 	s.mu.Lock()
-	prev := s.gl
-	var prevGoal goal.Goal
-	if prev.Goal != nil {
-		prevGoal = *prev.Goal
-	}
+	undo := s.goalUndoLocked()
 	a, err := s.gl.Act(verb, rest, goal.ActContext{InPlan: s.row.Plan, Budget: cfg.GoalBudget, Now: time.Now(),
 		Policy: goal.Policy{Model: cfg.Default.Model, Effort: cfg.Default.Effort, Mode: s.row.Mode}})
 	var commitErr error
@@ -219,10 +233,7 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 			commitErr = s.m.st.PutGoal(ctx, store.GoalRow{ID: r.ID, SessionID: s.id, Data: r.Data, Kickoff: r.Kickoff})
 		}
 		if commitErr != nil {
-			s.gl = prev
-			if prev.Goal != nil {
-				*prev.Goal = prevGoal
-			}
+			undo()
 		}
 	}
 	s.mu.Unlock()
@@ -313,17 +324,7 @@ func (e *handoffEnv) UpdateGoal(ctx context.Context, decide func(*goal.Goal) (*g
 	s.mu.Lock()
 	// What changes in memory is undone if the commit fails: a Goal that is
 	// not stored must not run.
-	prev := s.gl
-	var prevGoal goal.Goal
-	if prev.Goal != nil {
-		prevGoal = *prev.Goal
-	}
-	undo := func() {
-		s.gl = prev
-		if prev.Goal != nil {
-			*prev.Goal = prevGoal
-		}
-	}
+	undo := s.goalUndoLocked()
 	g, kickoff, err := decide(s.gl.Goal)
 	if err != nil || g == nil {
 		undo()
