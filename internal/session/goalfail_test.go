@@ -143,17 +143,7 @@ func TestGoalActionCommitFails(t *testing.T) {
 func TestGoalBookingCommitFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var failing atomic.Bool
-	st, err := store.Open(ctx, t.TempDir(), store.WithCommitFailure(func(op string) error {
-		if failing.Load() && op == store.OpGoal {
-			return fmt.Errorf("commit %s: %w", op, syscall.ENOSPC)
-		}
-		return nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, failing := goalCommitsFailingLater(t)
 	// Each turn ends without ending the Goal: it would continue.
 	eng := &textEngine{onStream: func() { failing.Store(true) }}
 	m := NewManager(Config{Store: st, Engine: eng})
@@ -207,4 +197,22 @@ func (e *textEngine) count() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.n
+}
+
+// goalCommitsFailingLater opens a store whose Goal commits fail (a full
+// disk) once the returned flag is set.
+func goalCommitsFailingLater(t *testing.T) (*store.Store, *atomic.Bool) {
+	t.Helper()
+	failing := &atomic.Bool{}
+	st, err := store.Open(context.Background(), t.TempDir(), store.WithCommitFailure(func(op string) error {
+		if failing.Load() && op == store.OpGoal {
+			return fmt.Errorf("commit %s: %w", op, syscall.ENOSPC)
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, failing
 }

@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -69,17 +66,7 @@ func (e *endingEngine) Stream(ctx context.Context, req agent.Request, onText fun
 func TestGoalBookingCommitFailsTellsTheTruth(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var failing atomic.Bool
-	st, err := store.Open(ctx, t.TempDir(), store.WithCommitFailure(func(op string) error {
-		if failing.Load() && op == store.OpGoal {
-			return fmt.Errorf("commit %s: %w", op, syscall.ENOSPC)
-		}
-		return nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, failing := goalCommitsFailingLater(t)
 	eng := &endingEngine{onResult: func() { failing.Store(true) }}
 	m := NewManager(Config{Store: st, Engine: eng})
 	defer m.Close()
