@@ -38,7 +38,7 @@ func TestFailedAcceptanceCommitMovesNothing(t *testing.T) {
 	if err := s.EnterPlan(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.publishProposal(ctx, "Rename the greeting", "# Rename the greeting\n\n1. Rename it.\n2. Test it.\n", false); err != nil {
+	if err := s.card.Publish(ctx, "Rename the greeting", "# Rename the greeting\n\n1. Rename it.\n2. Test it.\n", false); err != nil {
 		t.Fatal(err)
 	}
 	attempt := s.Approval().Card.Attempt

@@ -3,277 +3,85 @@ package session
 import (
 	"context"
 	"os"
-	"strings"
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/event"
+	"planbridge/internal/interaction"
 	"planbridge/internal/store"
-	"planbridge/proposal"
-	"planbridge/review"
 )
 
 // More stable error codes.
 const (
-	CodeStaleAttempt   = "stale_attempt"
-	CodeNoProposal     = "no_proposal"
+	CodeStaleAttempt   = interaction.CodeStaleAttempt
+	CodeNoProposal     = interaction.CodeNoProposal
 	CodeNothingToRetry = "nothing_to_retry"
 	CodeInvalidSelect  = handoff.CodeInvalidSelection
 	CodeUnavailable    = "unavailable"
 )
 
-var errStale = &Error{Code: CodeStaleAttempt, Message: "this approval card is no longer current (stale or missing attempt id); nothing changed"}
+// ApprovalView is what a client needs to draw the approval card
+// ([interaction.View]: the card of package handoff and the review parts).
+type ApprovalView = interaction.View
 
-// ApprovalView is what a client needs to draw the approval card: the
-// card of package handoff ([handoff.Card]) and beside it the review parts.
-type ApprovalView struct {
-	handoff.Card
-	// Warnings are the pre-approval checks of the plan against the
-	// workspace (see package review); they never block acceptance.
-	Warnings []review.Warning `json:"warnings"`
-	// Version is the proposal's plan version (work://plans/vN.md, at
-	// VersionPath); Revisions how many versions came before it.
-	Version     int    `json:"version,omitempty"`
-	Revisions   int    `json:"revisions"`
-	VersionPath string `json:"version_path,omitempty"`
-	// Comments are the line comments on the previous version, re-anchored
-	// on this one (open, addressed or stale).
-	Comments []review.Carried `json:"comments,omitempty"`
-	// Scope is what the implementation will be held to: the paths its Key
-	// Changes and steps name, or the person's edit (approval/update scope).
-	Scope []string `json:"scope"`
+// selectionLocked is the card's selection ([interaction.Card.SelectionLocked]).
+func (s *Session) selectionLocked() handoff.Selection { return s.card.SelectionLocked() }
+
+// checkAttemptLocked fails closed on a stale or missing attempt id (and
+// while a selection change commits: [interaction.Card.CheckLocked]).
+func (s *Session) checkAttemptLocked(attempt string) error {
+	return refused(s.card.CheckLocked(attempt))
 }
 
-// selectionLocked is [handoff.CardSelection] of the session's proposal.
-func (s *Session) selectionLocked() handoff.Selection {
-	stored := ""
-	if s.prop != nil {
-		stored = s.prop.Selection
-	}
-	return handoff.CardSelection(stored, func() handoff.Selection {
-		cfg := s.m.modelConfig()
-		return handoff.Defaults(s.row.Mode, cfg.GoalBudget, cfg.Workload(handoff.WorkloadImplementation))
-	})
-}
-
-// presentApproval opens a new presentation of the current proposal with a
-// fresh attempt id. The selection of an earlier proposal carries over; a
-// first proposal snapshots the plan-implementation workload.
-func (s *Session) presentApproval(ctx context.Context) {
-	s.mu.Lock()
-	if s.prop == nil || s.prop.Status != ProposalProposed || !s.row.Plan {
-		s.mu.Unlock()
-		return
-	}
-	p := *s.prop
-	p.Selection = s.selectionLocked().Stored()
-	s.approval = handoff.Approval{Attempt: handoff.NewAttemptID()}
-	s.armTimeoutLocked()
-	s.mu.Unlock()
-	if err := s.putProposal(ctx, p); err != nil {
-		s.m.log.Error("persist selection", "session", s.id, "err", err)
-	}
-	s.refreshWorktreeNotice(ctx)
-	s.changed() // the card (with its pre-approval checks) and the status
-}
-
-// refreshWorktreeNotice reruns the card's Worktree checks
-// ([handoff.CheckWorktreeCard]) when Worktree is selected (when the card
-// is shown or fetched and after each selection change).
-func (s *Session) refreshWorktreeNotice(ctx context.Context) {
-	s.mu.Lock()
-	sel, title, ws := s.selectionLocked(), "", s.row.Workspace
-	wt := s.prop != nil && sel.Location == handoff.Worktree
-	if wt {
-		title = s.prop.Title
-	}
-	s.mu.Unlock()
-	var w handoff.WorktreeCard
-	if wt {
-		edited, _ := s.m.st.EditedFiles(ctx, s.id)
-		w = handoff.CheckWorktreeCard(ctx, ws, edited, sel, title)
-	}
-	s.mu.Lock()
-	s.wt = w
-	s.mu.Unlock()
-}
+// closeApprovalLocked ends the presentation (under s.mu).
+func (s *Session) closeApprovalLocked() string { return s.card.CloseLocked() }
 
 // OpenApproval is [Session.Approval] for a client opening the card: the
 // Worktree checks (uncommitted changes, the branch) run again first, so
 // a branch created since the card was shown is named as a blocker.
-func (s *Session) OpenApproval(ctx context.Context) ApprovalView {
-	s.refreshWorktreeNotice(ctx)
-	s.changed()
-	return s.Approval()
-}
+func (s *Session) OpenApproval(ctx context.Context) ApprovalView { return s.card.Open(ctx) }
 
 // Approval returns the current card (Pending false when there is none).
-// The files it reads (the plan, the skill folders) are read outside the
-// session lock.
-func (s *Session) Approval() ApprovalView {
-	s.mu.Lock()
-	st := handoff.CardState{Approval: s.approval, Models: s.m.modelConfig().Models, Fork: s.forkStateLocked()}
-	if s.prop == nil {
-		s.mu.Unlock()
-		return ApprovalView{Card: handoff.NewCard(st)}
-	}
-	st.Proposal = &handoff.CardProposal{Title: s.prop.Title, Hash: s.prop.Hash, Path: agent.WorkScheme + s.prop.Path,
-		Edited: s.prop.PersonEdited, Selection: s.selectionLocked(), Worktree: s.wt}
-	p, workspace := *s.prop, s.row.Workspace
-	s.mu.Unlock()
-	v := ApprovalView{Card: handoff.NewCard(st)}
-	if body, differs, err := s.proposalBody(p); err == nil {
-		v.ShowBody(body, differs)
-		v.Warnings = s.track.Warnings(p.Hash, body, workspace)
-		s.versionCard(&v, p.Hash, body)
-		v.Scope = s.track.CardScope(p.Hash, body)
-	}
-	v.Skills = handoff.FindSkills(handoff.SkillDirs(workspace, userConfigDir()))
-	return v
-}
+func (s *Session) Approval() ApprovalView { return s.card.View() }
 
 func userConfigDir() string {
 	d, _ := os.UserConfigDir()
 	return d
 }
 
-// checkAttemptLocked fails closed on a stale or missing attempt id.
-func (s *Session) checkAttemptLocked(attempt string) error {
-	if err := s.approval.Check(attempt); err != nil {
-		return errStale
-	}
-	return nil
-}
-
-// lockAttempt takes s.mu for an action on the card presented under
-// attempt; a stale or missing one fails closed with the lock released.
-func (s *Session) lockAttempt(attempt string) error {
-	s.mu.Lock()
-	if err := s.checkAttemptLocked(attempt); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	return nil
-}
-
-// UpdateSelection applies one card edit.
+// UpdateSelection applies one card edit ([interaction.Card.UpdateSelection]).
 func (s *Session) UpdateSelection(ctx context.Context, attempt string, c handoff.Change) (ApprovalView, error) {
-	if err := s.lockAttempt(attempt); err != nil {
-		return ApprovalView{}, err
-	}
-	sel, err := s.selectionLocked().Apply(c, s.m.modelConfig().Models)
-	if err != nil {
-		s.mu.Unlock()
-		return ApprovalView{}, &Error{Code: CodeInvalidSelect, Message: err.Error()}
-	}
-	p := *s.prop
-	p.Selection = sel.Stored()
-	s.armTimeoutLocked() // the person is deciding: the timeout starts over
-	s.mu.Unlock()
-	if err := s.putProposal(ctx, p); err != nil {
-		return ApprovalView{}, err
-	}
-	s.refreshWorktreeNotice(ctx)
-	s.changed()
-	return s.Approval(), nil
+	v, err := s.card.UpdateSelection(ctx, attempt, c)
+	return v, refused(err)
 }
 
 // SetHidden hides or re-shows the card; it stays pending either way.
 func (s *Session) SetHidden(attempt string, hidden bool) (ApprovalView, error) {
-	if err := s.lockAttempt(attempt); err != nil {
-		return ApprovalView{}, err
-	}
-	s.approval.Hidden = hidden
-	s.mu.Unlock()
-	s.changed() // shown or hidden
-	return s.Approval(), nil
-}
-
-// closeApproval ends the presentation (under s.mu).
-func (s *Session) closeApprovalLocked() string {
-	a := s.approval.Attempt
-	s.approval = handoff.Approval{}
-	s.timeout.Stop()
-	return a
+	v, err := s.card.SetHidden(attempt, hidden)
+	return v, refused(err)
 }
 
 // CancelApproval demotes the proposal to a draft and discards the selection.
 func (s *Session) CancelApproval(ctx context.Context, attempt string) error {
-	if err := s.lockAttempt(attempt); err != nil {
-		return err
-	}
-	a := s.closeApprovalLocked()
-	p := *s.prop
-	p.Status, p.Selection = ProposalDraft, ""
-	s.mu.Unlock()
-	if err := s.putProposal(ctx, p); err != nil {
-		return err
-	}
-	s.closedWith(ctx, a, handoff.OutcomeCancelled, &p)
-	s.changed()
-	s.kick()
-	return nil
+	return refused(s.card.Cancel(ctx, attempt))
 }
 
 // Comment is a remark anchored to a line of the proposal.
 type Comment = handoff.LineComment
 
 // Feedback sends the person's revision request to the model inside a
-// delimited envelope. Plan stays on; the selection survives.
+// delimited envelope ([interaction.Card.Feedback]). Plan stays on; the
+// selection survives.
 func (s *Session) Feedback(ctx context.Context, attempt, text string, comments []Comment) error {
-	if n := handoff.FeedbackSize(text, comments); n > MaxPromptBytes {
-		return errorf(CodePromptTooLarge, "the feedback is %d bytes; the limit is %d (1 MiB)", n, MaxPromptBytes)
-	}
-	text, comments = handoff.MaskFeedback(text, comments, s.m.redact.String)
-	if err := s.lockAttempt(attempt); err != nil {
-		return err
-	}
-	body := s.prop.Body
-	if body == "" && len(comments) > 0 {
-		b, _ := os.ReadFile(s.workPath(s.prop.Path))
-		body = string(b)
-	}
-	feedback := handoff.FeedbackText(text, body, comments)
-	if strings.TrimSpace(feedback) == "" {
-		s.mu.Unlock()
-		return errorf(CodeInvalidParams, "feedback is empty")
-	}
-	a := s.closeApprovalLocked()
-	p := *s.prop
-	p.Status = ProposalDraft
-	p.Rejections++
-	title := p.Title
-	s.mu.Unlock()
-	if len(comments) > 0 {
-		if err := s.saveComments(p.Hash, comments); err != nil {
-			s.m.log.Error("save plan comments", "session", s.id, "err", err)
-		}
-	}
-	if err := s.putProposal(ctx, p); err != nil {
-		return err
-	}
-	s.closedWith(ctx, a, handoff.OutcomeFeedback, &p)
-	prompt, display := handoff.FeedbackTurn(title, feedback, p.Rejections, s.track.ChecksHint(p.Hash))
-	s.enqueue(turnReq{text: prompt, display: display})
-	return nil
+	return refused(s.card.Feedback(ctx, attempt, text, comments))
 }
 
 // EditProposal replaces the proposal with the person's edited text, which is
 // what will be accepted (recorded as person-edited). A new presentation
 // starts.
 func (s *Session) EditProposal(ctx context.Context, attempt, body string) (ApprovalView, error) {
-	if err := s.lockAttempt(attempt); err != nil {
-		return ApprovalView{}, err
-	}
-	s.mu.Unlock()
-	body = strings.TrimSpace(strings.ReplaceAll(body, "\r\n", "\n"))
-	if body == "" {
-		return ApprovalView{}, errorf(CodeInvalidParams, "the edited plan is empty")
-	}
-	if err := s.publishProposal(ctx, proposal.Parse(body).Title, body, true); err != nil {
-		return ApprovalView{}, err
-	}
-	return s.Approval(), nil
+	v, err := s.card.Edit(ctx, attempt, body)
+	return v, refused(err)
 }
 
 // AcceptResult tells the client what acceptance started.
@@ -321,7 +129,7 @@ func (c *card) Presented(ctx context.Context) (handoff.Presented, error) {
 	if err := s.checkAttemptLocked(c.attempt); err != nil {
 		return handoff.Presented{}, err
 	}
-	c.p = *s.prop
+	c.p, _ = s.card.ProposalLocked() // pending: there is one
 	return handoff.Presented{Selection: s.selectionLocked(), Title: c.p.Title, Hash: c.p.Hash}, nil
 }
 
@@ -347,7 +155,7 @@ func (c *card) closeLocked(sel handoff.Selection) (attempt string, undo func(), 
 		return "", nil, errSettingsChanged
 	}
 	attempt = s.closeApprovalLocked()
-	return attempt, func() { s.approval = handoff.Approval{Attempt: attempt} }, nil
+	return attempt, func() { s.card.ReopenLocked(attempt) }, nil
 }
 
 // acceptance is the session side of one [handoff.Accept] ([handoff.AcceptPort]).
@@ -434,7 +242,8 @@ func (s *Session) commitAccepted(ctx context.Context, c store.Acceptance, rec *h
 // naming base: p is its proposal, Plan is left.
 func (s *Session) tookPlan(p store.Proposal, base string) {
 	s.mu.Lock()
-	s.prop, s.row.Plan = &p, false
+	s.card.SetLocked(p)
+	s.row.Plan = false
 	s.mu.Unlock()
 	s.m.baseCommitted(s.id, base)
 }
@@ -473,10 +282,10 @@ const CodeSaveFailed = handoff.CodeSaveFailed
 // failure is a [CodeSaveFailed] error naming no absolute path.
 func (s *Session) SavePlanToProject(ctx context.Context, date string) (string, error) {
 	s.mu.Lock()
-	p := s.prop
+	p, ok := s.card.ProposalLocked()
 	ws := s.row.Workspace
 	s.mu.Unlock()
-	if p == nil || p.Status != ProposalAccepted {
+	if !ok || p.Status != ProposalAccepted {
 		return "", &Error{Code: CodeNoProposal, Message: "there is no accepted plan to save"}
 	}
 	body, err := s.readArtifact(handoff.ArtifactPath(p.Hash), p.Hash)

@@ -66,16 +66,16 @@ func TestCardClosesNobodyDecided(t *testing.T) {
 		outcome string // "" for none
 		status  string
 	}{
-		{"timed out", func(s *Session, a string) { s.timeOut(a) }, handoff.OutcomeTimedOut, ProposalDraft},
-		{"stale timeout", func(s *Session, a string) { s.timeOut("a-stale") }, "", ProposalProposed},
+		{"timed out", func(s *Session, a string) { s.card.TimeOut(a) }, handoff.OutcomeTimedOut, ProposalDraft},
+		{"stale timeout", func(s *Session, a string) { s.card.TimeOut("a-stale") }, "", ProposalProposed},
 		{"timeout after a cancel", func(s *Session, a string) {
 			if err := s.CancelApproval(context.Background(), a); err != nil {
 				t.Fatal(err)
 			}
-			s.timeOut(a)
+			s.card.TimeOut(a)
 		}, handoff.OutcomeCancelled, ProposalDraft},
 		{"interrupted", func(s *Session, a string) { s.Interrupt() }, handoff.OutcomeInterrupted, ProposalDraft},
-		{"server stopping", func(s *Session, a string) { s.interruptApproval(context.Background(), false) }, handoff.OutcomeInterrupted, ProposalProposed},
+		{"server stopping", func(s *Session, a string) { s.card.Interrupt(context.Background(), false) }, handoff.OutcomeInterrupted, ProposalProposed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

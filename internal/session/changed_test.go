@@ -32,7 +32,7 @@ func TestStatusAndCardEventsExactlyOnChange(t *testing.T) {
 	if err := s.EnterPlan(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.publishProposal(ctx, "Rename the greeting", "# Rename the greeting\n\n## Steps\n1. Edit greet.txt\n", false); err != nil {
+	if err := s.card.Publish(ctx, "Rename the greeting", "# Rename the greeting\n\n## Steps\n1. Edit greet.txt\n", false); err != nil {
 		t.Fatal(err)
 	}
 	attempt := s.Approval().Attempt
@@ -74,7 +74,7 @@ func TestStatusAndCardEventsExactlyOnChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2.EnterPlan(ctx)
-	if err := s2.publishProposal(ctx, "Other", "# Other\n\n## Steps\n1. x\n", false); err != nil {
+	if err := s2.card.Publish(ctx, "Other", "# Other\n\n## Steps\n1. x\n", false); err != nil {
 		t.Fatal(err)
 	}
 	steps = append(steps, struct {

@@ -37,8 +37,8 @@ func (s *Session) compactNow(ctx context.Context, why string) error {
 		c.Carry = p.Carry()
 	}
 	s.mu.Lock()
-	if s.prop != nil && s.prop.Status == ProposalProposed {
-		c.Proposal, c.ProposalPath = s.prop.Title, agent.WorkScheme+s.prop.Path
+	if p, ok := s.card.ProposalLocked(); ok && p.Status == ProposalProposed {
+		c.Proposal, c.ProposalPath = p.Title, agent.WorkScheme+p.Path
 	}
 	if s.row.Plan {
 		c.Reminder = agent.PlanReminder(false)

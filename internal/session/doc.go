@@ -9,11 +9,11 @@
 // the ports of one acceptance, park, start or recovery embed) and keeps
 // their data access: each port method that commits is one named store
 // operation.
-// The approval card is drawn by package handoff ([handoff.NewCard] from
-// a snapshot, the review parts beside it), which also decides whether an
-// implementation may start ([handoff.CheckRun], [handoff.StartBlocker])
-// and times the card out ([handoff.Timeout]); the session presents and
-// closes cards (one at a time) and records how each ended.
+// The proposal and its one approval card (publish, present, the card's
+// edits, feedback, cancel, drafts, the timeout, outcomes) are package
+// internal/interaction's ([interaction.Card], guarded by the session's
+// lock); whether an implementation may start is handoff's
+// ([handoff.CheckRun], [handoff.StartBlocker]).
 // Goal policy (what runs next, the /goal command, a turn's admission and
 // its booking) and the Goal's run-time state ([goal.State]) are package
 // goal's; the session holds that state under its lock, stores and
@@ -89,9 +89,7 @@
 // at most [MaxPromptBytes] ([CodePromptTooLarge]) and at most [MaxQueued]
 // prompts wait in the queue ([CodeQueueFull]). A prompt from a share link
 // ([Session.QueueGuest]) and an automatic Goal continuation run as
-// unattended turns ([agent.Gate.Unattended]). The published proposal's body
-// is stored with its hash and is what every surface shows and acceptance
-// archives; a plan file changed on disk is flagged, never trusted. With
+// unattended turns ([agent.Gate.Unattended]). With
 // [Config.Redact], events and transcript rows are masked before they are
 // stored or published, and so is the person's own text as it enters
 // (prompts, queued and shared prompts, feedback, Goal objectives and
@@ -101,13 +99,9 @@
 // and both go through the same durable handoff. [Session.Park] archives an
 // approved plan with its whole selection and the workspace HEAD and starts
 // nothing; a parked plan starts at most once, and the start reports a HEAD
-// that moved since approval. Every approval presentation that ends has its
-// outcome recorded ([Session.Outcomes]): accepted, parked, feedback,
-// cancelled (also leaving Plan), demoted, interrupted ([Session.Interrupt],
-// or the server closing with the card up — the next start presents it
-// again under a new attempt) or timed_out ([Manager.SetApprovalTimeout]; the
-// proposal becomes a draft). A headless Plan turn (package
-// internal/planonly) drives a session through this exported API alone and
+// that moved since approval. Every approval presentation that ends has
+// its outcome recorded ([Session.Outcomes], see package interaction). A
+// headless Plan turn (package internal/planonly) drives a session through this exported API alone and
 // reads its result with [Session.Proposed]. [Info.AcceptedPlan] and [PlanStatus]
 // carry the accepted plan's title, hash and commit trailer.
 //

@@ -11,6 +11,3 @@ type Event = event.Event
 
 // Kind makes a parked plan an event ("parked").
 func (ParkedView) Kind() string { return event.KindParked }
-
-// Kind makes the card an event ("approval").
-func (ApprovalView) Kind() string { return event.KindApproval }

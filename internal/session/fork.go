@@ -22,7 +22,7 @@ const (
 
 // forkStateLocked is what of the session refuses a fork whatever the branch.
 func (s *Session) forkStateLocked() handoff.ForkState {
-	return handoff.ForkState{Queued: len(s.queue), Busy: s.busy, GoalUnfinished: s.gl.Unfinished(), NoGit: s.wt.NoGit}
+	return handoff.ForkState{Queued: len(s.queue), Busy: s.busy, GoalUnfinished: s.gl.Unfinished(), NoGit: s.card.NoGitLocked()}
 }
 
 func (c handoffEnv) Failpoint(name string) { handoff.Failpoint(name) }
@@ -84,10 +84,7 @@ func (e *handoffEnv) CreateForkSession(ctx context.Context, rec *handoff.Record)
 	s := e.s
 	s.mu.Lock()
 	src := s.row
-	var prop store.Proposal
-	if s.prop != nil {
-		prop = *s.prop
-	}
+	prop, _ := s.card.ProposalLocked()
 	s.mu.Unlock()
 	forkID := newID("s-")
 	fork := store.Session{ID: forkID, Workspace: rec.Fork.Dir, Title: src.Title, Mode: src.Mode,

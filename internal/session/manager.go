@@ -187,7 +187,7 @@ func (m *Manager) Close() {
 		s.stopForShutdown()
 		// The person's client went away: the card's presentation ends as
 		// interrupted, and the next start presents the proposal again.
-		s.interruptApproval(context.Background(), false)
+		s.card.Interrupt(context.Background(), false)
 	}
 	m.turns.Wait()
 	for _, s := range ss {
@@ -259,7 +259,7 @@ func (m *Manager) Get(ctx context.Context, id string) (*Session, error) {
 	}
 	m.sessions[id] = s
 	// A card presented again on resume times out like any other.
-	s.timeout.Arm(m.approvalTimeout, s.approval, s.timeOut)
+	s.card.Arm(m.approvalTimeout)
 	return s, nil
 }
 

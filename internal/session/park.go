@@ -16,42 +16,14 @@ import (
 // CodeAlreadyStarted refuses a second start of a parked plan.
 const CodeAlreadyStarted = "already_started"
 
-// recordOutcome stores how attempt ended. A failure is logged: the
-// outcome is also in the event log.
+// recordOutcome stores how attempt ended ([interaction.Card.RecordOutcome]).
 func (s *Session) recordOutcome(ctx context.Context, attempt, outcome, title, hash string) {
-	if attempt == "" {
-		return
-	}
-	o := store.ApprovalOutcome{SessionID: s.id, Attempt: attempt, Outcome: outcome, Title: title, Hash: hash}
-	if err := s.m.st.PutApprovalOutcome(context.WithoutCancel(ctx), o); err != nil {
-		s.m.log.Error("record approval outcome", "session", s.id, "attempt", attempt, "err", err)
-	}
-}
-
-// closedWith records and announces that attempt ended with outcome.
-func (s *Session) closedWith(ctx context.Context, attempt, outcome string, p *store.Proposal) {
-	if attempt == "" {
-		return
-	}
-	title, hash := "", ""
-	if p != nil {
-		title, hash = p.Title, p.Hash
-	}
-	s.recordOutcome(ctx, attempt, outcome, title, hash)
-	s.emit(event.ApprovalClosed{Attempt: attempt, Reason: outcome})
+	s.card.RecordOutcome(ctx, attempt, outcome, title, hash)
 }
 
 // Outcomes lists how the session's approval presentations ended, oldest first.
 func (s *Session) Outcomes(ctx context.Context) ([]handoff.Outcome, error) {
-	rows, err := s.m.st.ApprovalOutcomes(ctx, s.id)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]handoff.Outcome, len(rows))
-	for i, r := range rows {
-		out[i] = handoff.Outcome{Attempt: r.Attempt, Outcome: r.Outcome, Title: r.Title, Hash: r.Hash, At: r.At}
-	}
-	return out, nil
+	return s.card.Outcomes(ctx)
 }
 
 // --- Approval timeout -------------------------------------------------------
@@ -68,57 +40,6 @@ func (m *Manager) approvalTimeoutValue() time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.approvalTimeout
-}
-
-// armTimeoutLocked starts the timeout of the current presentation (if
-// one is configured), replacing any earlier one. Caller holds s.mu.
-func (s *Session) armTimeoutLocked() {
-	s.timeout.Arm(s.m.approvalTimeoutValue(), s.approval, s.timeOut)
-}
-
-// timeOut closes the card of attempt as timed_out if it is still the
-// current one: the proposal becomes a draft (its selection kept) and
-// nothing runs.
-func (s *Session) timeOut(attempt string) {
-	if s.m.isClosed() || !s.endPresentation(context.Background(), attempt, handoff.OutcomeTimedOut, true) {
-		return
-	}
-	s.emit(event.Notice{Message: "The approval card timed out; nothing runs. The plan is kept as a draft."})
-	s.changed()
-	s.kick()
-}
-
-// interruptApproval closes a pending card as interrupted. With demote the
-// proposal becomes a draft (session/interrupt); without (the server is
-// shutting down) it stays proposed, so the next start presents it again
-// under a new attempt, as resuming does.
-func (s *Session) interruptApproval(ctx context.Context, demote bool) {
-	if s.endPresentation(ctx, "", handoff.OutcomeInterrupted, demote) && demote {
-		s.changed()
-	}
-}
-
-// endPresentation closes the pending card (attempt's, or with "" whichever
-// is up) as outcome, for a reason nobody decided on the card: with demote
-// its proposal becomes a draft, a failed commit of which is only logged
-// (the card is closed all the same). It reports whether a card closed.
-func (s *Session) endPresentation(ctx context.Context, attempt, outcome string, demote bool) bool {
-	s.mu.Lock()
-	if !s.approval.Pending() || s.prop == nil || attempt != "" && s.approval.Check(attempt) != nil {
-		s.mu.Unlock()
-		return false
-	}
-	a := s.closeApprovalLocked()
-	p := *s.prop
-	s.mu.Unlock()
-	if demote {
-		p.Status = ProposalDraft
-		if err := s.putProposal(ctx, p); err != nil {
-			s.m.log.Error("demote the closed card's proposal", "session", s.id, "outcome", outcome, "err", err)
-		}
-	}
-	s.closedWith(ctx, a, outcome, &p)
-	return true
 }
 
 // --- Approve and park ---------------------------------------------------------
@@ -206,7 +127,7 @@ func (a *parking) Commit(ctx context.Context, pk handoff.Parking) error {
 		return err
 	}
 	s.mu.Lock()
-	s.prop = &p
+	s.card.SetLocked(p)
 	s.mu.Unlock()
 	a.id = row.ID
 	return nil
@@ -295,7 +216,7 @@ func (a *starting) Claim() error {
 	s := a.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	err := handoff.StartBlocker(handoff.StartState{ForkedTo: s.row.ForkedTo, Busy: s.busy, Starting: s.starting, Pending: s.approval.Pending()})
+	err := handoff.StartBlocker(handoff.StartState{ForkedTo: s.row.ForkedTo, Busy: s.busy, Starting: s.starting, Pending: s.card.PendingLocked()})
 	if err == nil {
 		s.starting, a.claimed = true, true
 	}
@@ -332,7 +253,7 @@ func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) 
 	// The base is the workspace now, at the start, not at park time.
 	base, err := s.commitAccepted(ctx, store.Acceptance{Proposal: p, Parked: a.id, ParkedLocation: string(rec.Selection.Location)}, rec, body,
 		func() (func(), error) {
-			if s.busy || s.approval.Pending() {
+			if s.busy || s.card.PendingLocked() {
 				return nil, errorf(CodeBusy, "the session became busy; try again")
 			}
 			return func() {}, nil

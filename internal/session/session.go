@@ -15,6 +15,7 @@ import (
 	"planbridge/internal/command"
 	"planbridge/internal/event"
 	"planbridge/internal/eventlog"
+	"planbridge/internal/interaction"
 	"planbridge/internal/store"
 	"planbridge/internal/transcript"
 	"planbridge/review"
@@ -45,15 +46,13 @@ type Session struct {
 	gone     bool // its rows are deleted (set under rowMu): no row commit may write them back
 	queue    []turnReq
 	cancel   context.CancelFunc
-	prop     *store.Proposal  // the session's proposal, nil if none
-	approval handoff.Approval // the pending presentation, if any (not persisted)
-	track    *review.Tracker  // todo list, accepted-plan steps, the implementation's records (its own lock, a leaf under mu)
-	gl       goal.State       // the session's Goal
-	// wt is the card's last Worktree check (notice, branch; NoGit is a
-	// fork blocker), zero unless Worktree is selected.
-	wt      handoff.WorktreeCard
-	timeout handoff.Timeout // the approval timeout of the current presentation
-	turnNo  int64           // the last turn started; loaded from the log, so numbering survives a restart
+	// card is the proposal and its one presentation (package
+	// interaction): its state is guarded by mu; its own commit lock is
+	// taken before pubMu and mu.
+	card   *interaction.Card
+	track  *review.Tracker // todo list, accepted-plan steps, the implementation's records (its own lock, a leaf under mu)
+	gl     goal.State      // the session's Goal
+	turnNo int64           // the last turn started; loaded from the log, so numbering survives a restart
 
 	// tr is the transcript of the current context segment (its own locks:
 	// commits take it before mu, reads take a leaf lock).
@@ -71,6 +70,7 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 	s := &Session{m: m, id: row.ID, row: row, restarted: restarted,
 		workDir: m.workDir(row.ID)}
 	s.track = s.newTracker()
+	s.card = s.newCard()
 	var err error
 	if s.tr, err = transcript.Load(ctx, transcript.Config{Session: row.ID, Segment: row.Segment, Store: m.st,
 		Row: s.rowSnapshot, RowLock: &s.rowMu, OnSegment: s.segmentCommitted, Redact: m.redact, Logger: m.log}); err != nil {
@@ -92,7 +92,7 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 	for _, q := range queued {
 		s.queue = append(s.queue, turnReq{text: q.Text, display: q.Display, queueID: q.ID, guest: q.Guest})
 	}
-	if err := s.loadProposal(ctx); err != nil {
+	if err := s.card.Load(ctx, row.Plan); err != nil {
 		return nil, err
 	}
 	if err := s.loadTracking(ctx); err != nil {
@@ -150,11 +150,11 @@ func (s *Session) Info() Info {
 	s.mu.Lock()
 	in := infoFromRow(s.row, s.busy)
 	in.Queued = len(s.queue)
-	if s.prop != nil {
-		in.ProposalStatus, in.ProposalTitle = s.prop.Status, s.prop.Title
+	if p, ok := s.card.ProposalLocked(); ok {
+		in.ProposalStatus, in.ProposalTitle = p.Status, p.Title
 	}
-	if s.approval.Pending() {
-		in.Approval = map[bool]string{false: "shown", true: "hidden"}[s.approval.Hidden]
+	if a := s.card.PresentationLocked(); a.Pending() {
+		in.Approval = map[bool]string{false: "shown", true: "hidden"}[a.Hidden]
 	}
 	if s.gl.Goal != nil {
 		in.Goal = s.gl.Goal.Summary()
@@ -196,7 +196,7 @@ func (s *Session) changed() {
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
 	s.mu.Lock()
-	pending := s.approval.Pending()
+	pending := s.card.PendingLocked()
 	s.mu.Unlock()
 	if pending {
 		s.events.View(s.Approval())
@@ -290,7 +290,7 @@ func (s *Session) ExitPlan(ctx context.Context) error {
 	if err := s.commitRow(ctx, func(r *store.Session) { r.Plan = false }); err != nil {
 		return err
 	}
-	s.demoteProposal(ctx, handoff.OutcomeCancelled) // leaving Plan abandons the pending proposal
+	s.card.Demote(ctx, handoff.OutcomeCancelled) // leaving Plan abandons the pending proposal
 	s.changed()
 	return nil
 }
@@ -348,7 +348,7 @@ func (s *Session) Submit(ctx context.Context, text string) (SubmitResult, error)
 	}
 	if s.Info().Plan {
 		// An accepted follow-up in Plan demotes the proposal to a draft.
-		s.demoteProposal(ctx, handoff.OutcomeDemoted)
+		s.card.Demote(ctx, handoff.OutcomeDemoted)
 	}
 	queued, err := s.prompt(ctx, text, false)
 	return SubmitResult{Queued: queued}, err
@@ -515,7 +515,7 @@ func (s *Session) nextLocked() (req turnReq, ok, paused bool) {
 	}
 	for {
 		g := s.gl.Goal
-		sit := goal.Situation{Busy: s.busy, InteractionPending: s.approval.Pending(),
+		sit := goal.Situation{Busy: s.busy, InteractionPending: s.card.PendingLocked(),
 			QueuedReady: len(s.queue), KickoffPending: s.gl.Kickoff != ""}
 		if g != nil && g.Status == goal.Active && !sit.Busy && !sit.InteractionPending {
 			sit.PlanRefMatches = s.planRefMatches(g.PlanRef)
@@ -638,7 +638,7 @@ func (m *Manager) isClosed() bool {
 // interruption is never an approval.
 func (s *Session) Interrupt() {
 	dropped := s.stopTurn()
-	s.interruptApproval(context.Background(), true)
+	s.card.Interrupt(context.Background(), true)
 	if dropped > 0 {
 		s.changed() // the queue emptied, even with no turn to end
 	}

@@ -200,10 +200,8 @@ func (s *Session) FileDiff(ctx context.Context, rel string) (string, error) {
 // proposal's version and from 0 the one before it.
 func (s *Session) DiffVersions(from, to int) (review.VersionDiff, error) {
 	s.mu.Lock()
-	hash := ""
-	if s.prop != nil {
-		hash = s.prop.Hash
-	}
+	p, _ := s.card.ProposalLocked()
+	hash := p.Hash
 	s.mu.Unlock()
 	d, err := s.track.DiffVersions(hash, from, to)
 	return d, reviewError(err)
@@ -235,30 +233,14 @@ func (s *Session) UpdateScope(ctx context.Context, attempt string, paths []strin
 		s.mu.Unlock()
 		return ApprovalView{}, err
 	}
-	hash := s.prop.Hash
+	p, _ := s.card.ProposalLocked()
+	hash := p.Hash
 	s.mu.Unlock()
 	if err := s.track.SetCardScope(hash, clean); err != nil {
 		return ApprovalView{}, err
 	}
 	s.changed()
 	return s.Approval(), nil
-}
-
-func (s *Session) versionCard(v *ApprovalView, hash, body string) {
-	c := s.track.Card(hash, body)
-	if c.Version == 0 {
-		return
-	}
-	v.Version, v.Revisions, v.VersionPath, v.Comments = c.Version, c.Revisions, c.Path, c.Comments
-	if c.Notice != "" {
-		v.Notice = handoff.JoinNotice(v.Notice, c.Notice)
-	}
-}
-
-// saveComments records the person's line comments on the version of the
-// proposal with this hash.
-func (s *Session) saveComments(hash string, comments []Comment) error {
-	return s.track.SaveComments(hash, comments)
 }
 
 // stageBase stages the base of an implementation of session sess in the

@@ -42,7 +42,7 @@ func (k *turnSink) ResponseDone(text string) {
 	if v := k.view.Done(text); v != "" {
 		k.s.events.Text(v)
 	}
-	k.s.onResponse(k.view.Result())
+	k.s.card.OnResponse(k.view.Result())
 	k.view = viewFor(k.plan)
 }
 
