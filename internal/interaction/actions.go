@@ -184,9 +184,10 @@ func (c *Card) Edit(ctx context.Context, attempt, body string) (View, error) {
 // TimeOut closes the card of attempt as timed_out if it is still the
 // current one: the proposal becomes a draft (its selection kept) and
 // nothing runs. A stale attempt (the card was decided, or presented
-// again) changes nothing.
+// again) changes nothing, and so does a missing one (it never means
+// "whichever card is up").
 func (c *Card) TimeOut(attempt string) {
-	if c.cfg.Host.Closed() {
+	if attempt == "" || c.cfg.Host.Closed() {
 		return
 	}
 	closed, err := c.end(context.Background(), attempt, handoff.OutcomeTimedOut, true)
