@@ -2,11 +2,15 @@ package session
 
 import (
 	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
+	"planbridge/internal/event"
 	"planbridge/internal/store"
 )
 
@@ -143,5 +147,82 @@ func TestInterruptWhoseDemotionFails(t *testing.T) {
 	p, err := st.GetProposal(ctx, id)
 	if err != nil || p.Status != ProposalProposed || s.Info().ProposalStatus != ProposalProposed {
 		t.Errorf("proposal %q (%v) in the store, %q in memory; want proposed in both", p.Status, err, s.Info().ProposalStatus)
+	}
+}
+
+// TestCardActionWhoseCommitFails: over a real store whose proposal
+// commits fail (a full disk), a person's cancel, feedback or edit returns
+// the error with the card up under its attempt and nothing recorded or
+// queued; leaving Plan closes the card all the same (nobody decided on
+// it), the proposal stays proposed in memory as in the store, and the
+// person is told with an error event.
+func TestCardActionWhoseCommitFails(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		act    func(ctx context.Context, s *Session, attempt string) error
+		closes bool
+	}{
+		{"cancel", func(ctx context.Context, s *Session, a string) error { return s.CancelApproval(ctx, a) }, false},
+		{"feedback", func(ctx context.Context, s *Session, a string) error { return s.Feedback(ctx, a, "smaller steps", nil) }, false},
+		{"edit", func(ctx context.Context, s *Session, a string) error {
+			_, err := s.EditProposal(ctx, a, "# Fix it\n\n1. Do it.\n")
+			return err
+		}, false},
+		{"leaving Plan", func(ctx context.Context, s *Session, a string) error { return s.ExitPlan(ctx) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var failing atomic.Bool
+			st, err := store.Open(ctx, t.TempDir(), store.WithCommitFailure(func(op string) error {
+				if failing.Load() && op == store.OpProposal {
+					return errors.New("disk full")
+				}
+				return nil
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			m, s := presented(t, ctx, st)
+			defer m.Close()
+			attempt := s.Approval().Attempt
+			since := s.Info().LastSeq
+			failing.Store(true)
+			err = tc.act(ctx, s, attempt)
+			if !tc.closes && (err == nil || !strings.Contains(err.Error(), "disk full")) {
+				t.Fatalf("error %v, want the failed commit", err)
+			}
+			if got := s.Approval(); got.Pending == tc.closes || !tc.closes && got.Attempt != attempt {
+				t.Errorf("card pending %v under %q, want closed %v (attempt %q)", got.Pending, got.Attempt, tc.closes, attempt)
+			}
+			want := map[bool]string{true: handoff.OutcomeCancelled, false: ""}[tc.closes]
+			if got := lastOutcome(t, ctx, s); got != want {
+				t.Errorf("outcome %q, want %q", got, want)
+			}
+			p, err := st.GetProposal(ctx, s.ID())
+			if err != nil || p.Status != ProposalProposed || s.Info().ProposalStatus != ProposalProposed || p.Rejections != 0 {
+				t.Errorf("proposal %+v (%v) in the store, %q in memory; want proposed in both", p, err, s.Info().ProposalStatus)
+			}
+			evs, err := s.Events(ctx, since)
+			if err != nil {
+				t.Fatal(err)
+			}
+			told := false
+			for _, ev := range evs {
+				if ev.Kind == (event.Error{}).Kind() && strings.Contains(string(ev.Data), "disk full") {
+					told = true
+				}
+			}
+			if told != tc.closes {
+				t.Errorf("error event %v, want %v (%d events)", told, tc.closes, len(evs))
+			}
+			if !tc.closes {
+				failing.Store(false)
+				if err := tc.act(ctx, s, attempt); err != nil {
+					t.Errorf("again once the disk is back: %v", err)
+				}
+			}
+		})
 	}
 }
