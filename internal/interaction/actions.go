@@ -143,7 +143,10 @@ func (c *Card) Feedback(ctx context.Context, attempt, text string, comments []ha
 	}
 	if len(comments) > 0 {
 		if err := c.cfg.Tracker.SaveComments(p.Hash, comments); err != nil {
+			// The feedback stands (its turn carries the comments); only
+			// the next version's card will not show them.
 			c.cfg.Logger.Error("save plan comments", "session", c.cfg.Session, "err", err)
+			c.cfg.Host.Emit(event.Error{Message: "could not keep the line comments with the plan version: " + err.Error() + "; the revision request carries them"})
 		}
 	}
 	c.closedWith(ctx, a, handoff.OutcomeFeedback, &p)

@@ -389,16 +389,19 @@ func TestFeedback(t *testing.T) {
 		text     string
 		comments []handoff.LineComment
 		code     string
+		failKeep bool // the comments cannot be kept
 	}{
-		{"too large", big, nil, CodePromptTooLarge},
-		{"too large in its comments", "ok", []handoff.LineComment{{Line: 1, Text: big[:600]}, {Line: 2, Text: big[:600]}}, CodePromptTooLarge},
-		{"empty", "  \n", nil, CodeInvalidParams},
-		{"masked", "use sk-secret please", []handoff.LineComment{{Line: 1, Text: "not sk-secret"}}, ""},
+		{"too large", big, nil, CodePromptTooLarge, false},
+		{"too large in its comments", "ok", []handoff.LineComment{{Line: 1, Text: big[:600]}, {Line: 2, Text: big[:600]}}, CodePromptTooLarge, false},
+		{"empty", "  \n", nil, CodeInvalidParams, false},
+		{"masked", "use sk-secret please", []handoff.LineComment{{Line: 1, Text: "not sk-secret"}}, "", false},
+		{"its comments cannot be kept", "use sk-secret please", []handoff.LineComment{{Line: 1, Text: "not sk-secret"}}, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t)
 			a := r.proposed(planA)
 			before, _ := r.st.stored()
+			r.track.failComments = tc.failKeep
 			err := r.card.Feedback(r.ctx, a, tc.text, tc.comments)
 			if got := code(err); got != tc.code {
 				t.Fatalf("code %q, want %q", got, tc.code)
@@ -417,8 +420,14 @@ func TestFeedback(t *testing.T) {
 			if len(r.host.enqueued) != 1 || strings.Contains(r.host.enqueued[0], "sk-secret") || !strings.Contains(r.host.enqueued[0], "[redacted]") {
 				t.Errorf("queued %q", r.host.enqueued)
 			}
-			if c := r.track.comments[row.Hash]; len(c) != 1 || strings.Contains(c[0].Text, "sk-secret") {
+			want := "approval_closed"
+			if tc.failKeep {
+				want = "error,approval_closed" // told, and the feedback stands
+			} else if c := r.track.comments[row.Hash]; len(c) != 1 || strings.Contains(c[0].Text, "sk-secret") {
 				t.Errorf("comments kept %+v", c)
+			}
+			if got := kinds(r.host.take()); got != want {
+				t.Errorf("events %q, want %q", got, want)
 			}
 		})
 	}

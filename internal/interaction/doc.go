@@ -53,6 +53,9 @@
 //     not kept); otherwise it is committed as a draft.
 //   - Feedback is bounded (at most [Config.MaxFeedback] bytes, text and
 //     comments, [CodePromptTooLarge]) and masked before it goes anywhere.
+//     Its line comments are kept with the plan version after the draft is
+//     committed; a failure to keep them is told (an error event), the
+//     revision request carrying them all the same.
 //   - The published proposal's body is stored with its hash and is what
 //     every surface shows and acceptance archives; a plan file changed on
 //     disk is flagged ([Card.Body]), never trusted.
@@ -65,7 +68,7 @@
 //     ([Host.Timeout]; the proposal becomes a draft). A card replaced by
 //     a new presentation (an edit, a new proposal) records none.
 //
-// It imports handoff, review, proposal, internal/event and
-// internal/store (its rows and atomic file writes), nothing of the
-// session.
+// It imports handoff, review, proposal, internal/event, internal/agent
+// (the work:// scheme) and internal/store (its rows and atomic file
+// writes), nothing of the session.
 package interaction

@@ -212,9 +212,10 @@ func kinds(evs []event.Data) string {
 
 // fakeTracker keeps versions and comments in memory.
 type fakeTracker struct {
-	mu       sync.Mutex
-	versions []string
-	comments map[string][]review.Comment
+	failComments bool
+	mu           sync.Mutex
+	versions     []string
+	comments     map[string][]review.Comment
 }
 
 func (f *fakeTracker) RecordVersion(hash, body string) error {
@@ -226,6 +227,9 @@ func (f *fakeTracker) RecordVersion(hash, body string) error {
 func (f *fakeTracker) SaveComments(hash string, comments []review.Comment) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failComments {
+		return errDiskFull
+	}
 	if f.comments == nil {
 		f.comments = map[string][]review.Comment{}
 	}
