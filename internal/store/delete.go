@@ -21,7 +21,8 @@ func (e *FilesLeftError) Unwrap() error { return e.Err }
 
 // DeleteSession removes session id: every row (events, transcript,
 // proposal, retry record, tracking, edited files, Goals, queued input,
-// share rooms and their links, the session row) in one transaction, and
+// parked plans, approval outcomes, share rooms and their links, the
+// session row) in one transaction, and
 // its directory ([SessionDir]). The directory goes aside first (a name
 // [SessionDirs] does not count), then the rows, then the files: a crash
 // between leaves rows without a directory or a stray directory, never a
@@ -105,6 +106,8 @@ func (s *Store) deleteRows(ctx context.Context, id string) error {
 			`DELETE FROM share_links WHERE room_id IN (SELECT id FROM share_rooms WHERE session_id = ?)`,
 			`DELETE FROM share_rooms WHERE session_id = ?`,
 			`DELETE FROM queued_input WHERE session_id = ?`,
+			`DELETE FROM parked_plans WHERE session_id = ?`,
+			`DELETE FROM approval_outcomes WHERE session_id = ?`,
 			`DELETE FROM goals WHERE session_id = ?`,
 			`DELETE FROM edited_files WHERE session_id = ?`,
 			`DELETE FROM tracking WHERE session_id = ?`,
