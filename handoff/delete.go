@@ -14,6 +14,11 @@ const CodeSessionInUse = "session_in_use"
 // deleted. A read that failed is kept as its error, returned where the
 // decision reaches it, so a refusal earlier in the order still wins.
 type DeleteState struct {
+	// Source is the session handing its implementation over to this one,
+	// its Worktree fork: from the fork session's creation until the
+	// hand-over commits (the source's record names the fork).
+	Source         string
+	SourceErr      error  // reading the source's record failed
 	Fork           string // the Worktree fork it handed over to, if that session still exists
 	Record         bool   // an accepted plan's retry record exists
 	RecordErr      error  // reading the retry record failed
@@ -24,8 +29,9 @@ type DeleteState struct {
 }
 
 // CheckDelete says why a session may not be deleted, or nil: work it
-// still owns that deleting it would lose, in this order — a live Worktree
-// fork it handed over to, an accepted plan whose handoff is unfinished (a
+// still owns that deleting it would lose, in this order — the hand-over
+// of an implementation to it (it is a Worktree fork its source is still
+// handing over to), a live Worktree fork it handed over to, an accepted plan whose handoff is unfinished (a
 // retry record), a tracked implementation running or paused, a Goal that
 // is not complete, an open share link. Each is a [Refusal] with
 // [CodeSessionInUse] naming what lifts it. A running turn and queued
@@ -35,6 +41,10 @@ func CheckDelete(st DeleteState) error {
 		return &Refusal{Code: CodeSessionInUse, Message: fmt.Sprintf(format, args...)}
 	}
 	switch {
+	case st.SourceErr != nil:
+		return st.SourceErr
+	case st.Source != "":
+		return inUse("this Worktree fork is being handed its implementation by %s; wait for the hand-over, then delete", st.Source)
 	case st.Fork != "":
 		return inUse("this session handed its implementation to the Worktree fork %s; delete that first", st.Fork)
 	case st.RecordErr != nil:

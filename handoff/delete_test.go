@@ -25,6 +25,9 @@ func TestCheckDelete(t *testing.T) {
 		wantErr error  // a read error handed back as it is
 	}{
 		{name: "nothing owned", st: DeleteState{}},
+		{name: "a fork being handed over", st: DeleteState{Source: "s-src", Record: true, Shared: 1},
+			want: "this Worktree fork is being handed its implementation by s-src; wait for the hand-over, then delete"},
+		{name: "a failed read of the source's record", st: DeleteState{SourceErr: readErr, Fork: "s-fork"}, wantErr: readErr},
 		{name: "a complete Goal does not hold it", st: DeleteState{Goal: g(goal.Complete)}},
 		{name: "a live fork", st: DeleteState{Fork: "s-fork", Record: true, Goal: g(goal.Active), Shared: 1},
 			want: "this session handed its implementation to the Worktree fork s-fork; delete that first"},

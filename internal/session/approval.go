@@ -330,9 +330,12 @@ func (c *card) Body(ctx context.Context) (string, error) {
 	return body, err
 }
 
+// Archive writes into the session's directory: refused once it is deleted.
 func (c *card) Archive(ctx context.Context, art handoff.Artifact, body string) error {
-	_, err := store.WriteFileOnce(c.s.workPath(art.Path), handoff.ArtifactData(body), 0o444)
-	return err
+	return c.s.whileLive(func() error {
+		_, err := store.WriteFileOnce(c.s.workPath(art.Path), handoff.ArtifactData(body), 0o444)
+		return err
+	})
 }
 
 // closeLocked is the decision of the card's commit, under s.mu: the first
@@ -396,37 +399,38 @@ func (a *acceptance) Committed(ctx context.Context, rec *handoff.Record, in hand
 // implementation's is its fork's, staged at the hand-over); then, under
 // s.mu, decide (which refuses, changing nothing, or returns how to undo
 // it) and the tracking begins, in one critical section; a failed commit
-// undoes both.
+// undoes both. A deleted session's is refused, nothing staged or written
+// ([Session.whileLive]).
 func (s *Session) commitAccepted(ctx context.Context, c store.Acceptance, rec *handoff.Record, body string, decide func() (undo func(), err error)) (base string, err error) {
 	artifact := agent.WorkScheme + rec.Artifact.Path
 	if rec.Selection.Location != handoff.Worktree {
-		if base, err = s.stageBase(ctx, rec.Artifact.Hash, artifact, rec.Title, body); err != nil {
+		// Into the session's directory: refused once it is deleted.
+		if err := s.whileLive(func() (err error) {
+			base, err = s.stageBase(ctx, rec.Artifact.Hash, artifact, rec.Title, body)
+			return err
+		}); err != nil {
 			return "", err
 		}
 	}
-	s.rowMu.Lock() // the row is written: from its snapshot to memory (see rowMu)
-	defer s.rowMu.Unlock()
-	s.mu.Lock()
-	undo, err := decide()
+	err = s.commitChange(ctx, func() (change, error) {
+		undo, err := decide()
+		if err != nil {
+			return change{}, err
+		}
+		c.Session = s.row
+		c.Session.Plan = false
+		mine, prevTrack := s.startTrackingLocked(rec.Title, artifact, rec.Artifact.Hash, body, rec.Selection.Policy(), base)
+		c.Tracking, c.Record = store.Tracking(s.track.Row()), rec.Marshal()
+		return change{commit: func(ctx context.Context) error { return s.m.st.CommitAcceptance(ctx, c) },
+			undo: func() {
+				undo()
+				s.track.Undo(mine, prevTrack) // a concurrent start that won keeps its own
+			},
+			done: func() { s.row.Plan = false }}, nil // as committed; no later row commit writes Plan back on
+	})
 	if err != nil {
-		s.mu.Unlock()
 		return "", err
 	}
-	c.Session = s.row
-	c.Session.Plan = false
-	mine, prevTrack := s.startTrackingLocked(rec.Title, artifact, rec.Artifact.Hash, body, rec.Selection.Policy(), base)
-	s.mu.Unlock()
-	c.Tracking, c.Record = store.Tracking(s.track.Row()), rec.Marshal()
-	if err := s.m.st.CommitAcceptance(ctx, c); err != nil {
-		s.mu.Lock()
-		undo()
-		s.track.Undo(mine, prevTrack) // a concurrent start that won keeps its own
-		s.mu.Unlock()
-		return "", err
-	}
-	s.mu.Lock()
-	s.row.Plan = false // as committed; no later row commit writes Plan back on
-	s.mu.Unlock()
 	return base, nil
 }
 

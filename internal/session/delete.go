@@ -13,22 +13,26 @@ import (
 // work ([handoff.CheckDelete]).
 const CodeSessionInUse = handoff.CodeSessionInUse
 
-// Delete removes session id: its rows and its work:// files (the session
-// directory under the state directory). The workspace and any worktree
-// are never touched. It refuses, changing nothing, while a turn or a
-// handoff runs, while prompts are queued, and while the session owns an
+// Delete removes session id: its rows (its parked plans and approval
+// outcomes too) and its work:// files (the session directory under the
+// state directory). The workspace and any worktree are never touched. It
+// refuses, changing nothing, while a turn, a handoff or a parked plan's
+// start runs, while prompts are queued, and while the session owns an
 // unfinished implementation (a retry record, a tracked plan running or
 // paused), an unfinished Goal, a Worktree fork it handed over to, or a
-// share link still open.
+// share link still open, or is a fork whose source is still handing
+// over to it. Once it is deleted, whatever was between its checks and
+// its commit (an acceptance, a park, a posture change) is refused with
+// [CodeNotFound] and writes nothing ([Session.whileLive]).
 func (m *Manager) Delete(ctx context.Context, id string) error {
 	s, err := m.Get(ctx, id)
 	if err != nil {
 		return err
 	}
 	s.mu.Lock()
-	if s.busy {
+	if s.busy || s.starting {
 		s.mu.Unlock()
-		return errorf(CodeBusy, "a turn is running in this session; wait for it or interrupt it, then delete")
+		return errorf(CodeBusy, "a turn or a start is running in this session; wait for it or interrupt it, then delete")
 	}
 	if n := len(s.queue); n > 0 {
 		s.mu.Unlock()
@@ -36,7 +40,7 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	}
 	// Held busy while deciding, so that no turn starts meanwhile.
 	s.busy, s.deleted = true, true
-	fork := s.row.ForkedTo
+	fork, parent := s.row.ForkedTo, s.row.ParentID
 	s.mu.Unlock()
 	release := func() {
 		s.mu.Lock()
@@ -44,7 +48,7 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 		s.mu.Unlock()
 		s.kick()
 	}
-	if err := m.deletable(ctx, s, fork); err != nil {
+	if err := m.deletable(ctx, s, parent, fork); err != nil {
 		release()
 		return err
 	}
@@ -60,6 +64,7 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	}
 	s.mu.Lock()
 	s.gone = true
+	s.timeout.Stop() // a card still up closes with the session
 	s.mu.Unlock()
 	s.rowMu.Unlock()
 	m.mu.Lock()
@@ -69,9 +74,20 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 }
 
 // deletable is [handoff.CheckDelete] of s, its refusal as the session's
-// [Error]; fork is the fork s handed over to.
-func (m *Manager) deletable(ctx context.Context, s *Session, fork string) error {
+// [Error]; parent is the session s was forked from, fork the fork s
+// handed over to.
+func (m *Manager) deletable(ctx context.Context, s *Session, parent, fork string) error {
 	st := handoff.DeleteState{Goal: s.Goal()}
+	if parent != "" {
+		// Before s's own record: the hand-over moves the record from the
+		// parent to s in one commit, so one of the two reads sees it.
+		data, err := m.st.GetRetryRecord(ctx, parent)
+		if rec, perr := handoff.UnmarshalRecord(data); err == nil && perr == nil && rec.Fork.Session == s.id {
+			st.Source = parent
+		} else if !errors.Is(err, store.ErrNotFound) {
+			st.SourceErr = err
+		}
+	}
 	if fork != "" {
 		if _, err := m.st.GetSession(ctx, fork); err == nil {
 			st.Fork = fork

@@ -25,7 +25,7 @@ func (s *Session) forkStateLocked() handoff.ForkState {
 	return handoff.ForkState{Queued: len(s.queue), Busy: s.busy, GoalUnfinished: s.gl.Unfinished(), NoGit: s.wt.NoGit}
 }
 
-func (c handoffEnv) Failpoint(name string) { handoff.Failpoint(name) }
+func (c handoffEnv) Failpoint(name string) { c.s.m.failpoint(name) }
 
 // Start runs the handoff of rec as the session's owning workflow.
 func (c handoffEnv) Start(rec *handoff.Record) error { return c.s.startHandoff(rec) }
@@ -81,25 +81,24 @@ func (e *handoffEnv) StartFork(ctx context.Context, rec *handoff.Record) error {
 // the fork point, the accepted proposal) and records its id, in one
 // transaction.
 func (e *handoffEnv) CreateForkSession(ctx context.Context, rec *handoff.Record) error {
-	s := e.s
-	s.mu.Lock()
-	src := s.row
-	var prop store.Proposal
-	if s.prop != nil {
-		prop = *s.prop
-	}
-	s.mu.Unlock()
-	forkID := newID("s-")
-	fork := store.Session{ID: forkID, Workspace: rec.Fork.Dir, Title: src.Title, Mode: src.Mode,
-		Segment: src.Segment, ParentID: s.id, ForkPoint: rec.Fork.Point}
-	rec.Fork.Session = forkID
-	s.m.born(forkID) // its implementation starts in this process: no restart
-	fs := store.ForkSession{Fork: fork, SourceID: s.id, SourceRecord: rec.Marshal()}
-	if prop.SessionID != "" {
-		prop.SessionID = forkID
-		fs.Proposal = &prop
-	}
-	if err := s.m.st.CommitForkSession(ctx, fs); err != nil {
+	s, forkID := e.s, newID("s-")
+	err := s.commitChange(ctx, func() (change, error) {
+		src := s.row
+		fs := store.ForkSession{SourceID: s.id, Fork: store.Session{ID: forkID, Workspace: rec.Fork.Dir, Title: src.Title, Mode: src.Mode,
+			Segment: src.Segment, ParentID: s.id, ForkPoint: rec.Fork.Point}}
+		rec.Fork.Session = forkID
+		fs.SourceRecord = rec.Marshal()
+		if s.prop != nil {
+			prop := *s.prop
+			prop.SessionID = forkID
+			fs.Proposal = &prop
+		}
+		return change{commit: func(ctx context.Context) error {
+			s.m.born(forkID) // its implementation starts in this process: no restart
+			return s.m.st.CommitForkSession(ctx, fs)
+		}}, nil
+	})
+	if err != nil {
 		return err
 	}
 	// After the row: a directory never exists without its session.
@@ -129,23 +128,24 @@ func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 	if err != nil {
 		return err
 	}
-	s.rowMu.Lock() // the row is written: from its snapshot to memory (see rowMu)
-	defer s.rowMu.Unlock()
-	s.mu.Lock()
-	row := s.row
-	row.ForkedTo = rec.Fork.Session
-	s.mu.Unlock()
-	s.m.born(rec.Fork.Session) // its tracking is handed over running, not paused by restart
-	// The source keeps its todos; the plan is the fork's.
-	if err := s.m.st.CommitHandOver(ctx, store.HandOver{Source: row, SourceTracking: store.Tracking{Todos: forkTrack.Todos},
-		ForkID: rec.Fork.Session, ForkRecord: handoff.ForkRecord(rec).Marshal(), ForkTracking: forkTrack}); err != nil {
+	fork := rec.Fork.Session
+	err = s.commitChange(ctx, func() (change, error) {
+		row := s.row
+		row.ForkedTo = fork
+		// The source keeps its todos; the plan is the fork's.
+		h := store.HandOver{Source: row, SourceTracking: store.Tracking{Todos: forkTrack.Todos},
+			ForkID: fork, ForkRecord: handoff.ForkRecord(rec).Marshal(), ForkTracking: forkTrack}
+		return change{commit: func(ctx context.Context) error {
+			s.m.born(fork) // its tracking is handed over running, not paused by restart
+			return s.m.st.CommitHandOver(ctx, h)
+		}, done: func() { // only once the fork holds it: a failed hand-over keeps the plan here
+			s.row.ForkedTo = fork
+			s.track.Forget()
+		}}, nil
+	})
+	if err != nil {
 		return err
 	}
-	// Only once the fork holds it: a failed hand-over keeps the plan here.
-	s.mu.Lock()
-	s.row.ForkedTo = rec.Fork.Session
-	s.track.Forget()
-	s.mu.Unlock()
 	if tracked {
 		s.m.baseCommitted(rec.Fork.Session, base)
 	}

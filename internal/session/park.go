@@ -190,26 +190,22 @@ func (a *parking) Commit(ctx context.Context, pk handoff.Parking) error {
 	selJSON, _ := json.Marshal(pk.Selection)
 	row := store.ParkedPlan{ID: newID("pp-"), SessionID: s.id, Title: pk.Title, Path: pk.Artifact.Path, Hash: pk.Artifact.Hash,
 		Selection: string(selJSON), Head: pk.Head, Branch: pk.Branch}
-	s.mu.Lock()
-	attempt, undo, err := a.closeLocked(pk.Selection)
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
 	p.Status, p.Rejections = ProposalParked, 0
-	err = s.m.st.CommitPark(ctx, store.Park{Plan: row, Proposal: p,
-		Outcome: store.ApprovalOutcome{SessionID: s.id, Attempt: attempt, Outcome: handoff.OutcomeParked, Title: p.Title, Hash: p.Hash}})
-	if err != nil {
-		s.mu.Lock()
-		undo() // nothing moved: the card stays pending
-		s.mu.Unlock()
-		return err
+	err := s.commitChange(ctx, func() (change, error) {
+		attempt, undo, err := a.closeLocked(pk.Selection)
+		if err != nil {
+			return change{}, err
+		}
+		park := store.Park{Plan: row, Proposal: p,
+			Outcome: store.ApprovalOutcome{SessionID: s.id, Attempt: attempt, Outcome: handoff.OutcomeParked, Title: p.Title, Hash: p.Hash}}
+		return change{commit: func(ctx context.Context) error { return s.m.st.CommitPark(ctx, park) },
+			undo: undo, // nothing moved: the card stays pending
+			done: func() { s.prop = &p }}, nil
+	})
+	if err == nil {
+		a.id = row.ID
 	}
-	s.mu.Lock()
-	s.prop = &p
-	s.mu.Unlock()
-	a.id = row.ID
-	return nil
+	return err
 }
 
 // Parked lists parked plans not yet started: those of session, or of

@@ -214,27 +214,14 @@ func (s *Session) saveRow(ctx context.Context) error {
 // commitRow commits the session row with set applied and only then
 // applies set in memory: when the commit fails nothing changed, so no
 // turn runs under, and no status event announces, a posture the store
-// does not hold (caller must not hold s.mu).
+// does not hold; a deleted session's is refused ([Session.commitChange];
+// caller must not hold s.mu).
 func (s *Session) commitRow(ctx context.Context, set func(*store.Session)) error {
-	s.rowMu.Lock()
-	defer s.rowMu.Unlock()
-	s.mu.Lock()
-	gone := s.gone
-	s.mu.Unlock()
-	if gone {
-		// The row commit is an upsert: it would store the deleted
-		// session again, without its directory or transcript.
-		return errorf(CodeNotFound, "session %s was deleted", s.id)
-	}
-	row := s.rowSnapshot()
-	set(&row)
-	if err := s.m.st.PutSession(ctx, row); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	set(&s.row)
-	s.mu.Unlock()
-	return nil
+	return s.commitChange(ctx, func() (change, error) {
+		row := s.row
+		set(&row)
+		return change{commit: func(ctx context.Context) error { return s.m.st.PutSession(ctx, row) }, done: func() { set(&s.row) }}, nil
+	})
 }
 
 func (s *Session) statusData() event.Status {

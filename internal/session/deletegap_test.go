@@ -1,0 +1,263 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"planbridge/handoff"
+	"planbridge/internal/store"
+)
+
+// gitWorkspace is a repository with one commit.
+func gitWorkspace(t *testing.T) string {
+	t.Helper()
+	ws := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "init"}} {
+		if out, err := exec.Command("git", append([]string{"-C", ws}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	return ws
+}
+
+// carded is a session in Plan whose proposal's card is presented.
+func carded(t *testing.T, ctx context.Context, m *Manager) (*Session, string) {
+	t.Helper()
+	s, err := m.Create(ctx, gitWorkspace(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnterPlan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.publishProposal(ctx, "Rename the greeting", "# Rename the greeting\n\n1. Rename it.\n2. Test it.\n", false); err != nil {
+		t.Fatal(err)
+	}
+	attempt := s.Approval().Card.Attempt
+	if attempt == "" {
+		t.Fatal("no card is presented")
+	}
+	return s, attempt
+}
+
+// deleteFirst runs del before the card's plan is read: between the
+// attempt's check and the archive.
+type deleteFirst struct {
+	handoff.AcceptPort
+	del func()
+}
+
+func (d deleteFirst) Body(ctx context.Context) (string, error) {
+	d.del()
+	return d.AcceptPort.Body(ctx)
+}
+
+type parkDeleteFirst struct {
+	handoff.ParkPort
+	del func()
+}
+
+func (d parkDeleteFirst) Body(ctx context.Context) (string, error) {
+	d.del()
+	return d.ParkPort.Body(ctx)
+}
+
+// TestDeleteBetweenChecksAndCommit: a session deleted while an
+// acceptance or a park is between its checks and its commit. Before,
+// the archive (and a Here acceptance's staged base) wrote the deleted
+// session's directory back — a directory without rows, which the next
+// start refuses as a database behind its files — and the commits' errors
+// were foreign-key failures. Now each refuses with not_found, writing
+// nothing: no row, no directory, the state directory still checks clean.
+func TestDeleteBetweenChecksAndCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		failpoint string // the delete runs there; "" before the archive
+		run       func(ctx context.Context, s *Session, attempt string, del func()) error
+	}{
+		{name: "accept, before the archive", run: func(ctx context.Context, s *Session, attempt string, del func()) error {
+			_, err := handoff.Accept(ctx, deleteFirst{&acceptance{card: card{handoffEnv: handoffEnv{s}, attempt: attempt}}, del}, "", "")
+			return err
+		}},
+		{name: "accept, after the archive", failpoint: "handoff.archived", run: func(ctx context.Context, s *Session, attempt string, _ func()) error {
+			_, err := s.Accept(ctx, attempt, "")
+			return err
+		}},
+		{name: "park, before the archive", run: func(ctx context.Context, s *Session, attempt string, del func()) error {
+			_, err := handoff.Park(ctx, parkDeleteFirst{&parking{card: card{handoffEnv: handoffEnv{s}, attempt: attempt}}, del}, nil)
+			return err
+		}},
+		{name: "park, after the archive", failpoint: "park.archived", run: func(ctx context.Context, s *Session, attempt string, _ func()) error {
+			_, err := s.Park(ctx, attempt)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			dir := t.TempDir()
+			st, err := store.Open(ctx, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			m := NewManager(Config{Store: st, Engine: &textEngine{}})
+			defer m.Close()
+			s, attempt := carded(t, ctx, m)
+			var delErr error
+			deleted := false
+			del := func() { deleted, delErr = true, m.Delete(ctx, s.ID()) }
+			m.failpoint = func(name string) {
+				if name == tc.failpoint {
+					del()
+				}
+			}
+			err = tc.run(ctx, s, attempt, del)
+			if !deleted || delErr != nil {
+				t.Fatalf("the delete in between: ran %v, %v", deleted, delErr)
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Code != CodeNotFound {
+				t.Errorf("the step after the delete: %v, want %s", err, CodeNotFound)
+			}
+			if row, err := st.GetSession(ctx, s.ID()); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("the deleted session's row is back: %+v, %v", row, err)
+			}
+			if _, err := os.Lstat(store.SessionDir(dir, s.ID())); !os.IsNotExist(err) {
+				t.Errorf("the deleted session's directory is back (%v)", err)
+			}
+			if probs := st.Check(ctx, false); len(probs) > 0 {
+				t.Errorf("the state directory after the delete: %v", probs)
+			}
+		})
+	}
+}
+
+type startDeleteFirst struct {
+	handoff.StartPort
+	del func()
+}
+
+func (d startDeleteFirst) PlanBody(ctx context.Context, a handoff.Artifact) (string, error) {
+	d.del()
+	return d.StartPort.PlanBody(ctx, a)
+}
+
+// TestDeleteDuringParkedStart: a delete while a parked plan's start is
+// between its claim and its commit is refused as busy, and the start goes
+// on. Before, the delete went through and the start then staged its base
+// into the deleted session's directory.
+func TestDeleteDuringParkedStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	st, err := store.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := NewManager(Config{Store: st, Engine: &textEngine{}})
+	defer m.Close()
+	s, attempt := carded(t, ctx, m)
+	parked, err := s.Park(ctx, attempt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := st.GetParkedPlan(ctx, parked.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var delErr error
+	port := &starting{handoffEnv: handoffEnv{s}, id: row.ID}
+	pk := handoff.Parking{Selection: parked.Selection, Title: row.Title, Artifact: handoff.Artifact{Path: row.Path, Hash: row.Hash}, Head: row.Head}
+	_, err = handoff.StartParked(ctx, startDeleteFirst{port, func() { delErr = m.Delete(ctx, s.ID()) }}, pk, "", "")
+	port.release()
+	var e *Error
+	if !errors.As(delErr, &e) || e.Code != CodeBusy {
+		t.Errorf("the delete during the start: %v, want %s", delErr, CodeBusy)
+	}
+	if err != nil {
+		t.Fatalf("the start: %v", err)
+	}
+	if err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetSession(ctx, s.ID()); err != nil {
+		t.Errorf("the started session: %v", err)
+	}
+}
+
+// TestDeleteForkBeingHandedOver: the Worktree fork's session exists from
+// its creation, before its source hands the implementation over; a
+// delete of the fork in that moment is refused (session_in_use), so the
+// hand-over never writes into a deleted session. Before, the fork was
+// deleted and the hand-over wrote its plan into the deleted fork's
+// directory and failed its commit.
+func TestDeleteForkBeingHandedOver(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	st, err := store.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := NewManager(Config{Store: st, Engine: &textEngine{}})
+	defer m.Close()
+	s, attempt := carded(t, ctx, m)
+	if _, err := s.UpdateSelection(ctx, attempt, handoff.Change{Axis: "location", Value: string(handoff.Worktree)}); err != nil {
+		t.Fatal(err)
+	}
+	var delErr error
+	tried := make(chan struct{})
+	m.failpoint = func(name string) {
+		if name != "fork.session" {
+			return
+		}
+		defer close(tried)
+		data, err := st.GetRetryRecord(ctx, s.ID())
+		if err != nil {
+			delErr = err
+			return
+		}
+		rec, err := handoff.UnmarshalRecord(data)
+		if err != nil {
+			delErr = err
+			return
+		}
+		delErr = m.Delete(ctx, rec.Fork.Session)
+	}
+	if _, err := s.Accept(ctx, attempt, "the-fork"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-tried:
+	case <-ctx.Done():
+		t.Fatal("the fork step never created the fork session")
+	}
+	var e *Error
+	if !errors.As(delErr, &e) || e.Code != CodeSessionInUse {
+		t.Errorf("deleting the fork before its hand-over: %v, want %s", delErr, CodeSessionInUse)
+	}
+	if err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fork := s.Info().ForkedTo
+	if fork == "" {
+		t.Fatal("the source never handed over")
+	}
+	f, err := m.Get(ctx, fork)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if probs := st.Check(ctx, false); len(probs) > 0 {
+		t.Errorf("the state directory: %v", probs)
+	}
+}
