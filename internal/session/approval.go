@@ -340,7 +340,8 @@ func (c *card) Archive(ctx context.Context, art handoff.Artifact, body string) e
 
 // closeLocked is the decision of the card's commit, under s.mu: the first
 // decision wins and the selection is still sel; it closes the card, and
-// undo reopens it when the commit fails (nothing moved).
+// undo reopens it as it was (shown or hidden, its timeout armed again)
+// when the commit fails (nothing moved).
 func (c *card) closeLocked(sel handoff.Selection) (attempt string, undo func(), err error) {
 	s := c.s
 	if err := s.checkAttemptLocked(c.attempt); err != nil {
@@ -349,8 +350,14 @@ func (c *card) closeLocked(sel handoff.Selection) (attempt string, undo func(), 
 	if cur := s.selectionLocked(); !cur.SameSettings(sel) {
 		return "", nil, errSettingsChanged
 	}
+	was, armed := s.approval, s.timeout.Armed()
 	attempt = s.closeApprovalLocked()
-	return attempt, func() { s.approval = handoff.Approval{Attempt: attempt} }, nil
+	return attempt, func() {
+		s.approval = was // hidden if it was
+		if armed {
+			s.armTimeoutLocked() // it starts over, as after a change of the card
+		}
+	}, nil
 }
 
 // acceptance is the session side of one [handoff.Accept] ([handoff.AcceptPort]).

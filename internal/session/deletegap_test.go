@@ -261,3 +261,46 @@ func TestDeleteForkBeingHandedOver(t *testing.T) {
 		t.Errorf("the state directory: %v", probs)
 	}
 }
+
+// TestFailedCardCommitKeepsTheCard: an acceptance or a park whose commit
+// fails (a full disk) leaves the card exactly as it was: still hidden if
+// the person had hidden it, and its timeout still armed (an hour: it
+// must not fire during the test). Before, the undo reopened it shown and without a timeout:
+// the card the person had hidden popped up and waited forever.
+func TestFailedCardCommitKeepsTheCard(t *testing.T) {
+	for _, op := range []string{store.OpAcceptance, store.OpPark} {
+		t.Run(op, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			st, err := store.Open(ctx, t.TempDir(), store.WithFailingCommits(op))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			m := NewManager(Config{Store: st, Engine: &textEngine{}})
+			defer m.Close()
+			s, attempt := carded(t, ctx, m)
+			if _, err := s.SetHidden(attempt, true); err != nil {
+				t.Fatal(err)
+			}
+			m.SetApprovalTimeout(time.Hour)
+			if _, err := s.UpdateSelection(ctx, attempt, handoff.Change{Axis: "context", Cycle: true}); err != nil {
+				t.Fatal(err) // arms the timeout
+			}
+			if op == store.OpAcceptance {
+				_, err = s.Accept(ctx, attempt, "")
+			} else {
+				_, err = s.Park(ctx, attempt)
+			}
+			if err == nil {
+				t.Fatal("the commit over a full disk succeeded")
+			}
+			s.mu.Lock()
+			a, armed := s.approval, s.timeout.Armed()
+			s.mu.Unlock()
+			if a.Attempt != attempt || !a.Hidden || !armed {
+				t.Fatalf("after the failed commit the card is %+v, timeout armed %v: want it as it was (hidden, armed)", a, armed)
+			}
+		})
+	}
+}
