@@ -142,3 +142,65 @@ func TestSessionDelete(t *testing.T) {
 		t.Fatalf("%d event rows of the deleted session remain", db)
 	}
 }
+
+// TestStartSaysWhatADeleteLeft: a server starting after deletes a crash
+// cut short settles what it can and starts even when one cannot be
+// settled, saying so (stderr, and initialize's warnings for the client)
+// instead of refusing to start: a deleted session's files it cannot
+// remove (as nobody: a directory beyond its permissions; root ignores
+// permissions) stay aside, named; a live session's moved files are put
+// back, nothing lost. Before, the first directory it could not remove
+// stopped the server.
+func TestStartSaysWhatADeleteLeft(t *testing.T) {
+	ctx := ctxT(t)
+	state := t.TempDir()
+	p := startServe(t, state)
+	gone := createSession(t, ctx, p.c, t.TempDir())
+	kept := createSession(t, ctx, p.c, t.TempDir())
+	p.stop()
+	sessions := filepath.Join(state, "sessions")
+	plan := filepath.Join("work", "plans", "accepted-1.md")
+	// kept: killed after its directory went aside, its rows kept.
+	if err := os.MkdirAll(filepath.Join(sessions, kept.ID, filepath.Dir(plan)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(sessions, kept.ID, plan), []byte("# kept\n"), 0o600)
+	if err := os.Rename(filepath.Join(sessions, kept.ID), filepath.Join(sessions, ".deleted-"+kept.ID)); err != nil {
+		t.Fatal(err)
+	}
+	// gone: killed after its rows went, its files aside, one directory
+	// of them not writable.
+	st := p.opened(t)
+	if err := st.DeleteSession(ctx, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	trash := filepath.Join(sessions, ".deleted-"+gone.ID)
+	locked := filepath.Join(trash, "work", "plans")
+	os.MkdirAll(locked, 0o700)
+	os.WriteFile(filepath.Join(locked, "accepted-1.md"), []byte("# gone\n"), 0o600)
+	os.Chmod(locked, 0o500)
+	t.Cleanup(func() { os.Chmod(locked, 0o700) })
+
+	p = startServeAs(t, true, state, nil)
+	var init struct {
+		Warnings []string `json:"warnings"`
+	}
+	if err := p.c.Call(ctx, "initialize", map[string]any{}, &init); err != nil {
+		t.Fatalf("the server did not start: %v\n%s", err, p.stderr)
+	}
+	if len(init.Warnings) != 1 || !strings.Contains(init.Warnings[0], trash) || !strings.Contains(init.Warnings[0], "remove it by hand") {
+		t.Errorf("initialize's warnings = %q: want the one directory it could not remove, named", init.Warnings)
+	}
+	var list []sessionInfo
+	if err := p.c.Call(ctx, "session/list", map[string]any{}, &list); err != nil || len(list) != 1 || list[0].ID != kept.ID {
+		t.Fatalf("session/list = %+v %v: want the kept session", list, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(sessions, kept.ID, plan)); string(b) != "# kept\n" {
+		t.Errorf("the kept session's plan after the start: %q %v", b, err)
+	}
+	p.stop()
+	if !strings.Contains(p.stderr.String(), trash) {
+		t.Errorf("stderr does not say what the start left: %q", p.stderr)
+	}
+}
