@@ -372,31 +372,24 @@ type acceptance struct {
 func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff.Accepting) error {
 	p := a.p
 	p.Status, p.Rejections = ProposalAccepted, 0
-	closed := ""
 	base, err := a.s.commitAccepted(ctx, store.Acceptance{Proposal: p}, rec, in.Body, func() (undo func(), err error) {
-		closed, undo, err = a.closeLocked(in.Selection)
+		a.closed, undo, err = a.closeLocked(in.Selection)
 		return undo, err
 	})
-	if err != nil {
-		return err
+	if err == nil {
+		a.p, a.base = p, base
 	}
-	a.p, a.closed, a.base = p, closed, base
-	return nil
+	return err
 }
 
-// Committed: the session takes the committed proposal and leaves Plan;
-// the card closes as accepted.
+// Committed: the card closed as accepted (its outcome recorded, its
+// selection riding along, so the transcript records what the
+// implementation runs with), the start announced.
 func (a *acceptance) Committed(ctx context.Context, rec *handoff.Record, in handoff.Accepting) {
-	s, p := a.s, a.p
-	s.tookPlan(p, a.base)
-	// The selection rides along, so the transcript records what the
-	// implementation runs with.
-	sel := in.Selection
-	s.recordOutcome(ctx, a.closed, handoff.OutcomeAccepted, p.Title, p.Hash)
+	s, sel := a.s, in.Selection
+	s.recordOutcome(ctx, a.closed, handoff.OutcomeAccepted, a.p.Title, a.p.Hash)
 	s.emit(event.ApprovalClosed{Attempt: a.closed, Reason: handoff.OutcomeAccepted, Selection: &sel})
-	s.track.EmitSteps()
-	s.emit(event.Notice{Message: handoff.PreparingNotice})
-	s.changed()
+	s.started(a.base)
 }
 
 // commitAccepted is the one commit that starts an implementation
@@ -405,9 +398,10 @@ func (a *acceptance) Committed(ctx context.Context, rec *handoff.Record, in hand
 // The base is staged before the commit names it (a Worktree
 // implementation's is its fork's, staged at the hand-over); then, under
 // s.mu, decide (which refuses, changing nothing, or returns how to undo
-// it) and the tracking begins, in one critical section; a failed commit
-// undoes both. A deleted session's is refused, nothing staged or written
-// ([Session.whileLive]).
+// it, nil for nothing) and the tracking begins, in one critical section;
+// a failed commit undoes both, one that succeeds leaves the session on
+// c.Proposal, out of Plan. A deleted session's is refused, nothing staged
+// or written ([Session.whileLive]).
 func (s *Session) commitAccepted(ctx context.Context, c store.Acceptance, rec *handoff.Record, body string, decide func() (undo func(), err error)) (base string, err error) {
 	artifact := agent.WorkScheme + rec.Artifact.Path
 	if rec.Selection.Location != handoff.Worktree {
@@ -430,10 +424,13 @@ func (s *Session) commitAccepted(ctx context.Context, c store.Acceptance, rec *h
 		c.Tracking, c.Record = store.Tracking(s.track.Row()), rec.Marshal()
 		return change{commit: func(ctx context.Context) error { return s.m.st.CommitAcceptance(ctx, c) },
 			undo: func() {
-				undo()
+				if undo != nil {
+					undo()
+				}
 				s.track.Undo(mine, prevTrack) // a concurrent start that won keeps its own
 			},
-			done: func() { s.row.Plan = false }}, nil // as committed; no later row commit writes Plan back on
+			// As committed; no later row commit writes Plan back on.
+			done: func() { s.prop, s.row.Plan = &c.Proposal, false }}, nil
 	})
 	if err != nil {
 		return "", err
@@ -441,13 +438,17 @@ func (s *Session) commitAccepted(ctx context.Context, c store.Acceptance, rec *h
 	return base, nil
 }
 
-// tookPlan brings the session in line with a committed acceptance of p
-// naming base: p is its proposal, Plan is left.
-func (s *Session) tookPlan(p store.Proposal, base string) {
-	s.mu.Lock()
-	s.prop, s.row.Plan = &p, false
-	s.mu.Unlock()
+// started announces an implementation whose start committed naming base:
+// the base pointed at ([review.BaseCommitted]), the plan's steps, evs,
+// the preparing notice, the views.
+func (s *Session) started(base string, evs ...EventData) {
 	s.m.baseCommitted(s.id, base)
+	s.track.EmitSteps()
+	for _, ev := range evs {
+		s.emit(ev)
+	}
+	s.emit(event.Notice{Message: handoff.PreparingNotice})
+	s.changed()
 }
 
 // startHandoff runs the pipeline as the session's owning workflow.

@@ -163,13 +163,9 @@ func (s *Session) ParkExpecting(ctx context.Context, attempt string, expect *han
 		return ParkedView{}, refused(err)
 	}
 	s.emit(event.ApprovalClosed{Attempt: attempt, Reason: handoff.OutcomeParked})
-	saved, err := s.m.st.GetParkedPlan(ctx, pp.id)
-	if err != nil {
-		return ParkedView{}, err
-	}
-	v := parkedView(saved)
+	v := parkedView(pp.row) // as committed: a failed read never reports a committed park as failed
 	s.emit(v)
-	s.emit(event.Notice{Message: handoff.ParkedNotice(saved.Title)})
+	s.emit(event.Notice{Message: handoff.ParkedNotice(v.Title)})
 	s.changed()
 	s.kick()
 	return v, nil
@@ -178,7 +174,7 @@ func (s *Session) ParkExpecting(ctx context.Context, attempt string, expect *han
 // parking is the session side of one [handoff.Park] ([handoff.ParkPort]).
 type parking struct {
 	card
-	id string // the parked plan's, once committed
+	row store.ParkedPlan // the parked plan, once committed
 }
 
 func (a *parking) Head() (hash, branch string) { return a.s.workspaceHead() }
@@ -189,7 +185,7 @@ func (a *parking) Commit(ctx context.Context, pk handoff.Parking) error {
 	s, p := a.s, a.p
 	selJSON, _ := json.Marshal(pk.Selection)
 	row := store.ParkedPlan{ID: newID("pp-"), SessionID: s.id, Title: pk.Title, Path: pk.Artifact.Path, Hash: pk.Artifact.Hash,
-		Selection: string(selJSON), Head: pk.Head, Branch: pk.Branch}
+		Selection: string(selJSON), Head: pk.Head, Branch: pk.Branch, CreatedAt: time.Now().UTC()}
 	p.Status, p.Rejections = ProposalParked, 0
 	err := s.commitChange(ctx, func() (change, error) {
 		attempt, undo, err := a.closeLocked(pk.Selection)
@@ -203,7 +199,7 @@ func (a *parking) Commit(ctx context.Context, pk handoff.Parking) error {
 			done: func() { s.prop = &p }}, nil
 	})
 	if err == nil {
-		a.id = row.ID
+		a.row = row
 	}
 	return err
 }
@@ -331,7 +327,7 @@ func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) 
 			if s.busy || s.approval.Pending() {
 				return nil, errorf(CodeBusy, "the session became busy; try again")
 			}
-			return func() {}, nil
+			return nil, nil
 		})
 	if errors.Is(err, store.ErrAlreadyStarted) {
 		return &Error{Code: CodeAlreadyStarted, Message: err.Error()}
@@ -339,14 +335,11 @@ func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) 
 	if err != nil {
 		return err
 	}
-	s.tookPlan(p, base)
-	s.track.EmitSteps()
+	var evs []EventData
 	if st.Notice != "" {
-		s.emit(event.Notice{Message: st.Notice})
+		evs = append(evs, event.Notice{Message: st.Notice})
 	}
-	s.emit(event.ParkedStarted{ID: a.id, Location: rec.Selection.Location, StaleBase: st.StaleBase, Notice: st.Notice})
-	s.emit(event.Notice{Message: handoff.PreparingNotice})
-	s.changed()
+	s.started(base, append(evs, event.ParkedStarted{ID: a.id, Location: rec.Selection.Location, StaleBase: st.StaleBase, Notice: st.Notice})...)
 	return nil
 }
 

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -302,5 +303,35 @@ func TestFailedCardCommitKeepsTheCard(t *testing.T) {
 				t.Fatalf("after the failed commit the card is %+v, timeout armed %v: want it as it was (hidden, armed)", a, armed)
 			}
 		})
+	}
+}
+
+// TestParkAnswersWhatItStored: the parked plan a park returns and
+// announces is the one it committed, as every later listing shows it
+// (its creation time too), without reading it back: a read after the
+// commit can no longer report a committed park as failed.
+func TestParkAnswersWhatItStored(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	st, err := store.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := NewManager(Config{Store: st, Engine: &textEngine{}})
+	defer m.Close()
+	s, attempt := carded(t, ctx, m)
+	v, err := s.Park(ctx, attempt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := m.Parked(ctx, s.ID(), false)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("Parked = %+v, %v", list, err)
+	}
+	got, _ := json.Marshal(v)
+	want, _ := json.Marshal(list[0])
+	if string(got) != string(want) {
+		t.Errorf("the park answered\n%s\nthe listing shows\n%s", got, want)
 	}
 }
