@@ -9,7 +9,8 @@
 // the Outcome* constants), the approval card ([NewCard] draws a [Card] from a
 // [CardState] snapshot: the stored selection ([Selection.Stored]) or
 // the defaults ([CardSelection]), the fork blockers, the Worktree checks
-// ([CheckWorktreeCard]), a tampered plan's notice) and its [Timeout],
+// ([CheckWorktreeCard]), a tampered plan's notice) and its [Timeout]
+// (how long, as a client configures it: [TimeoutSetting]),
 // the retry [Record] and its steps (recorded →
 // context_ready → kickoff → dispatched, or forked), and the step machines.
 // Each step machine is a function over a narrow port that the session

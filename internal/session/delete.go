@@ -30,13 +30,9 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 		return err
 	}
 	s.mu.Lock()
-	if s.busy || s.starting {
+	if err := handoff.CheckDelete(handoff.DeleteState{Busy: s.busy, Starting: s.starting, Queued: len(s.queue)}); err != nil {
 		s.mu.Unlock()
-		return errorf(CodeBusy, "a turn or a start is running in this session; wait for it or interrupt it, then delete")
-	}
-	if n := len(s.queue); n > 0 {
-		s.mu.Unlock()
-		return errorf(CodeSessionInUse, "%d prompt(s) are queued in this session; run them (M-x planbridge-recover) or interrupt, then delete", n)
+		return refused(err)
 	}
 	// Held busy while deciding, so that no turn starts meanwhile.
 	s.busy, s.deleted = true, true

@@ -58,22 +58,12 @@ func (s *Session) Outcomes(ctx context.Context) ([]handoff.Outcome, error) {
 
 // SetApprovalTimeout sets how long an approval card may stay undecided
 // (0, the default, never times out). It applies to cards presented from now.
-func (m *Manager) SetApprovalTimeout(d time.Duration) {
-	m.mu.Lock()
-	m.approvalTimeout = d
-	m.mu.Unlock()
-}
-
-func (m *Manager) approvalTimeoutValue() time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.approvalTimeout
-}
+func (m *Manager) SetApprovalTimeout(d time.Duration) { m.approvalTimeout.Set(d) }
 
 // armTimeoutLocked starts the timeout of the current presentation (if
 // one is configured), replacing any earlier one. Caller holds s.mu.
 func (s *Session) armTimeoutLocked() {
-	s.timeout.Arm(s.m.approvalTimeoutValue(), s.approval, s.timeOut)
+	s.timeout.Arm(s.m.approvalTimeout.Duration(), s.approval, s.timeOut)
 }
 
 // timeOut closes the card of attempt as timed_out if it is still the
