@@ -204,3 +204,48 @@ func TestStartSaysWhatADeleteLeft(t *testing.T) {
 		t.Errorf("stderr does not say what the start left: %q", p.stderr)
 	}
 }
+
+// TestDeleteSaysWhatItLeft: a session whose rows are deleted but whose
+// files cannot all be removed (as nobody: a directory beyond its
+// permissions) is deleted, and session/delete says so with a warning
+// naming where the files stay; the next start names them again. Before,
+// the delete answered an error although the session was gone.
+func TestDeleteSaysWhatItLeft(t *testing.T) {
+	ctx := ctxT(t)
+	state, ws := t.TempDir(), t.TempDir()
+	p := startServeAs(t, true, state, []string{ws})
+	s := createSession(t, ctx, p.c, ws)
+	locked := filepath.Join(state, "sessions", s.ID, "work", "plans")
+	if err := os.MkdirAll(locked, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(locked, "v1.md"), []byte("# plan\n"), 0o600)
+	for _, p := range []string{filepath.Dir(locked), locked, filepath.Join(locked, "v1.md")} {
+		os.Lchown(p, nobody, nobody) // a no-op unless the test is root
+	}
+	os.Chmod(locked, 0o500)
+	trash := filepath.Join(state, "sessions", ".deleted-"+s.ID)
+	t.Cleanup(func() { os.Chmod(filepath.Join(trash, "work", "plans"), 0o700); os.Chmod(locked, 0o700) })
+	var res struct {
+		Deleted bool   `json:"deleted"`
+		Warning string `json:"warning"`
+	}
+	if err := p.c.Call(ctx, "session/delete", map[string]string{"session": s.ID}, &res); err != nil {
+		t.Fatalf("session/delete = %v: the session's rows are gone, so it is deleted", err)
+	}
+	if !res.Deleted || !strings.Contains(res.Warning, trash) || !strings.Contains(res.Warning, "is deleted") {
+		t.Errorf("session/delete = %+v: want deleted with a warning naming %s", res, trash)
+	}
+	var list []sessionInfo
+	if err := p.c.Call(ctx, "session/list", map[string]any{}, &list); err != nil || len(list) != 0 {
+		t.Errorf("session/list = %+v %v", list, err)
+	}
+	p.stop()
+	p = startServeAs(t, true, state, nil)
+	var init struct {
+		Warnings []string `json:"warnings"`
+	}
+	if err := p.c.Call(ctx, "initialize", map[string]any{}, &init); err != nil || len(init.Warnings) != 1 || !strings.Contains(init.Warnings[0], trash) {
+		t.Errorf("the next start: %q %v", init.Warnings, err)
+	}
+}

@@ -23,16 +23,18 @@ const CodeSessionInUse = handoff.CodeSessionInUse
 // share link still open, or is a fork whose source is still handing
 // over to it. Once it is deleted, whatever was between its checks and
 // its commit (an acceptance, a park, a posture change) is refused with
-// [CodeNotFound] and writes nothing ([Session.whileLive]).
-func (m *Manager) Delete(ctx context.Context, id string) error {
+// [CodeNotFound] and writes nothing ([Session.whileLive]). A session
+// deleted whose files could not all be removed is deleted all the same:
+// the result says where they stay (the next start tries again).
+func (m *Manager) Delete(ctx context.Context, id string) (DeleteResult, error) {
 	s, err := m.Get(ctx, id)
 	if err != nil {
-		return err
+		return DeleteResult{}, err
 	}
 	s.mu.Lock()
 	if err := handoff.CheckDelete(handoff.DeleteState{Busy: s.busy, Starting: s.starting, Queued: len(s.queue)}); err != nil {
 		s.mu.Unlock()
-		return refused(err)
+		return DeleteResult{}, refused(err)
 	}
 	// Held busy while deciding, so that no turn starts meanwhile.
 	s.busy, s.deleted = true, true
@@ -46,17 +48,21 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	}
 	if err := m.deletable(ctx, s, parent, fork); err != nil {
 		release()
-		return err
+		return DeleteResult{}, err
 	}
 	// Under rowMu, as every writer of the row: a posture change in flight
 	// either commits before the delete or finds the session gone.
 	s.rowMu.Lock()
 	err = m.st.DeleteSession(ctx, id) // rows and files, crash-safe
+	res := DeleteResult{Deleted: true}
 	var left *store.FilesLeftError
-	if err != nil && !errors.As(err, &left) {
+	if errors.As(err, &left) {
+		res.Warning = fmt.Sprintf("session %s is deleted, but some of its files could not be removed (%v); they stay in %s, which planbridge never reads, and the next start tries again", id, left.Err, left.Dir)
+		m.log.Warn("delete session: files left", "session", id, "dir", left.Dir, "err", left.Err)
+	} else if err != nil {
 		s.rowMu.Unlock()
 		release()
-		return err
+		return DeleteResult{}, err
 	}
 	s.mu.Lock()
 	s.gone = true
@@ -66,7 +72,14 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	m.mu.Lock()
 	delete(m.sessions, id)
 	m.mu.Unlock()
-	return err
+	return res, nil
+}
+
+// DeleteResult is what [Manager.Delete] did: Warning, when set, says
+// what of a deleted session could not be removed.
+type DeleteResult struct {
+	Deleted bool   `json:"deleted"`
+	Warning string `json:"warning,omitempty"`
 }
 
 // deletable is [handoff.CheckDelete] of s, its refusal as the session's

@@ -111,7 +111,7 @@ func TestDeleteBetweenChecksAndCommit(t *testing.T) {
 			s, attempt := carded(t, ctx, m)
 			var delErr error
 			deleted := false
-			del := func() { deleted, delErr = true, m.Delete(ctx, s.ID()) }
+			del := func() { deleted = true; _, delErr = m.Delete(ctx, s.ID()) }
 			m.failpoint = func(name string) {
 				if name == tc.failpoint {
 					del()
@@ -175,7 +175,7 @@ func TestDeleteDuringParkedStart(t *testing.T) {
 	var delErr error
 	port := &starting{handoffEnv: handoffEnv{s}, id: row.ID}
 	pk := handoff.Parking{Selection: parked.Selection, Title: row.Title, Artifact: handoff.Artifact{Path: row.Path, Hash: row.Hash}, Head: row.Head}
-	_, err = handoff.StartParked(ctx, startDeleteFirst{port, func() { delErr = m.Delete(ctx, s.ID()) }}, pk, "", "")
+	_, err = handoff.StartParked(ctx, startDeleteFirst{port, func() { _, delErr = m.Delete(ctx, s.ID()) }}, pk, "", "")
 	port.release()
 	var e *Error
 	if !errors.As(delErr, &e) || e.Code != CodeBusy {
@@ -230,7 +230,7 @@ func TestDeleteForkBeingHandedOver(t *testing.T) {
 			delErr = err
 			return
 		}
-		delErr = m.Delete(ctx, rec.Fork.Session)
+		_, delErr = m.Delete(ctx, rec.Fork.Session)
 	}
 	if _, err := s.Accept(ctx, attempt, "the-fork"); err != nil {
 		t.Fatal(err)

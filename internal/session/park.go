@@ -242,10 +242,6 @@ func (m *Manager) StartParked(ctx context.Context, id string, location handoff.L
 	if err != nil {
 		return StartResult{}, err
 	}
-	return s.startParked(ctx, row, location, branch)
-}
-
-func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, location handoff.Location, branch string) (StartResult, error) {
 	var sel handoff.Selection
 	if err := json.Unmarshal([]byte(row.Selection), &sel); err != nil {
 		return StartResult{}, &Error{Code: CodeInvalidSelect, Message: "the parked selection is unreadable: " + err.Error()}

@@ -14,7 +14,10 @@ import (
 // deleted (its rows are gone) but its files could not all be removed;
 // they stay under a name [SessionDirs] does not count. Its text is the
 // removal's.
-type FilesLeftError struct{ Err error }
+type FilesLeftError struct {
+	Dir string // where the files stay
+	Err error
+}
 
 func (e *FilesLeftError) Error() string { return e.Err.Error() }
 func (e *FilesLeftError) Unwrap() error { return e.Err }
@@ -51,7 +54,7 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		return err
 	}
 	if err := os.RemoveAll(trash); err != nil {
-		return &FilesLeftError{Err: err}
+		return &FilesLeftError{Dir: trash, Err: err}
 	}
 	return nil
 }
