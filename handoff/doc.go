@@ -28,7 +28,10 @@
 //     through the same record and [Run] (Location and branch applied, a
 //     Location or selection that cannot start a [CodeInvalidSelection]
 //     refusal, a Goal reserved, a moved HEAD reported). [ParkedPlan] is a parked
-//     plan as clients see it, [ParkedList] the `/plan parked` text.
+//     plan as clients see it, [ParkedList] the `/plan parked` text,
+//     [ParkedSelection] its stored selection read back; what a start and
+//     an acceptance tell the client is [StartResult] ([Started.Result])
+//     and [AcceptResult] ([Accepted]).
 //   - [Run] over [Env]: context preparation (Current; Fresh with
 //     [FreshMaterial]; Summary from [RenderHistory], proposals omitted,
 //     its summary cached in the record), then the Worktree fork, the Goal

@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"planbridge/goal"
@@ -154,6 +155,38 @@ func StartParked(ctx context.Context, p StartPort, pk Parking, location Location
 	}
 	p.Failpoint("handoff.recorded")
 	return st, p.Start(st.Record)
+}
+
+// StartResult is what starting a parked plan tells the client: the
+// session it runs in, the archive (artifact, a work:// address), a HEAD
+// that moved since approval (StaleBase, Head now, and Notice saying from
+// what to what) and [PreparingNotice].
+type StartResult struct {
+	Started   bool   `json:"started"`
+	Session   string `json:"session"`
+	Artifact  string `json:"artifact"`
+	StaleBase bool   `json:"stale_base"`
+	Head      string `json:"head,omitempty"`
+	Notice    string `json:"notice,omitempty"`
+	Message   string `json:"message"`
+}
+
+// Result is st as the client reads it: a start in session of the plan
+// archived at artifact.
+func (st Started) Result(session, artifact string) StartResult {
+	return StartResult{Started: true, Session: session, Artifact: artifact, StaleBase: st.StaleBase, Head: st.Head,
+		Notice: st.Notice, Message: PreparingNotice}
+}
+
+// ParkedSelection reads a parked plan's stored selection (its
+// [Selection.Stored] form); one that does not read is a
+// [CodeInvalidSelection] refusal, and the plan cannot start.
+func ParkedSelection(stored string) (Selection, error) {
+	var sel Selection
+	if err := json.Unmarshal([]byte(stored), &sel); err != nil {
+		return Selection{}, &Refusal{Code: CodeInvalidSelection, Message: "the parked selection is unreadable: " + err.Error()}
+	}
+	return sel, nil
 }
 
 // short is a commit hash cut to 12 digits for display.

@@ -277,11 +277,7 @@ func (s *Session) EditProposal(ctx context.Context, attempt, body string) (Appro
 }
 
 // AcceptResult tells the client what acceptance started.
-type AcceptResult struct {
-	Accepted bool   `json:"accepted"`
-	Artifact string `json:"artifact"`
-	Message  string `json:"message"`
-}
+type AcceptResult = handoff.AcceptResult
 
 // Accept accepts the current proposal with the card's selection: validate,
 // archive immutably, then (one transaction) mark accepted, leave Plan and
@@ -302,7 +298,7 @@ func (s *Session) AcceptExpecting(ctx context.Context, attempt, branch string, e
 	if err != nil {
 		return AcceptResult{}, refused(err)
 	}
-	return AcceptResult{Accepted: true, Artifact: agent.WorkScheme + rec.Artifact.Path, Message: handoff.PreparingNotice}, nil
+	return handoff.Accepted(agent.WorkScheme + rec.Artifact.Path), nil
 }
 
 // card is the session side of the card one [handoff.Accept] or

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -119,7 +118,7 @@ type ParkedView struct{ handoff.ParkedPlan }
 func parkedView(p store.ParkedPlan) ParkedView {
 	v := handoff.ParkedPlan{ID: p.ID, Session: p.SessionID, Title: p.Title, Hash: p.Hash, Artifact: agent.WorkScheme + p.Path,
 		Head: p.Head, Branch: p.Branch, CreatedAt: p.CreatedAt, Location: p.StartedLocation}
-	_ = json.Unmarshal([]byte(p.Selection), &v.Selection)
+	v.Selection, _ = handoff.ParkedSelection(p.Selection) // unreadable: shown empty, and it cannot start
 	v.SetStarted(p.StartedAt)
 	return ParkedView{v}
 }
@@ -173,9 +172,8 @@ func (a *parking) Head() (hash, branch string) { return a.s.workspaceHead() }
 // transaction (store.CommitPark); the first decision wins.
 func (a *parking) Commit(ctx context.Context, pk handoff.Parking) error {
 	s, p := a.s, a.p
-	selJSON, _ := json.Marshal(pk.Selection)
 	row := store.ParkedPlan{ID: newID("pp-"), SessionID: s.id, Title: pk.Title, Path: pk.Artifact.Path, Hash: pk.Artifact.Hash,
-		Selection: string(selJSON), Head: pk.Head, Branch: pk.Branch, CreatedAt: time.Now().UTC()}
+		Selection: pk.Selection.Stored(), Head: pk.Head, Branch: pk.Branch, CreatedAt: time.Now().UTC()}
 	p.Status, p.Rejections = ProposalParked, 0
 	err := s.commitChange(ctx, func() (change, error) {
 		attempt, undo, err := a.closeLocked(pk.Selection)
@@ -209,17 +207,7 @@ func (m *Manager) Parked(ctx context.Context, session string, all bool) ([]Parke
 }
 
 // StartResult tells the client what starting a parked plan did.
-type StartResult struct {
-	Started  bool   `json:"started"`
-	Session  string `json:"session"`
-	Artifact string `json:"artifact"`
-	// StaleBase is set when the workspace HEAD moved since approval;
-	// Notice then says from what to what.
-	StaleBase bool   `json:"stale_base"`
-	Head      string `json:"head,omitempty"` // HEAD now
-	Notice    string `json:"notice,omitempty"`
-	Message   string `json:"message"`
-}
+type StartResult = handoff.StartResult
 
 // StartParked starts parked plan id, Here or in a Worktree (location ""
 // keeps the parked selection's; branch names the Worktree's branch),
@@ -242,9 +230,9 @@ func (m *Manager) StartParked(ctx context.Context, id string, location handoff.L
 	if err != nil {
 		return StartResult{}, err
 	}
-	var sel handoff.Selection
-	if err := json.Unmarshal([]byte(row.Selection), &sel); err != nil {
-		return StartResult{}, &Error{Code: CodeInvalidSelect, Message: "the parked selection is unreadable: " + err.Error()}
+	sel, err := handoff.ParkedSelection(row.Selection)
+	if err != nil {
+		return StartResult{}, refused(err)
 	}
 	pk := handoff.Parking{Selection: sel, Title: row.Title, Artifact: handoff.Artifact{Path: row.Path, Hash: row.Hash}, Head: row.Head, Branch: row.Branch}
 	port := &starting{handoffEnv: handoffEnv{s}, id: row.ID}
@@ -253,8 +241,7 @@ func (m *Manager) StartParked(ctx context.Context, id string, location handoff.L
 	if err != nil {
 		return StartResult{}, refused(err)
 	}
-	return StartResult{Started: true, Session: s.id, Artifact: agent.WorkScheme + row.Path, StaleBase: st.StaleBase, Head: st.Head,
-		Notice: st.Notice, Message: handoff.PreparingNotice}, nil
+	return st.Result(s.id, agent.WorkScheme+row.Path), nil
 }
 
 // starting is the session side of one [handoff.StartParked]
@@ -305,8 +292,8 @@ func (a *starting) Head() string { h, _ := a.s.workspaceHead(); return h }
 // retry record — one transaction (store.CommitAcceptance with Parked).
 func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) error {
 	s, rec := a.s, st.Record
-	selJSON, _ := json.Marshal(rec.Selection)
-	p := store.Proposal{SessionID: s.id, Status: ProposalAccepted, Title: rec.Title, Path: rec.Artifact.Path, Hash: rec.Artifact.Hash, Body: body, Selection: string(selJSON)}
+	p := store.Proposal{SessionID: s.id, Status: ProposalAccepted, Title: rec.Title, Path: rec.Artifact.Path, Hash: rec.Artifact.Hash, Body: body,
+		Selection: rec.Selection.Stored()}
 	// The base is the workspace now, at the start, not at park time.
 	base, err := s.commitAccepted(ctx, store.Acceptance{Proposal: p, Parked: a.id, ParkedLocation: string(rec.Selection.Location)}, rec, body,
 		func() (func(), error) {
