@@ -31,28 +31,21 @@ func (m *Manager) Delete(ctx context.Context, id string) (DeleteResult, error) {
 	if err != nil {
 		return DeleteResult{}, err
 	}
+	// Under rowMu from the checks to the rows' removal: a commit of the
+	// session's rows (an acceptance's retry record, a hand-over) comes
+	// before the checks, which see it, or after the delete, which refuses
+	// it ([Session.whileLive]); never between.
+	s.rowMu.Lock()
+	defer s.rowMu.Unlock()
+	st := m.deleteState(ctx, s)
 	s.mu.Lock()
-	if err := handoff.CheckDelete(handoff.DeleteState{Busy: s.busy, Starting: s.starting, Queued: len(s.queue)}); err != nil {
+	st.Busy, st.Starting, st.Queued = s.busy, s.starting, len(s.queue)
+	if err := handoff.CheckDelete(st); err != nil {
 		s.mu.Unlock()
 		return DeleteResult{}, refused(err)
 	}
-	// Held busy while deciding, so that no turn starts meanwhile.
-	s.busy, s.deleted = true, true
-	fork, parent := s.row.ForkedTo, s.row.ParentID
+	s.busy, s.deleted = true, true // no turn starts, nothing queues, while the rows go
 	s.mu.Unlock()
-	release := func() {
-		s.mu.Lock()
-		s.busy, s.deleted = false, false
-		s.mu.Unlock()
-		s.kick()
-	}
-	if err := m.deletable(ctx, s, parent, fork); err != nil {
-		release()
-		return DeleteResult{}, err
-	}
-	// Under rowMu, as every writer of the row: a posture change in flight
-	// either commits before the delete or finds the session gone.
-	s.rowMu.Lock()
 	err = m.st.DeleteSession(ctx, id) // rows and files, crash-safe
 	res := DeleteResult{Deleted: true}
 	var left *store.FilesLeftError
@@ -60,15 +53,16 @@ func (m *Manager) Delete(ctx context.Context, id string) (DeleteResult, error) {
 		res.Warning = fmt.Sprintf("session %s is deleted, but some of its files could not be removed (%v); they stay in %s, which planbridge never reads, and the next start tries again", id, left.Err, left.Dir)
 		m.log.Warn("delete session: files left", "session", id, "dir", left.Dir, "err", left.Err)
 	} else if err != nil {
-		s.rowMu.Unlock()
-		release()
+		s.mu.Lock()
+		s.busy, s.deleted = false, false
+		s.mu.Unlock()
+		s.kick()
 		return DeleteResult{}, err
 	}
 	s.mu.Lock()
 	s.gone = true
 	s.timeout.Stop() // a card still up closes with the session
 	s.mu.Unlock()
-	s.rowMu.Unlock()
 	m.mu.Lock()
 	delete(m.sessions, id)
 	m.mu.Unlock()
@@ -82,11 +76,14 @@ type DeleteResult struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-// deletable is [handoff.CheckDelete] of s, its refusal as the session's
-// [Error]; parent is the session s was forked from, fork the fork s
-// handed over to.
-func (m *Manager) deletable(ctx context.Context, s *Session, parent, fork string) error {
+// deleteState is what [handoff.CheckDelete] needs of s beyond its own
+// lock's facts (read by [Manager.Delete] under s.mu). Caller holds
+// s.rowMu, so the row's fork link and the retry record stay as read.
+func (m *Manager) deleteState(ctx context.Context, s *Session) handoff.DeleteState {
 	st := handoff.DeleteState{Goal: s.Goal()}
+	s.mu.Lock()
+	fork, parent := s.row.ForkedTo, s.row.ParentID
+	s.mu.Unlock()
 	if parent != "" {
 		// Before s's own record: the hand-over moves the record from the
 		// parent to s in one commit, so one of the two reads sees it.
@@ -109,5 +106,5 @@ func (m *Manager) deletable(ctx context.Context, s *Session, parent, fork string
 		st.Implementation = fmt.Sprint(p.Status)
 	}
 	st.Shared, st.SharedErr = m.st.LiveShareRooms(ctx, s.id)
-	return refused(handoff.CheckDelete(st))
+	return st
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
@@ -333,5 +334,58 @@ func TestParkAnswersWhatItStored(t *testing.T) {
 	want, _ := json.Marshal(list[0])
 	if string(got) != string(want) {
 		t.Errorf("the park answered\n%s\nthe listing shows\n%s", got, want)
+	}
+}
+
+// TestDeleteDuringAcceptanceCommit: a delete that arrives while an
+// acceptance commits is refused (session_in_use) and the acceptance's
+// handoff runs. (This passed before too, by the tracking the acceptance
+// starts before its commit; the delete now holds rowMu from its checks
+// to the removal, which also closes the window, not reproducible here,
+// between the delete's checks and an acceptance's decision.)
+func TestDeleteDuringAcceptanceCommit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	st, err := store.Open(ctx, t.TempDir(), store.WithCommitFailure(func(op string) error {
+		if op == store.OpAcceptance {
+			once.Do(func() { close(reached); <-release })
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := NewManager(Config{Store: st, Engine: &textEngine{}})
+	defer m.Close()
+	s, attempt := carded(t, ctx, m)
+	accepted := make(chan error, 1)
+	go func() { _, err := s.Accept(ctx, attempt, ""); accepted <- err }()
+	select {
+	case <-reached:
+	case <-ctx.Done():
+		t.Fatal("the acceptance never committed")
+	}
+	deleted := make(chan error, 1)
+	go func() { _, err := m.Delete(ctx, s.ID()); deleted <- err }()
+	time.Sleep(50 * time.Millisecond) // lets a delete that does not wait for the commit check first
+	close(release)
+	if err := <-accepted; err != nil {
+		t.Errorf("the acceptance: %v", err)
+	}
+	var e *Error
+	if err := <-deleted; !errors.As(err, &e) || e.Code != CodeSessionInUse {
+		t.Errorf("the delete during the acceptance's commit: %v, want %s", err, CodeSessionInUse)
+	}
+	if err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetSession(ctx, s.ID()); err != nil {
+		t.Fatalf("the accepted session: %v", err)
+	}
+	if s.TrackedPlan() == nil {
+		t.Error("the accepted plan is not tracked")
 	}
 }
