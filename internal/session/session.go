@@ -31,10 +31,13 @@ type Session struct {
 	goalMu sync.Mutex
 
 	// rowMu orders the session row's commits (commitRow, the transcript's
-	// steps and rotations, an acceptance, a hand-over, a segment record):
-	// each holds it from its snapshot of the row until its commit and the
+	// steps and rotations, and through commitChange an acceptance, a park,
+	// a fork's creation, a hand-over, a segment, the retry record): each
+	// holds it from its snapshot of the row until its commit and the
 	// in-memory change that follows, so an older snapshot never overwrites
-	// a newer one; taken before mu.
+	// a newer one. Manager.Delete holds it from its checks to the rows'
+	// removal (then sets gone), and whileLive under it refuses every write
+	// of a deleted session's rows or directory. Taken before mu.
 	rowMu sync.Mutex
 
 	mu       sync.Mutex // guards the fields below
