@@ -81,10 +81,10 @@ type StartPort interface {
 	// RecordWaiting reports whether an accepted plan of the session waits
 	// for its recovery.
 	RecordWaiting(ctx context.Context) bool
-	// PlanBody returns the archived plan, verified against a.Hash.
-	PlanBody(ctx context.Context, a Artifact) (string, error)
-	// Head is the workspace's HEAD commit now ("" outside git).
-	Head() string
+	// PlanBody returns rec's archived plan, verified against its hash.
+	PlanBody(ctx context.Context, rec *Record) (string, error)
+	// Head is the workspace's HEAD commit and branch now ("" outside git).
+	Head() (hash, branch string)
 	// Commit makes the start final in one transaction: the parked plan
 	// marked started (it starts at most once), the proposal accepted, Plan
 	// left, the plan tracked, st.Record written.
@@ -134,15 +134,15 @@ func StartParked(ctx context.Context, p StartPort, pk Parking, location Location
 	if err := CheckRun(p, sel, "starting"); err != nil {
 		return Started{}, err
 	}
-	body, err := p.PlanBody(ctx, pk.Artifact)
+	st := Started{Record: &Record{Step: StepRecorded, Selection: sel, Artifact: pk.Artifact, Title: pk.Title, Policy: sel.Policy()}}
+	body, err := p.PlanBody(ctx, st.Record)
 	if err != nil {
 		return Started{}, fmt.Errorf("the parked plan's archive: %w", err)
 	}
-	st := Started{Record: &Record{Step: StepRecorded, Selection: sel, Artifact: pk.Artifact, Title: pk.Title, Policy: sel.Policy()}}
 	if sel.Execution == Goal {
 		st.Record.GoalID = goal.NewID()
 	}
-	if head := p.Head(); pk.Head != "" && head != pk.Head {
+	if head, _ := p.Head(); pk.Head != "" && head != pk.Head {
 		st.StaleBase, st.Head = true, head
 		now := "no commit"
 		if head != "" {

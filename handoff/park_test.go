@@ -142,13 +142,13 @@ func (f *fakeStart) Claim() error {
 	return nil
 }
 func (f *fakeStart) RecordWaiting(ctx context.Context) bool { return f.waiting }
-func (f *fakeStart) PlanBody(ctx context.Context, a Artifact) (string, error) {
+func (f *fakeStart) PlanBody(ctx context.Context, rec *Record) (string, error) {
 	if f.failOp == "body" {
 		return "", errors.New("the archive does not match its hash")
 	}
 	return "# T\n", nil
 }
-func (f *fakeStart) Head() string { return f.head }
+func (f *fakeStart) Head() (string, string) { return f.head, "main" }
 func (f *fakeStart) Commit(ctx context.Context, st Started, body string) error {
 	if f.failOp == "commit" {
 		return syscall.ENOSPC

@@ -144,9 +144,9 @@ type startDeleteFirst struct {
 	del func()
 }
 
-func (d startDeleteFirst) PlanBody(ctx context.Context, a handoff.Artifact) (string, error) {
+func (d startDeleteFirst) PlanBody(ctx context.Context, rec *handoff.Record) (string, error) {
 	d.del()
-	return d.StartPort.PlanBody(ctx, a)
+	return d.StartPort.PlanBody(ctx, rec)
 }
 
 // TestDeleteDuringParkedStart: a delete while a parked plan's start is

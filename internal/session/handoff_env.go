@@ -6,6 +6,7 @@ import (
 	"planbridge/handoff"
 	"planbridge/internal/event"
 	"planbridge/internal/store"
+	"planbridge/worktree"
 )
 
 // handoffEnv is the session side of the handoff's ports: the pipeline
@@ -72,6 +73,14 @@ func (e *handoffEnv) InstallSegment(ctx context.Context, rec *handoff.Record, ma
 }
 
 func (e *handoffEnv) Workspace(ctx context.Context) string { return e.s.workspace() }
+
+// Head is the workspace's HEAD commit and branch ("" outside git).
+func (e *handoffEnv) Head() (hash, branch string) {
+	if branch, hash, err := worktree.HeadOf(e.s.workspace()); err == nil {
+		return hash, branch
+	}
+	return "", ""
+}
 
 // workspace is the session's workspace directory.
 func (s *Session) workspace() string {

@@ -9,7 +9,6 @@ import (
 	"planbridge/internal/agent"
 	"planbridge/internal/event"
 	"planbridge/internal/store"
-	"planbridge/worktree"
 )
 
 // CodeAlreadyStarted refuses a second start of a parked plan.
@@ -123,15 +122,6 @@ func parkedView(p store.ParkedPlan) ParkedView {
 	return ParkedView{v}
 }
 
-// workspaceHead is the workspace's HEAD commit and branch ("" outside git).
-func (s *Session) workspaceHead() (hash, branch string) {
-	branch, hash, err := worktree.HeadOf(s.workspace())
-	if err != nil {
-		return "", ""
-	}
-	return hash, branch
-}
-
 // Park approves the current proposal with the card's whole selection and
 // starts nothing: the plan is archived immutably (the same archive an
 // acceptance writes), recorded as parked with the selection and the
@@ -165,8 +155,6 @@ type parking struct {
 	card
 	row store.ParkedPlan // the parked plan, once committed
 }
-
-func (a *parking) Head() (hash, branch string) { return a.s.workspaceHead() }
 
 // Commit: the parked plan, the proposal parked and the outcome, in one
 // transaction (store.CommitPark); the first decision wins.
@@ -281,12 +269,6 @@ func (a *starting) release() {
 	a.s.starting, a.claimed = false, false
 	a.s.mu.Unlock()
 }
-
-func (a *starting) PlanBody(ctx context.Context, art handoff.Artifact) (string, error) {
-	return a.s.readArtifact(art.Path, art.Hash)
-}
-
-func (a *starting) Head() string { h, _ := a.s.workspaceHead(); return h }
 
 // Commit: parked plan started, proposal accepted, Plan left, tracking,
 // retry record — one transaction (store.CommitAcceptance with Parked).
