@@ -62,9 +62,11 @@
 //     [RecoveryState]; the port carries the chosen step out; nothing to
 //     recover, or an unreadable record, is a [CodeNothingToRetry] refusal.
 //   - [CheckDelete]: what refuses deleting a session ([DeleteState]: a
-//     live fork, a retry record, an unfinished implementation or Goal, an
-//     open share link, in that order; [CodeSessionInUse]); the session
-//     reads the facts and deletes.
+//     turn or a parked plan's start running ([CodeBusy]), prompts
+//     waiting, a hand-over to it still under way, a live fork, a retry
+//     record, an unfinished implementation or Goal, an open share link,
+//     in that order; [CodeSessionInUse]); the session reads the facts and
+//     deletes.
 //
 // The model policy a client configures ([ModelConfig]: the session's
 // default, the catalog the card's model choice is validated against, the
