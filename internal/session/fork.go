@@ -79,15 +79,16 @@ func (e *handoffEnv) StartFork(ctx context.Context, rec *handoff.Record) error {
 
 // CreateForkSession creates the fork session (planning conversation up to
 // the fork point, the accepted proposal) and records its id, in one
-// transaction.
+// transaction; rec names it only once that committed.
 func (e *handoffEnv) CreateForkSession(ctx context.Context, rec *handoff.Record) error {
 	s, forkID := e.s, newID("s-")
 	err := s.commitChange(ctx, func() (change, error) {
 		src := s.row
 		fs := store.ForkSession{SourceID: s.id, Fork: store.Session{ID: forkID, Workspace: rec.Fork.Dir, Title: src.Title, Mode: src.Mode,
 			Segment: src.Segment, ParentID: s.id, ForkPoint: rec.Fork.Point}}
-		rec.Fork.Session = forkID
-		fs.SourceRecord = rec.Marshal()
+		named := *rec
+		named.Fork.Session = forkID
+		fs.SourceRecord = named.Marshal()
 		if s.prop != nil {
 			prop := *s.prop
 			prop.SessionID = forkID
@@ -96,7 +97,7 @@ func (e *handoffEnv) CreateForkSession(ctx context.Context, rec *handoff.Record)
 		return change{commit: func(ctx context.Context) error {
 			s.m.born(forkID) // its implementation starts in this process: no restart
 			return s.m.st.CommitForkSession(ctx, fs)
-		}}, nil
+		}, done: func() { rec.Fork.Session = forkID }}, nil // only once it exists: a failed handoff saves rec
 	})
 	if err != nil {
 		return err

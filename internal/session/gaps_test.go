@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -387,5 +390,72 @@ func TestDeleteDuringAcceptanceCommit(t *testing.T) {
 	}
 	if s.TrackedPlan() == nil {
 		t.Error("the accepted plan is not tracked")
+	}
+}
+
+// TestForkSessionCommitFailsNamesNoFork: a Worktree handoff whose fork
+// session cannot be committed (a full disk) stops, and its retry record
+// — saved with the failure's reason — names no fork session: one that
+// named the session never created would skip its creation on every
+// retry and hand over to a session that does not exist. Recovered once
+// the disk has room, the fork is created and takes over.
+func TestForkSessionCommitFailsNamesNoFork(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var failing atomic.Bool
+	failing.Store(true)
+	dir := t.TempDir()
+	st, err := store.Open(ctx, dir, store.WithCommitFailure(func(op string) error {
+		if op == store.OpForkSess && failing.Load() {
+			return fmt.Errorf("commit %s: %w", op, syscall.ENOSPC)
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := NewManager(Config{Store: st, Engine: &textEngine{}})
+	defer m.Close()
+	s, attempt := carded(t, ctx, m)
+	if _, err := s.UpdateSelection(ctx, attempt, handoff.Change{Axis: "location", Value: string(handoff.Worktree)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Accept(ctx, attempt, "the-fork"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	data, err := st.GetRetryRecord(ctx, s.ID())
+	if err != nil {
+		t.Fatalf("the failed handoff's record: %v", err)
+	}
+	rec, err := handoff.UnmarshalRecord(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Fork.Session != "" || rec.Reason == "" {
+		t.Fatalf("the record after the failed fork session names fork %q (reason %q): want none, with the reason", rec.Fork.Session, rec.Reason)
+	}
+	failing.Store(false)
+	if _, err := s.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fork := s.Info().ForkedTo
+	if fork == "" {
+		t.Fatal("the recovery did not hand over to a fork")
+	}
+	if _, err := st.GetSession(ctx, fork); err != nil {
+		t.Fatalf("the fork: %v", err)
+	}
+	if f, err := m.Get(ctx, fork); err == nil {
+		f.Wait(ctx)
+	}
+	if probs := st.Check(ctx, false); len(probs) > 0 {
+		t.Errorf("the state directory: %v", probs)
 	}
 }
