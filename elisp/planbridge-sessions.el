@@ -155,14 +155,18 @@ queued prompt or share link."
            (format "Delete session %s%s (its transcript and work:// files; the workspace stays)? "
                    (if title (format "\"%s\"" title) id)
                    (if (planbridge--nonempty workspace) (format " in %s" workspace) "")))
-      (planbridge--request :session/delete (list :session id))
-      (when-let ((buf (gethash id planbridge--buffers)))
-        (remhash id planbridge--buffers)
-        (when (buffer-live-p buf)
-          (let ((kill-buffer-query-functions nil))
-            (kill-buffer buf))))
-      (message "planbridge: Deleted session %s" (or title id))
-      (revert-buffer))))
+      (let ((warning (plist-get (planbridge--request :session/delete (list :session id))
+                                :warning)))
+        (when-let ((buf (gethash id planbridge--buffers)))
+          (remhash id planbridge--buffers)
+          (when (buffer-live-p buf)
+            (let ((kill-buffer-query-functions nil))
+              (kill-buffer buf))))
+        ;; Deleted, but some of its files stay aside: say where.
+        (when (planbridge--nonempty warning)
+          (display-warning 'planbridge warning :warning))
+        (message "planbridge: Deleted session %s" (or title id))
+        (revert-buffer)))))
 
 ;;;###autoload
 (defun planbridge-sessions ()

@@ -563,8 +563,10 @@ inherits the backend's environment."
 
 (defun planbridge--initialize (conn)
   "Send `initialize' to CONN, wait for the answer and return it.
-The answer's instance id is kept on CONN.  No secret is sent: an API
-key reaches the backend in its environment (see `planbridge--start')."
+The answer's instance id is kept on CONN; its warnings (what the
+backend's start could not finish) are shown by `display-warning'.
+No secret is sent: an API key reaches the backend in its environment
+\(see `planbridge--start')."
   (let* ((engine (planbridge--engine-params))
          (models (planbridge--models-params))
          (params `(,@(and engine (list :engine engine))
@@ -575,6 +577,10 @@ key reaches the backend in its environment (see `planbridge--start')."
          (result (jsonrpc-request conn :initialize params
                                   :timeout planbridge-request-timeout)))
     (setf (planbridge--conn-instance conn) (plist-get result :instance))
+    ;; What the backend's start could not finish (a delete a crash cut
+    ;; short whose files it could not settle): the backend runs, and says.
+    (seq-doseq (warning (plist-get result :warnings))
+      (display-warning 'planbridge warning :warning))
     result))
 
 (defvar planbridge--starting nil

@@ -60,6 +60,19 @@ type AcceptPort interface {
 	Failpoint(name string)
 }
 
+// AcceptResult is what an acceptance tells the client: its archive
+// (artifact, a work:// address) and [PreparingNotice].
+type AcceptResult struct {
+	Accepted bool   `json:"accepted"`
+	Artifact string `json:"artifact"`
+	Message  string `json:"message"`
+}
+
+// Accepted is the result of an acceptance whose archive is artifact.
+func Accepted(artifact string) AcceptResult {
+	return AcceptResult{Accepted: true, Artifact: artifact, Message: PreparingNotice}
+}
+
 // ArtifactPath is where an accepted plan of hash is archived.
 func ArtifactPath(hash string) string { return "plans/accepted-" + hash[:min(16, len(hash))] + ".md" }
 

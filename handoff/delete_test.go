@@ -21,10 +21,20 @@ func TestCheckDelete(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		st      DeleteState
+		code    string // the refusal's code; "" for CodeSessionInUse
 		want    string // the refusal's words; "" for none
 		wantErr error  // a read error handed back as it is
 	}{
 		{name: "nothing owned", st: DeleteState{}},
+		{name: "a turn runs", st: DeleteState{Busy: true, Starting: true, Queued: 2, Source: "s-src"}, code: CodeBusy,
+			want: "a turn is running in this session; wait for it or interrupt it, then delete"},
+		{name: "a start runs", st: DeleteState{Starting: true, Queued: 2}, code: CodeBusy,
+			want: "a parked plan is being started in this session; wait for it, then delete"},
+		{name: "prompts wait", st: DeleteState{Queued: 2, Fork: "s-fork"},
+			want: "2 prompt(s) are queued in this session; run them (M-x planbridge-recover) or interrupt, then delete"},
+		{name: "a fork being handed over", st: DeleteState{Source: "s-src", Record: true, Shared: 1},
+			want: "this Worktree fork is being handed its implementation by s-src; wait for the hand-over, then delete"},
+		{name: "a failed read of the source's record", st: DeleteState{SourceErr: readErr, Fork: "s-fork"}, wantErr: readErr},
 		{name: "a complete Goal does not hold it", st: DeleteState{Goal: g(goal.Complete)}},
 		{name: "a live fork", st: DeleteState{Fork: "s-fork", Record: true, Goal: g(goal.Active), Shared: 1},
 			want: "this session handed its implementation to the Worktree fork s-fork; delete that first"},
@@ -55,9 +65,13 @@ func TestCheckDelete(t *testing.T) {
 					t.Fatalf("CheckDelete = %v, want nil", err)
 				}
 			default:
+				code := tc.code
+				if code == "" {
+					code = CodeSessionInUse
+				}
 				r, ok := AsRefusal(err)
-				if !ok || r.Code != CodeSessionInUse || r.Message != tc.want {
-					t.Fatalf("CheckDelete = %#v, want %s %q", err, CodeSessionInUse, tc.want)
+				if !ok || r.Code != code || r.Message != tc.want {
+					t.Fatalf("CheckDelete = %#v, want %s %q", err, code, tc.want)
 				}
 			}
 		})

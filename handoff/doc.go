@@ -9,7 +9,8 @@
 // the Outcome* constants), the approval card ([NewCard] draws a [Card] from a
 // [CardState] snapshot: the stored selection ([Selection.Stored]) or
 // the defaults ([CardSelection]), the fork blockers, the Worktree checks
-// ([CheckWorktreeCard]), a tampered plan's notice) and its [Timeout],
+// ([CheckWorktreeCard]), a tampered plan's notice) and its [Timeout]
+// (how long, as a client configures it: [TimeoutSetting]),
 // the retry [Record] and its steps (recorded →
 // context_ready → kickoff → dispatched, or forked), and the step machines.
 // Each step machine is a function over a narrow port that the session
@@ -27,7 +28,10 @@
 //     through the same record and [Run] (Location and branch applied, a
 //     Location or selection that cannot start a [CodeInvalidSelection]
 //     refusal, a Goal reserved, a moved HEAD reported). [ParkedPlan] is a parked
-//     plan as clients see it, [ParkedList] the `/plan parked` text.
+//     plan as clients see it, [ParkedList] the `/plan parked` text,
+//     [ParkedSelection] its stored selection read back; what a start and
+//     an acceptance tell the client is [StartResult] ([Started.Result])
+//     and [AcceptResult] ([Accepted]).
 //   - [Run] over [Env]: context preparation (Current; Fresh with
 //     [FreshMaterial]; Summary from [RenderHistory], proposals omitted,
 //     its summary cached in the record), then the Worktree fork, the Goal
@@ -58,9 +62,11 @@
 //     [RecoveryState]; the port carries the chosen step out; nothing to
 //     recover, or an unreadable record, is a [CodeNothingToRetry] refusal.
 //   - [CheckDelete]: what refuses deleting a session ([DeleteState]: a
-//     live fork, a retry record, an unfinished implementation or Goal, an
-//     open share link, in that order; [CodeSessionInUse]); the session
-//     reads the facts and deletes.
+//     turn or a parked plan's start running ([CodeBusy]), prompts
+//     waiting, a hand-over to it still under way, a live fork, a retry
+//     record, an unfinished implementation or Goal, an open share link,
+//     in that order; [CodeSessionInUse]); the session reads the facts and
+//     deletes.
 //
 // The model policy a client configures ([ModelConfig]: the session's
 // default, the catalog the card's model choice is validated against, the

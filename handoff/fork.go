@@ -23,7 +23,9 @@ type ForkPort interface {
 	RepoRoot() (string, error)
 	// CreateForkSession creates the fork's session (the planning
 	// conversation up to rec.Fork.Point, the accepted proposal) and sets
-	// rec.Fork.Session, committing it with rec in one transaction.
+	// rec.Fork.Session, committing it with rec in one transaction. On
+	// failure rec is unchanged: the record a failed step saves never
+	// names a session that was not created.
 	CreateForkSession(ctx context.Context, rec *Record) error
 	// RestoreEdits copies the files this session itself edited from the
 	// source checkout into the fork at dir.

@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"planbridge/goal"
@@ -80,10 +81,10 @@ type StartPort interface {
 	// RecordWaiting reports whether an accepted plan of the session waits
 	// for its recovery.
 	RecordWaiting(ctx context.Context) bool
-	// PlanBody returns the archived plan, verified against a.Hash.
-	PlanBody(ctx context.Context, a Artifact) (string, error)
-	// Head is the workspace's HEAD commit now ("" outside git).
-	Head() string
+	// PlanBody returns rec's archived plan, verified against its hash.
+	PlanBody(ctx context.Context, rec *Record) (string, error)
+	// Head is the workspace's HEAD commit and branch now ("" outside git).
+	Head() (hash, branch string)
 	// Commit makes the start final in one transaction: the parked plan
 	// marked started (it starts at most once), the proposal accepted, Plan
 	// left, the plan tracked, st.Record written.
@@ -133,15 +134,15 @@ func StartParked(ctx context.Context, p StartPort, pk Parking, location Location
 	if err := CheckRun(p, sel, "starting"); err != nil {
 		return Started{}, err
 	}
-	body, err := p.PlanBody(ctx, pk.Artifact)
+	st := Started{Record: &Record{Step: StepRecorded, Selection: sel, Artifact: pk.Artifact, Title: pk.Title, Policy: sel.Policy()}}
+	body, err := p.PlanBody(ctx, st.Record)
 	if err != nil {
 		return Started{}, fmt.Errorf("the parked plan's archive: %w", err)
 	}
-	st := Started{Record: &Record{Step: StepRecorded, Selection: sel, Artifact: pk.Artifact, Title: pk.Title, Policy: sel.Policy()}}
 	if sel.Execution == Goal {
 		st.Record.GoalID = goal.NewID()
 	}
-	if head := p.Head(); pk.Head != "" && head != pk.Head {
+	if head, _ := p.Head(); pk.Head != "" && head != pk.Head {
 		st.StaleBase, st.Head = true, head
 		now := "no commit"
 		if head != "" {
@@ -154,6 +155,38 @@ func StartParked(ctx context.Context, p StartPort, pk Parking, location Location
 	}
 	p.Failpoint("handoff.recorded")
 	return st, p.Start(st.Record)
+}
+
+// StartResult is what starting a parked plan tells the client: the
+// session it runs in, the archive (artifact, a work:// address), a HEAD
+// that moved since approval (StaleBase, Head now, and Notice saying from
+// what to what) and [PreparingNotice].
+type StartResult struct {
+	Started   bool   `json:"started"`
+	Session   string `json:"session"`
+	Artifact  string `json:"artifact"`
+	StaleBase bool   `json:"stale_base"`
+	Head      string `json:"head,omitempty"`
+	Notice    string `json:"notice,omitempty"`
+	Message   string `json:"message"`
+}
+
+// Result is st as the client reads it: a start in session of the plan
+// archived at artifact.
+func (st Started) Result(session, artifact string) StartResult {
+	return StartResult{Started: true, Session: session, Artifact: artifact, StaleBase: st.StaleBase, Head: st.Head,
+		Notice: st.Notice, Message: PreparingNotice}
+}
+
+// ParkedSelection reads a parked plan's stored selection (its
+// [Selection.Stored] form); one that does not read is a
+// [CodeInvalidSelection] refusal, and the plan cannot start.
+func ParkedSelection(stored string) (Selection, error) {
+	var sel Selection
+	if err := json.Unmarshal([]byte(stored), &sel); err != nil {
+		return Selection{}, &Refusal{Code: CodeInvalidSelection, Message: "the parked selection is unreadable: " + err.Error()}
+	}
+	return sel, nil
 }
 
 // short is a commit hash cut to 12 digits for display.

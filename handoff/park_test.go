@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -141,13 +142,13 @@ func (f *fakeStart) Claim() error {
 	return nil
 }
 func (f *fakeStart) RecordWaiting(ctx context.Context) bool { return f.waiting }
-func (f *fakeStart) PlanBody(ctx context.Context, a Artifact) (string, error) {
+func (f *fakeStart) PlanBody(ctx context.Context, rec *Record) (string, error) {
 	if f.failOp == "body" {
 		return "", errors.New("the archive does not match its hash")
 	}
 	return "# T\n", nil
 }
-func (f *fakeStart) Head() string { return f.head }
+func (f *fakeStart) Head() (string, string) { return f.head, "main" }
 func (f *fakeStart) Commit(ctx context.Context, st Started, body string) error {
 	if f.failOp == "commit" {
 		return syscall.ENOSPC
@@ -340,5 +341,36 @@ func TestStartParkedInvalid(t *testing.T) {
 		if r, ok := err.(*Refusal); !ok || r.Code != CodeInvalidSelection || r.Message != c.want || f.claimed != 0 {
 			t.Errorf("%s: %#v (claimed %d), want an %s refusal %q", c.name, err, f.claimed, CodeInvalidSelection, c.want)
 		}
+	}
+}
+
+// TestStartAndAcceptResults: what a start and an acceptance tell the
+// client, field by field (the protocol's JSON), and a parked selection
+// read back from its stored form or refused.
+func TestStartAndAcceptResults(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		got  any
+		want string
+	}{
+		{"start", Started{}.Result("s-1", "work://plans/accepted-x.md"),
+			`{"started":true,"session":"s-1","artifact":"work://plans/accepted-x.md","stale_base":false,"message":"Preparing implementation..."}`},
+		{"start on a moved HEAD", Started{StaleBase: true, Head: "abc", Notice: "HEAD moved"}.Result("s-1", "work://a.md"),
+			`{"started":true,"session":"s-1","artifact":"work://a.md","stale_base":true,"head":"abc","notice":"HEAD moved","message":"Preparing implementation..."}`},
+		{"accept", Accepted("work://plans/accepted-x.md"),
+			`{"accepted":true,"artifact":"work://plans/accepted-x.md","message":"Preparing implementation..."}`},
+	} {
+		if b, _ := json.Marshal(tc.got); string(b) != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, b, tc.want)
+		}
+	}
+	sel := Selection{Location: Worktree, Context: Fresh, Execution: Direct, Branch: "b"}
+	if got, err := ParkedSelection(sel.Stored()); err != nil || !got.SameSettings(sel) || got.Branch != "b" {
+		t.Errorf("ParkedSelection(Stored) = %+v, %v", got, err)
+	}
+	if _, err := ParkedSelection("{not json"); err == nil {
+		t.Error("an unreadable selection was read")
+	} else if r, ok := AsRefusal(err); !ok || r.Code != CodeInvalidSelection || !strings.HasPrefix(r.Message, "the parked selection is unreadable: ") {
+		t.Errorf("ParkedSelection of junk = %#v", err)
 	}
 }

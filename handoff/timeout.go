@@ -1,6 +1,9 @@
 package handoff
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // Timeout is an approval card's timeout. It is armed for one attempt,
 // at most one at a time: arming again (a new presentation, a change of
@@ -42,3 +45,25 @@ func (t *Timeout) Stop() {
 
 // Armed reports whether a timeout is armed.
 func (t *Timeout) Armed() bool { return t.t != nil }
+
+// TimeoutSetting is how long an approval card may stay undecided before
+// its [Timeout] closes it, as a client configures it for every session
+// from now on (zero, the zero value: never). Safe for concurrent use.
+type TimeoutSetting struct {
+	mu sync.Mutex
+	d  time.Duration
+}
+
+// Set sets the duration (zero or less: never).
+func (t *TimeoutSetting) Set(d time.Duration) {
+	t.mu.Lock()
+	t.d = d
+	t.mu.Unlock()
+}
+
+// Duration is the duration a card presented now gets.
+func (t *TimeoutSetting) Duration() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.d
+}

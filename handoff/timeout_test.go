@@ -87,3 +87,24 @@ func TestTimeoutFires(t *testing.T) {
 		t.Fatalf("fired for %q", a)
 	}
 }
+
+// TestTimeoutSetting: the zero value never times out; a setting holds
+// until the next, across goroutines.
+func TestTimeoutSetting(t *testing.T) {
+	var ts TimeoutSetting
+	if d := ts.Duration(); d != 0 {
+		t.Fatalf("zero value = %v", d)
+	}
+	done := make(chan struct{})
+	go func() { ts.Set(time.Minute); close(done) }()
+	<-done
+	if d := ts.Duration(); d != time.Minute {
+		t.Fatalf("after Set(1m) = %v", d)
+	}
+	ts.Set(0)
+	var to Timeout
+	to.Arm(ts.Duration(), Approval{Attempt: "a-1"}, func(string) {})
+	if to.Armed() {
+		t.Fatal("a zero setting armed a timeout")
+	}
+}

@@ -53,7 +53,11 @@ func initialize(ctx context.Context, s *Server, raw json.RawMessage) (any, error
 	if e := m.Engine(); e != nil {
 		engine = e.Name()
 	}
-	return map[string]any{"version": s.opt.Version, "state_dir": m.Store().Dir(), "engine": engine, "instance": s.instance}, nil
+	res := map[string]any{"version": s.opt.Version, "state_dir": m.Store().Dir(), "engine": engine, "instance": s.instance}
+	if len(s.opt.Warnings) > 0 {
+		res["warnings"] = s.opt.Warnings
+	}
+	return res, nil
 }
 
 func shutdown(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {

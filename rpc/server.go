@@ -38,6 +38,9 @@ type Options struct {
 	// MaxFrame bounds one message body in bytes ([DefaultMaxFrame] when 0);
 	// a larger frame is read through unbuffered and refused.
 	MaxFrame int
+	// Warnings are what the server's start could not finish, for the
+	// person: initialize's result carries them ("warnings").
+	Warnings []string
 }
 
 // Server serves one JSON-RPC connection.

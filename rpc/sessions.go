@@ -66,10 +66,7 @@ func sessionDelete(ctx context.Context, s *Server, raw json.RawMessage) (any, er
 	if err != nil {
 		return nil, err
 	}
-	if err := s.opt.Manager.Delete(ctx, p.Session); err != nil {
-		return nil, err
-	}
-	return map[string]bool{"deleted": true}, nil
+	return s.opt.Manager.Delete(ctx, p.Session)
 }
 
 func sessionSubmit(ctx context.Context, s *Server, raw json.RawMessage) (any, error) {

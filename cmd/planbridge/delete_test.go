@@ -142,3 +142,110 @@ func TestSessionDelete(t *testing.T) {
 		t.Fatalf("%d event rows of the deleted session remain", db)
 	}
 }
+
+// TestStartSaysWhatADeleteLeft: a server starting after deletes a crash
+// cut short settles what it can and starts even when one cannot be
+// settled, saying so (stderr, and initialize's warnings for the client)
+// instead of refusing to start: a deleted session's files it cannot
+// remove (as nobody: a directory beyond its permissions; root ignores
+// permissions) stay aside, named; a live session's moved files are put
+// back, nothing lost. Before, the first directory it could not remove
+// stopped the server.
+func TestStartSaysWhatADeleteLeft(t *testing.T) {
+	ctx := ctxT(t)
+	state := t.TempDir()
+	p := startServe(t, state)
+	gone := createSession(t, ctx, p.c, t.TempDir())
+	kept := createSession(t, ctx, p.c, t.TempDir())
+	p.stop()
+	sessions := filepath.Join(state, "sessions")
+	plan := filepath.Join("work", "plans", "accepted-1.md")
+	// kept: killed after its directory went aside, its rows kept.
+	if err := os.MkdirAll(filepath.Join(sessions, kept.ID, filepath.Dir(plan)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(sessions, kept.ID, plan), []byte("# kept\n"), 0o600)
+	if err := os.Rename(filepath.Join(sessions, kept.ID), filepath.Join(sessions, ".deleted-"+kept.ID)); err != nil {
+		t.Fatal(err)
+	}
+	// gone: killed after its rows went, its files aside, one directory
+	// of them not writable.
+	st := p.opened(t)
+	if err := st.DeleteSession(ctx, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	trash := filepath.Join(sessions, ".deleted-"+gone.ID)
+	locked := filepath.Join(trash, "work", "plans")
+	os.MkdirAll(locked, 0o700)
+	os.WriteFile(filepath.Join(locked, "accepted-1.md"), []byte("# gone\n"), 0o600)
+	os.Chmod(locked, 0o500)
+	t.Cleanup(func() { os.Chmod(locked, 0o700) })
+
+	p = startServeAs(t, true, state, nil)
+	var init struct {
+		Warnings []string `json:"warnings"`
+	}
+	if err := p.c.Call(ctx, "initialize", map[string]any{}, &init); err != nil {
+		t.Fatalf("the server did not start: %v\n%s", err, p.stderr)
+	}
+	if len(init.Warnings) != 1 || !strings.Contains(init.Warnings[0], trash) || !strings.Contains(init.Warnings[0], "remove it by hand") {
+		t.Errorf("initialize's warnings = %q: want the one directory it could not remove, named", init.Warnings)
+	}
+	var list []sessionInfo
+	if err := p.c.Call(ctx, "session/list", map[string]any{}, &list); err != nil || len(list) != 1 || list[0].ID != kept.ID {
+		t.Fatalf("session/list = %+v %v: want the kept session", list, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(sessions, kept.ID, plan)); string(b) != "# kept\n" {
+		t.Errorf("the kept session's plan after the start: %q %v", b, err)
+	}
+	p.stop()
+	if !strings.Contains(p.stderr.String(), trash) {
+		t.Errorf("stderr does not say what the start left: %q", p.stderr)
+	}
+}
+
+// TestDeleteSaysWhatItLeft: a session whose rows are deleted but whose
+// files cannot all be removed (as nobody: a directory beyond its
+// permissions) is deleted, and session/delete says so with a warning
+// naming where the files stay; the next start names them again. Before,
+// the delete answered an error although the session was gone.
+func TestDeleteSaysWhatItLeft(t *testing.T) {
+	ctx := ctxT(t)
+	state, ws := t.TempDir(), t.TempDir()
+	p := startServeAs(t, true, state, []string{ws})
+	s := createSession(t, ctx, p.c, ws)
+	locked := filepath.Join(state, "sessions", s.ID, "work", "plans")
+	if err := os.MkdirAll(locked, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(locked, "v1.md"), []byte("# plan\n"), 0o600)
+	for _, p := range []string{filepath.Dir(locked), locked, filepath.Join(locked, "v1.md")} {
+		os.Lchown(p, nobody, nobody) // a no-op unless the test is root
+	}
+	os.Chmod(locked, 0o500)
+	trash := filepath.Join(state, "sessions", ".deleted-"+s.ID)
+	t.Cleanup(func() { os.Chmod(filepath.Join(trash, "work", "plans"), 0o700); os.Chmod(locked, 0o700) })
+	var res struct {
+		Deleted bool   `json:"deleted"`
+		Warning string `json:"warning"`
+	}
+	if err := p.c.Call(ctx, "session/delete", map[string]string{"session": s.ID}, &res); err != nil {
+		t.Fatalf("session/delete = %v: the session's rows are gone, so it is deleted", err)
+	}
+	if !res.Deleted || !strings.Contains(res.Warning, trash) || !strings.Contains(res.Warning, "is deleted") {
+		t.Errorf("session/delete = %+v: want deleted with a warning naming %s", res, trash)
+	}
+	var list []sessionInfo
+	if err := p.c.Call(ctx, "session/list", map[string]any{}, &list); err != nil || len(list) != 0 {
+		t.Errorf("session/list = %+v %v", list, err)
+	}
+	p.stop()
+	p = startServeAs(t, true, state, nil)
+	var init struct {
+		Warnings []string `json:"warnings"`
+	}
+	if err := p.c.Call(ctx, "initialize", map[string]any{}, &init); err != nil || len(init.Warnings) != 1 || !strings.Contains(init.Warnings[0], trash) {
+		t.Errorf("the next start: %q %v", init.Warnings, err)
+	}
+}

@@ -71,7 +71,7 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	// The same lock and integrity checks as serve: a plan run never shares
 	// a state directory with a running server.
-	st, release, err := openState(ctx, stateDir)
+	st, release, _, err := openState(ctx, stateDir, lg) // what a start could not settle is logged
 	if err != nil {
 		fmt.Fprintf(stderr, "planbridge plan: %v\n", err)
 		return 1

@@ -173,7 +173,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	red.Add(agent.OpenAIConfigFromEnv(os.Getenv).APIKey, agent.AnthropicConfigFromEnv(os.Getenv).APIKey)
 	lg = slog.New(red.Handler(lg.Handler()))
 	ctx := context.Background()
-	st, release, err := openState(ctx, cf.dir())
+	st, release, unfinished, err := openState(ctx, cf.dir(), lg)
 	if err != nil {
 		fmt.Fprintf(stderr, "planbridge: %v\n", err)
 		// Tell the client too, if it asks something before we go.
@@ -205,7 +205,7 @@ func runServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := sh.Restore(ctx); err != nil {
 		lg.Error("restore shared sessions", "err", err)
 	}
-	err = rpc.Serve(ctx, stdin, stdout, rpc.Options{Manager: mgr, Logger: lg, Version: version, Share: sh, MaxFrame: *maxFrame,
+	err = rpc.Serve(ctx, stdin, stdout, rpc.Options{Manager: mgr, Logger: lg, Version: version, Share: sh, MaxFrame: *maxFrame, Warnings: unfinished,
 		NewEngine: func(c agent.EngineConfig) (agent.Engine, error) { return newEngine(ctx, st, red, c, lg, acps) }})
 	closeShare, cancel := context.WithTimeout(ctx, 2*time.Second)
 	sh.Close(closeShare)
@@ -224,33 +224,40 @@ const refuseWait = 500 * time.Millisecond
 
 // openState takes the state directory's exclusive lock, runs the quick
 // integrity check (refusing a damaged directory without changing it) and
-// opens the database. release drops the lock.
-func openState(ctx context.Context, dir string) (*store.Store, func(), error) {
-	release, err := store.Lock(dir)
+// opens the database. release drops the lock. unfinished is what the
+// start could not settle of the deletes a crash cut short
+// ([store.Store.FinishDeletes]): never a reason to refuse (nothing of a
+// live session is removed, every other session is intact), each logged
+// and for the client to show.
+func openState(ctx context.Context, dir string, lg *slog.Logger) (st *store.Store, release func(), unfinished []string, err error) {
+	release, err = store.Lock(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := store.Preflight(ctx, dir); err != nil {
 		release()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	st, err := store.Open(ctx, dir, store.WithFailingCommits(os.Getenv(store.FailCommitsEnv)))
+	st, err = store.Open(ctx, dir, store.WithFailingCommits(os.Getenv(store.FailCommitsEnv)))
 	if err != nil {
 		release()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if probs := st.Check(ctx, false); len(probs) > 0 {
 		st.Close()
 		release()
-		return nil, nil, &store.DamageError{Dir: dir, Problems: probs}
+		return nil, nil, nil, &store.DamageError{Dir: dir, Problems: probs}
 	}
 	// A delete a crash cut short is finished or undone, under the lock.
-	if err := st.FinishDeletes(ctx); err != nil {
+	if unfinished, err = st.FinishDeletes(ctx); err != nil {
 		st.Close()
 		release()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return st, release, nil
+	for _, u := range unfinished {
+		lg.Warn("start: " + u)
+	}
+	return st, release, unfinished, nil
 }
 
 func runDoctor(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

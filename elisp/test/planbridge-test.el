@@ -536,6 +536,36 @@ backend's environment (the agent inherits it), never on the wire."
           (should-not (file-exists-p (expand-file-name "state.db" state))))
       (delete-directory root t))))
 
+(ert-deftest planbridge-test-start-warnings ()
+  "What the backend's start could not finish is shown as a warning.
+Here: the files of a session whose delete a crash cut short, moved aside,
+while the session has a directory again; the backend starts and names them."
+  (let* ((root (file-name-as-directory (file-truename (make-temp-file "planbridge-test-" t))))
+         (planbridge-program (planbridge-test--program))
+         (planbridge-state-dir (expand-file-name "state/" root))
+         (planbridge-engine nil)
+         (planbridge--connection nil)
+         (planbridge--buffers (make-hash-table :test #'equal)))
+    (unwind-protect
+        (let* ((info (jsonrpc-request (planbridge--connection) :session/create
+                                      (list :workspace root)))
+               (aside (expand-file-name (concat "sessions/.deleted-" (plist-get info :id))
+                                        planbridge-state-dir)))
+          (planbridge-test--stop)
+          (make-directory aside t)
+          (when-let ((buf (get-buffer "*Warnings*")))
+            (kill-buffer buf))
+          (should (jsonrpc-running-p (planbridge--connection)))
+          (should (get-buffer "*Warnings*"))
+          (with-current-buffer "*Warnings*"
+            (should (string-match-p (concat "has a directory again; its earlier files stay in "
+                                            (regexp-quote aside))
+                                    (buffer-string)))))
+      (planbridge-test--stop)
+      (when-let ((buf (get-buffer "*planbridge events*")))
+        (kill-buffer buf))
+      (delete-directory root t))))
+
 (ert-deftest planbridge-test-api-key-from-auth-source ()
   "The openai API key comes from auth-source and is written nowhere.
 It reaches the backend in its environment, never on the wire."

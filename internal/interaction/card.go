@@ -127,7 +127,8 @@ type Card struct {
 	// wt is the card's last Worktree check (notice, branch; NoGit is a
 	// fork blocker), zero unless Worktree is selected.
 	wt      handoff.WorktreeCard
-	timeout handoff.Timeout // the current presentation's
+	timeout handoff.Timeout  // the current presentation's
+	closed  handoff.Approval // the presentation CloseLocked last ended, for ReopenLocked
 }
 
 // New returns the card part of a session with no proposal; [Card.Load]
@@ -151,6 +152,9 @@ func (c *Card) ProposalLocked() (p store.Proposal, ok bool) {
 	}
 	return *c.prop, true
 }
+
+// ArmedLocked reports whether the presentation's timeout is running.
+func (c *Card) ArmedLocked() bool { return c.timeout.Armed() }
 
 // PendingLocked reports whether a card is presented (shown or hidden).
 func (c *Card) PendingLocked() bool { return c.approval.Pending() }
@@ -201,15 +205,22 @@ func (c *Card) checkLocked(attempt string) error {
 // attempt ("" when none was pending). It records nothing.
 func (c *Card) CloseLocked() string {
 	a := c.approval.Attempt
+	if a != "" {
+		c.closed = c.approval
+	}
 	c.approval = handoff.Approval{}
 	c.timeout.Stop()
 	return a
 }
 
 // ReopenLocked presents attempt again after a close whose commit failed
-// (nothing moved): the card is as it was, shown, its timeout started over.
+// (nothing moved): the card is as it was (hidden if it was), its timeout
+// started over.
 func (c *Card) ReopenLocked(attempt string) {
 	c.approval = handoff.Approval{Attempt: attempt}
+	if c.closed.Attempt == attempt {
+		c.approval = c.closed
+	}
 	c.armLocked()
 }
 

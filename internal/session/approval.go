@@ -85,11 +85,7 @@ func (s *Session) EditProposal(ctx context.Context, attempt, body string) (Appro
 }
 
 // AcceptResult tells the client what acceptance started.
-type AcceptResult struct {
-	Accepted bool   `json:"accepted"`
-	Artifact string `json:"artifact"`
-	Message  string `json:"message"`
-}
+type AcceptResult = handoff.AcceptResult
 
 // Accept accepts the current proposal with the card's selection: validate,
 // archive immutably, then (one transaction) mark accepted, leave Plan and
@@ -110,7 +106,7 @@ func (s *Session) AcceptExpecting(ctx context.Context, attempt, branch string, e
 	if err != nil {
 		return AcceptResult{}, refused(err)
 	}
-	return AcceptResult{Accepted: true, Artifact: agent.WorkScheme + rec.Artifact.Path, Message: handoff.PreparingNotice}, nil
+	return handoff.Accepted(agent.WorkScheme + rec.Artifact.Path), nil
 }
 
 // card is the session side of the card one [handoff.Accept] or
@@ -138,14 +134,18 @@ func (c *card) Body(ctx context.Context) (string, error) {
 	return body, err
 }
 
+// Archive writes into the session's directory: refused once it is deleted.
 func (c *card) Archive(ctx context.Context, art handoff.Artifact, body string) error {
-	_, err := store.WriteFileOnce(c.s.workPath(art.Path), handoff.ArtifactData(body), 0o444)
-	return err
+	return c.s.whileLive(func() error {
+		_, err := store.WriteFileOnce(c.s.workPath(art.Path), handoff.ArtifactData(body), 0o444)
+		return err
+	})
 }
 
 // closeLocked is the decision of the card's commit, under s.mu: the first
 // decision wins and the selection is still sel; it closes the card, and
-// undo reopens it when the commit fails (nothing moved).
+// undo reopens it as it was (shown or hidden, its timeout armed again)
+// when the commit fails (nothing moved).
 func (c *card) closeLocked(sel handoff.Selection) (attempt string, undo func(), err error) {
 	s := c.s
 	if err := s.checkAttemptLocked(c.attempt); err != nil {
@@ -170,31 +170,24 @@ type acceptance struct {
 func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff.Accepting) error {
 	p := a.p
 	p.Status, p.Rejections = ProposalAccepted, 0
-	closed := ""
 	base, err := a.s.commitAccepted(ctx, store.Acceptance{Proposal: p}, rec, in.Body, func() (undo func(), err error) {
-		closed, undo, err = a.closeLocked(in.Selection)
+		a.closed, undo, err = a.closeLocked(in.Selection)
 		return undo, err
 	})
-	if err != nil {
-		return err
+	if err == nil {
+		a.p, a.base = p, base
 	}
-	a.p, a.closed, a.base = p, closed, base
-	return nil
+	return err
 }
 
-// Committed: the session takes the committed proposal and leaves Plan;
-// the card closes as accepted.
+// Committed: the card closed as accepted (its outcome recorded, its
+// selection riding along, so the transcript records what the
+// implementation runs with), the start announced.
 func (a *acceptance) Committed(ctx context.Context, rec *handoff.Record, in handoff.Accepting) {
-	s, p := a.s, a.p
-	s.tookPlan(p, a.base)
-	// The selection rides along, so the transcript records what the
-	// implementation runs with.
-	sel := in.Selection
-	s.recordOutcome(ctx, a.closed, handoff.OutcomeAccepted, p.Title, p.Hash)
+	s, sel := a.s, in.Selection
+	s.recordOutcome(ctx, a.closed, handoff.OutcomeAccepted, a.p.Title, a.p.Hash)
 	s.emit(event.ApprovalClosed{Attempt: a.closed, Reason: handoff.OutcomeAccepted, Selection: &sel})
-	s.track.EmitSteps()
-	s.emit(event.Notice{Message: handoff.PreparingNotice})
-	s.changed()
+	s.started(a.base)
 }
 
 // commitAccepted is the one commit that starts an implementation
@@ -203,49 +196,57 @@ func (a *acceptance) Committed(ctx context.Context, rec *handoff.Record, in hand
 // The base is staged before the commit names it (a Worktree
 // implementation's is its fork's, staged at the hand-over); then, under
 // s.mu, decide (which refuses, changing nothing, or returns how to undo
-// it) and the tracking begins, in one critical section; a failed commit
-// undoes both.
+// it, nil for nothing) and the tracking begins, in one critical section;
+// a failed commit undoes both, one that succeeds leaves the session on
+// c.Proposal, out of Plan. A deleted session's is refused, nothing staged
+// or written ([Session.whileLive]).
 func (s *Session) commitAccepted(ctx context.Context, c store.Acceptance, rec *handoff.Record, body string, decide func() (undo func(), err error)) (base string, err error) {
 	artifact := agent.WorkScheme + rec.Artifact.Path
 	if rec.Selection.Location != handoff.Worktree {
-		if base, err = s.stageBase(ctx, rec.Artifact.Hash, artifact, rec.Title, body); err != nil {
+		// Into the session's directory: refused once it is deleted.
+		if err := s.whileLive(func() (err error) {
+			base, err = s.stageBase(ctx, rec.Artifact.Hash, artifact, rec.Title, body)
+			return err
+		}); err != nil {
 			return "", err
 		}
 	}
-	s.rowMu.Lock() // the row is written: from its snapshot to memory (see rowMu)
-	defer s.rowMu.Unlock()
-	s.mu.Lock()
-	undo, err := decide()
+	err = s.commitChange(ctx, func() (change, error) {
+		undo, err := decide()
+		if err != nil {
+			return change{}, err
+		}
+		c.Session = s.row
+		c.Session.Plan = false
+		mine, prevTrack := s.startTrackingLocked(rec.Title, artifact, rec.Artifact.Hash, body, rec.Selection.Policy(), base)
+		c.Tracking, c.Record = store.Tracking(s.track.Row()), rec.Marshal()
+		return change{commit: func(ctx context.Context) error { return s.m.st.CommitAcceptance(ctx, c) },
+			undo: func() {
+				if undo != nil {
+					undo()
+				}
+				s.track.Undo(mine, prevTrack) // a concurrent start that won keeps its own
+			},
+			// As committed; no later row commit writes Plan back on.
+			done: func() { s.card.SetLocked(c.Proposal); s.row.Plan = false }}, nil
+	})
 	if err != nil {
-		s.mu.Unlock()
 		return "", err
 	}
-	c.Session = s.row
-	c.Session.Plan = false
-	mine, prevTrack := s.startTrackingLocked(rec.Title, artifact, rec.Artifact.Hash, body, rec.Selection.Policy(), base)
-	s.mu.Unlock()
-	c.Tracking, c.Record = store.Tracking(s.track.Row()), rec.Marshal()
-	if err := s.m.st.CommitAcceptance(ctx, c); err != nil {
-		s.mu.Lock()
-		undo()
-		s.track.Undo(mine, prevTrack) // a concurrent start that won keeps its own
-		s.mu.Unlock()
-		return "", err
-	}
-	s.mu.Lock()
-	s.row.Plan = false // as committed; no later row commit writes Plan back on
-	s.mu.Unlock()
 	return base, nil
 }
 
-// tookPlan brings the session in line with a committed acceptance of p
-// naming base: p is its proposal, Plan is left.
-func (s *Session) tookPlan(p store.Proposal, base string) {
-	s.mu.Lock()
-	s.card.SetLocked(p)
-	s.row.Plan = false
-	s.mu.Unlock()
+// started announces an implementation whose start committed naming base:
+// the base pointed at ([review.BaseCommitted]), the plan's steps, evs,
+// the preparing notice, the views.
+func (s *Session) started(base string, evs ...EventData) {
 	s.m.baseCommitted(s.id, base)
+	s.track.EmitSteps()
+	for _, ev := range evs {
+		s.emit(ev)
+	}
+	s.emit(event.Notice{Message: handoff.PreparingNotice})
+	s.changed()
 }
 
 // startHandoff runs the pipeline as the session's owning workflow.

@@ -13,65 +13,87 @@ import (
 // work ([handoff.CheckDelete]).
 const CodeSessionInUse = handoff.CodeSessionInUse
 
-// Delete removes session id: its rows and its work:// files (the session
-// directory under the state directory). The workspace and any worktree
-// are never touched. It refuses, changing nothing, while a turn or a
-// handoff runs, while prompts are queued, and while the session owns an
+// Delete removes session id: its rows (its parked plans and approval
+// outcomes too) and its work:// files (the session directory under the
+// state directory). The workspace and any worktree are never touched. It
+// refuses, changing nothing, while a turn, a handoff or a parked plan's
+// start runs, while prompts are queued, and while the session owns an
 // unfinished implementation (a retry record, a tracked plan running or
 // paused), an unfinished Goal, a Worktree fork it handed over to, or a
-// share link still open.
-func (m *Manager) Delete(ctx context.Context, id string) error {
+// share link still open, or is a fork whose source is still handing
+// over to it. Once it is deleted, whatever was between its checks and
+// its commit (an acceptance, a park, a posture change) is refused with
+// [CodeNotFound] and writes nothing ([Session.whileLive]). A session
+// deleted whose files could not all be removed is deleted all the same:
+// the result says where they stay (the next start tries again).
+func (m *Manager) Delete(ctx context.Context, id string) (DeleteResult, error) {
 	s, err := m.Get(ctx, id)
 	if err != nil {
-		return err
+		return DeleteResult{}, err
 	}
+	// Under rowMu from the checks to the rows' removal: a commit of the
+	// session's rows (an acceptance's retry record, a hand-over) comes
+	// before the checks, which see it, or after the delete, which refuses
+	// it ([Session.whileLive]); never between.
+	s.rowMu.Lock()
+	defer s.rowMu.Unlock()
+	st := m.deleteState(ctx, s)
 	s.mu.Lock()
-	if s.busy {
+	st.Busy, st.Starting, st.Queued = s.busy, s.starting, len(s.queue)
+	if err := handoff.CheckDelete(st); err != nil {
 		s.mu.Unlock()
-		return errorf(CodeBusy, "a turn is running in this session; wait for it or interrupt it, then delete")
+		return DeleteResult{}, refused(err)
 	}
-	if n := len(s.queue); n > 0 {
-		s.mu.Unlock()
-		return errorf(CodeSessionInUse, "%d prompt(s) are queued in this session; run them (M-x planbridge-recover) or interrupt, then delete", n)
-	}
-	// Held busy while deciding, so that no turn starts meanwhile.
-	s.busy, s.deleted = true, true
-	fork := s.row.ForkedTo
+	s.busy, s.deleted = true, true // no turn starts, nothing queues, while the rows go
 	s.mu.Unlock()
-	release := func() {
+	err = m.st.DeleteSession(ctx, id) // rows and files, crash-safe
+	res := DeleteResult{Deleted: true}
+	var left *store.FilesLeftError
+	if errors.As(err, &left) {
+		res.Warning = fmt.Sprintf("session %s is deleted, but some of its files could not be removed (%v); they stay in %s, which planbridge never reads, and the next start tries again", id, left.Err, left.Dir)
+		m.log.Warn("delete session: files left", "session", id, "dir", left.Dir, "err", left.Err)
+	} else if err != nil {
 		s.mu.Lock()
 		s.busy, s.deleted = false, false
 		s.mu.Unlock()
 		s.kick()
-	}
-	if err := m.deletable(ctx, s, fork); err != nil {
-		release()
-		return err
-	}
-	// Under rowMu, as every writer of the row: a posture change in flight
-	// either commits before the delete or finds the session gone.
-	s.rowMu.Lock()
-	err = m.st.DeleteSession(ctx, id) // rows and files, crash-safe
-	var left *store.FilesLeftError
-	if err != nil && !errors.As(err, &left) {
-		s.rowMu.Unlock()
-		release()
-		return err
+		return DeleteResult{}, err
 	}
 	s.mu.Lock()
 	s.gone = true
+	s.card.CloseLocked() // a card still up closes with the session (its timeout stops)
 	s.mu.Unlock()
-	s.rowMu.Unlock()
 	m.mu.Lock()
 	delete(m.sessions, id)
 	m.mu.Unlock()
-	return err
+	return res, nil
 }
 
-// deletable is [handoff.CheckDelete] of s, its refusal as the session's
-// [Error]; fork is the fork s handed over to.
-func (m *Manager) deletable(ctx context.Context, s *Session, fork string) error {
+// DeleteResult is what [Manager.Delete] did: Warning, when set, says
+// what of a deleted session could not be removed.
+type DeleteResult struct {
+	Deleted bool   `json:"deleted"`
+	Warning string `json:"warning,omitempty"`
+}
+
+// deleteState is what [handoff.CheckDelete] needs of s beyond its own
+// lock's facts (read by [Manager.Delete] under s.mu). Caller holds
+// s.rowMu, so the row's fork link and the retry record stay as read.
+func (m *Manager) deleteState(ctx context.Context, s *Session) handoff.DeleteState {
 	st := handoff.DeleteState{Goal: s.Goal()}
+	s.mu.Lock()
+	fork, parent := s.row.ForkedTo, s.row.ParentID
+	s.mu.Unlock()
+	if parent != "" {
+		// Before s's own record: the hand-over moves the record from the
+		// parent to s in one commit, so one of the two reads sees it.
+		data, err := m.st.GetRetryRecord(ctx, parent)
+		if rec, perr := handoff.UnmarshalRecord(data); err == nil && perr == nil && rec.Fork.Session == s.id {
+			st.Source = parent
+		} else if !errors.Is(err, store.ErrNotFound) {
+			st.SourceErr = err
+		}
+	}
 	if fork != "" {
 		if _, err := m.st.GetSession(ctx, fork); err == nil {
 			st.Fork = fork
@@ -84,5 +106,5 @@ func (m *Manager) deletable(ctx context.Context, s *Session, fork string) error 
 		st.Implementation = fmt.Sprint(p.Status)
 	}
 	st.Shared, st.SharedErr = m.st.LiveShareRooms(ctx, s.id)
-	return refused(handoff.CheckDelete(st))
+	return st
 }

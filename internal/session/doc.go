@@ -81,9 +81,11 @@
 //
 // [Manager.Delete] removes a session's rows and its work:// directory
 // (never the workspace or a worktree), refusing, with nothing changed,
-// while a turn runs ([CodeBusy]) or while prompts wait or the session owns
-// an unfinished implementation, Goal, fork or open share link
-// ([CodeSessionInUse], decided by [handoff.CheckDelete]).
+// while a turn or a start runs ([CodeBusy]) or while prompts wait or the
+// session owns an unfinished implementation, Goal, fork, hand-over or
+// open share link ([CodeSessionInUse], decided by [handoff.CheckDelete]).
+// Every write of a session's rows or directory is refused once it is
+// deleted ([CodeNotFound]): none brings back a row or a directory.
 //
 // A person's input is bounded the same way on every surface: a prompt is
 // at most [MaxPromptBytes] ([CodePromptTooLarge]) and at most [MaxQueued]

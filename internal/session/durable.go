@@ -10,6 +10,63 @@ import (
 	"planbridge/internal/store"
 )
 
+// change is one commit of the session's rows as [Session.commitChange]'s
+// prepare makes it, under s.mu.
+type change struct {
+	commit func(context.Context) error // the named store operation, run outside s.mu
+	done   func()                      // under s.mu once committed: memory follows the store (nil: nothing)
+	undo   func()                      // under s.mu when the commit failed: what prepare moved goes back (nil: nothing)
+}
+
+// commitChange is the one sequence of every commit that writes the
+// session's rows (the row, an acceptance, a park, a hand-over, a fork's
+// creation, a segment, the retry record): under rowMu from the snapshot
+// to the in-memory change that follows (see rowMu), refused while the
+// session is deleted ([Session.whileLive]); prepare runs under s.mu and
+// returns the change, or a refusal that changes nothing. Memory moves
+// only with a commit that succeeded: a failed one runs undo.
+func (s *Session) commitChange(ctx context.Context, prepare func() (change, error)) error {
+	return s.whileLive(func() error {
+		s.mu.Lock()
+		c, err := prepare()
+		s.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		err = c.commit(ctx)
+		f := c.undo
+		if err == nil {
+			f = c.done
+		}
+		if f != nil {
+			s.mu.Lock()
+			f()
+			s.mu.Unlock()
+		}
+		return err
+	})
+}
+
+// whileLive runs fn, which writes the session's rows or into its
+// directory, unless the session is deleted: then it fails with
+// [CodeNotFound] and fn never runs. It holds rowMu, as [Manager.Delete]
+// does from its checks to the rows' and the directory's removal, so a
+// write comes either before the delete (and goes with it) or after it
+// (and is refused): never a row or a directory of a deleted session
+// written back (every row commit is an upsert). The caller holds neither
+// rowMu nor s.mu.
+func (s *Session) whileLive(fn func() error) error {
+	s.rowMu.Lock()
+	defer s.rowMu.Unlock()
+	s.mu.Lock()
+	gone := s.gone
+	s.mu.Unlock()
+	if gone {
+		return errorf(CodeNotFound, "session %s was deleted", s.id)
+	}
+	return fn()
+}
+
 // goalKickoffDispatch returns the commit that marks Goal id's kickoff as
 // sent (its pending prompt cleared) in the transaction that stores the
 // prompt, and the in-memory counterpart run once that committed. After it

@@ -25,7 +25,7 @@ func (s *Session) forkStateLocked() handoff.ForkState {
 	return handoff.ForkState{Queued: len(s.queue), Busy: s.busy, GoalUnfinished: s.gl.Unfinished(), NoGit: s.card.NoGitLocked()}
 }
 
-func (c handoffEnv) Failpoint(name string) { handoff.Failpoint(name) }
+func (c handoffEnv) Failpoint(name string) { c.s.m.failpoint(name) }
 
 // Start runs the handoff of rec as the session's owning workflow.
 func (c handoffEnv) Start(rec *handoff.Record) error { return c.s.startHandoff(rec) }
@@ -79,24 +79,26 @@ func (e *handoffEnv) StartFork(ctx context.Context, rec *handoff.Record) error {
 
 // CreateForkSession creates the fork session (planning conversation up to
 // the fork point, the accepted proposal) and records its id, in one
-// transaction.
+// transaction; rec names it only once that committed.
 func (e *handoffEnv) CreateForkSession(ctx context.Context, rec *handoff.Record) error {
-	s := e.s
-	s.mu.Lock()
-	src := s.row
-	prop, _ := s.card.ProposalLocked()
-	s.mu.Unlock()
-	forkID := newID("s-")
-	fork := store.Session{ID: forkID, Workspace: rec.Fork.Dir, Title: src.Title, Mode: src.Mode,
-		Segment: src.Segment, ParentID: s.id, ForkPoint: rec.Fork.Point}
-	rec.Fork.Session = forkID
-	s.m.born(forkID) // its implementation starts in this process: no restart
-	fs := store.ForkSession{Fork: fork, SourceID: s.id, SourceRecord: rec.Marshal()}
-	if prop.SessionID != "" {
-		prop.SessionID = forkID
-		fs.Proposal = &prop
-	}
-	if err := s.m.st.CommitForkSession(ctx, fs); err != nil {
+	s, forkID := e.s, newID("s-")
+	err := s.commitChange(ctx, func() (change, error) {
+		src := s.row
+		fs := store.ForkSession{SourceID: s.id, Fork: store.Session{ID: forkID, Workspace: rec.Fork.Dir, Title: src.Title, Mode: src.Mode,
+			Segment: src.Segment, ParentID: s.id, ForkPoint: rec.Fork.Point}}
+		named := *rec
+		named.Fork.Session = forkID
+		fs.SourceRecord = named.Marshal()
+		if prop, ok := s.card.ProposalLocked(); ok {
+			prop.SessionID = forkID
+			fs.Proposal = &prop
+		}
+		return change{commit: func(ctx context.Context) error {
+			s.m.born(forkID) // its implementation starts in this process: no restart
+			return s.m.st.CommitForkSession(ctx, fs)
+		}, done: func() { rec.Fork.Session = forkID }}, nil // only once it exists: a failed handoff saves rec
+	})
+	if err != nil {
 		return err
 	}
 	// After the row: a directory never exists without its session.
@@ -126,23 +128,24 @@ func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 	if err != nil {
 		return err
 	}
-	s.rowMu.Lock() // the row is written: from its snapshot to memory (see rowMu)
-	defer s.rowMu.Unlock()
-	s.mu.Lock()
-	row := s.row
-	row.ForkedTo = rec.Fork.Session
-	s.mu.Unlock()
-	s.m.born(rec.Fork.Session) // its tracking is handed over running, not paused by restart
-	// The source keeps its todos; the plan is the fork's.
-	if err := s.m.st.CommitHandOver(ctx, store.HandOver{Source: row, SourceTracking: store.Tracking{Todos: forkTrack.Todos},
-		ForkID: rec.Fork.Session, ForkRecord: handoff.ForkRecord(rec).Marshal(), ForkTracking: forkTrack}); err != nil {
+	fork := rec.Fork.Session
+	err = s.commitChange(ctx, func() (change, error) {
+		row := s.row
+		row.ForkedTo = fork
+		// The source keeps its todos; the plan is the fork's.
+		h := store.HandOver{Source: row, SourceTracking: store.Tracking{Todos: forkTrack.Todos},
+			ForkID: fork, ForkRecord: handoff.ForkRecord(rec).Marshal(), ForkTracking: forkTrack}
+		return change{commit: func(ctx context.Context) error {
+			s.m.born(fork) // its tracking is handed over running, not paused by restart
+			return s.m.st.CommitHandOver(ctx, h)
+		}, done: func() { // only once the fork holds it: a failed hand-over keeps the plan here
+			s.row.ForkedTo = fork
+			s.track.Forget()
+		}}, nil
+	})
+	if err != nil {
 		return err
 	}
-	// Only once the fork holds it: a failed hand-over keeps the plan here.
-	s.mu.Lock()
-	s.row.ForkedTo = rec.Fork.Session
-	s.track.Forget()
-	s.mu.Unlock()
 	if tracked {
 		s.m.baseCommitted(rec.Fork.Session, base)
 	}

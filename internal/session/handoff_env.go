@@ -6,6 +6,7 @@ import (
 	"planbridge/handoff"
 	"planbridge/internal/event"
 	"planbridge/internal/store"
+	"planbridge/worktree"
 )
 
 // handoffEnv is the session side of the handoff's ports: the pipeline
@@ -15,7 +16,10 @@ import (
 type handoffEnv struct{ s *Session }
 
 func (e *handoffEnv) Save(ctx context.Context, rec *handoff.Record) error {
-	return e.s.m.st.PutRetryRecord(ctx, e.s.id, rec.Marshal())
+	data := rec.Marshal()
+	return e.s.commitChange(ctx, func() (change, error) {
+		return change{commit: func(ctx context.Context) error { return e.s.m.st.PutRetryRecord(ctx, e.s.id, data) }}, nil
+	})
 }
 
 func (e *handoffEnv) PlanBody(ctx context.Context, rec *handoff.Record) (string, error) {
@@ -56,9 +60,10 @@ func (e *handoffEnv) InstallSegment(ctx context.Context, rec *handoff.Record, ma
 	already := s.row.Segment == rec.Segment
 	s.mu.Unlock()
 	if already {
-		s.rowMu.Lock() // the row is written (see rowMu)
-		defer s.rowMu.Unlock()
-		return s.m.st.CommitSegment(ctx, store.Segment{Session: s.rowSnapshot(), Record: rec.Marshal()})
+		return s.commitChange(ctx, func() (change, error) {
+			g := store.Segment{Session: s.row, Record: rec.Marshal()}
+			return change{commit: func(ctx context.Context) error { return s.m.st.CommitSegment(ctx, g) }}, nil
+		})
 	}
 	if err := s.tr.Rotate(ctx, rec.Segment, material, rec.Marshal()); err != nil {
 		return err
@@ -68,6 +73,14 @@ func (e *handoffEnv) InstallSegment(ctx context.Context, rec *handoff.Record, ma
 }
 
 func (e *handoffEnv) Workspace(ctx context.Context) string { return e.s.workspace() }
+
+// Head is the workspace's HEAD commit and branch ("" outside git).
+func (e *handoffEnv) Head() (hash, branch string) {
+	if branch, hash, err := worktree.HeadOf(e.s.workspace()); err == nil {
+		return hash, branch
+	}
+	return "", ""
+}
 
 // workspace is the session's workspace directory.
 func (s *Session) workspace() string {

@@ -73,6 +73,8 @@ type Manager struct {
 	read   []string // Config.ReadRoots
 	hide   []string // Config.Hidden
 	turns  sync.WaitGroup
+	// approvalTimeout closes undecided cards as timed_out.
+	approvalTimeout handoff.TimeoutSetting
 
 	mu        sync.Mutex // guards the fields below
 	sessions  map[string]*Session
@@ -82,8 +84,6 @@ type Manager struct {
 	asker     Asker
 	models    handoff.ModelConfig
 	closed    bool
-	// approvalTimeout closes undecided cards as timed_out (0: never).
-	approvalTimeout time.Duration
 	// created are the sessions this process created: loading one is no
 	// restart, so nothing of it is paused by restart.
 	created map[string]bool
@@ -259,7 +259,7 @@ func (m *Manager) Get(ctx context.Context, id string) (*Session, error) {
 	}
 	m.sessions[id] = s
 	// A card presented again on resume times out like any other.
-	s.card.Arm(m.approvalTimeout)
+	s.card.Arm(m.approvalTimeout.Duration())
 	return s, nil
 }
 

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"planbridge/internal/agent"
 	"planbridge/internal/event"
 	"planbridge/internal/store"
-	"planbridge/worktree"
 )
 
 // CodeAlreadyStarted refuses a second start of a parked plan.
@@ -30,17 +28,7 @@ func (s *Session) Outcomes(ctx context.Context) ([]handoff.Outcome, error) {
 
 // SetApprovalTimeout sets how long an approval card may stay undecided
 // (0, the default, never times out). It applies to cards presented from now.
-func (m *Manager) SetApprovalTimeout(d time.Duration) {
-	m.mu.Lock()
-	m.approvalTimeout = d
-	m.mu.Unlock()
-}
-
-func (m *Manager) approvalTimeoutValue() time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.approvalTimeout
-}
+func (m *Manager) SetApprovalTimeout(d time.Duration) { m.approvalTimeout.Set(d) }
 
 // --- Approve and park ---------------------------------------------------------
 
@@ -50,18 +38,9 @@ type ParkedView struct{ handoff.ParkedPlan }
 func parkedView(p store.ParkedPlan) ParkedView {
 	v := handoff.ParkedPlan{ID: p.ID, Session: p.SessionID, Title: p.Title, Hash: p.Hash, Artifact: agent.WorkScheme + p.Path,
 		Head: p.Head, Branch: p.Branch, CreatedAt: p.CreatedAt, Location: p.StartedLocation}
-	_ = json.Unmarshal([]byte(p.Selection), &v.Selection)
+	v.Selection, _ = handoff.ParkedSelection(p.Selection) // unreadable: shown empty, and it cannot start
 	v.SetStarted(p.StartedAt)
 	return ParkedView{v}
-}
-
-// workspaceHead is the workspace's HEAD commit and branch ("" outside git).
-func (s *Session) workspaceHead() (hash, branch string) {
-	branch, hash, err := worktree.HeadOf(s.workspace())
-	if err != nil {
-		return "", ""
-	}
-	return hash, branch
 }
 
 // Park approves the current proposal with the card's whole selection and
@@ -84,13 +63,9 @@ func (s *Session) ParkExpecting(ctx context.Context, attempt string, expect *han
 		return ParkedView{}, refused(err)
 	}
 	s.emit(event.ApprovalClosed{Attempt: attempt, Reason: handoff.OutcomeParked})
-	saved, err := s.m.st.GetParkedPlan(ctx, pp.id)
-	if err != nil {
-		return ParkedView{}, err
-	}
-	v := parkedView(saved)
+	v := parkedView(pp.row) // as committed: a failed read never reports a committed park as failed
 	s.emit(v)
-	s.emit(event.Notice{Message: handoff.ParkedNotice(saved.Title)})
+	s.emit(event.Notice{Message: handoff.ParkedNotice(v.Title)})
 	s.changed()
 	s.kick()
 	return v, nil
@@ -99,38 +74,31 @@ func (s *Session) ParkExpecting(ctx context.Context, attempt string, expect *han
 // parking is the session side of one [handoff.Park] ([handoff.ParkPort]).
 type parking struct {
 	card
-	id string // the parked plan's, once committed
+	row store.ParkedPlan // the parked plan, once committed
 }
-
-func (a *parking) Head() (hash, branch string) { return a.s.workspaceHead() }
 
 // Commit: the parked plan, the proposal parked and the outcome, in one
 // transaction (store.CommitPark); the first decision wins.
 func (a *parking) Commit(ctx context.Context, pk handoff.Parking) error {
 	s, p := a.s, a.p
-	selJSON, _ := json.Marshal(pk.Selection)
 	row := store.ParkedPlan{ID: newID("pp-"), SessionID: s.id, Title: pk.Title, Path: pk.Artifact.Path, Hash: pk.Artifact.Hash,
-		Selection: string(selJSON), Head: pk.Head, Branch: pk.Branch}
-	s.mu.Lock()
-	attempt, undo, err := a.closeLocked(pk.Selection)
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
+		Selection: pk.Selection.Stored(), Head: pk.Head, Branch: pk.Branch, CreatedAt: time.Now().UTC()}
 	p.Status, p.Rejections = ProposalParked, 0
-	err = s.m.st.CommitPark(ctx, store.Park{Plan: row, Proposal: p,
-		Outcome: store.ApprovalOutcome{SessionID: s.id, Attempt: attempt, Outcome: handoff.OutcomeParked, Title: p.Title, Hash: p.Hash}})
-	if err != nil {
-		s.mu.Lock()
-		undo() // nothing moved: the card stays pending
-		s.mu.Unlock()
-		return err
+	err := s.commitChange(ctx, func() (change, error) {
+		attempt, undo, err := a.closeLocked(pk.Selection)
+		if err != nil {
+			return change{}, err
+		}
+		park := store.Park{Plan: row, Proposal: p,
+			Outcome: store.ApprovalOutcome{SessionID: s.id, Attempt: attempt, Outcome: handoff.OutcomeParked, Title: p.Title, Hash: p.Hash}}
+		return change{commit: func(ctx context.Context) error { return s.m.st.CommitPark(ctx, park) },
+			undo: undo, // nothing moved: the card stays pending
+			done: func() { s.card.SetLocked(p) }}, nil
+	})
+	if err == nil {
+		a.row = row
 	}
-	s.mu.Lock()
-	s.card.SetLocked(p)
-	s.mu.Unlock()
-	a.id = row.ID
-	return nil
+	return err
 }
 
 // Parked lists parked plans not yet started: those of session, or of
@@ -148,17 +116,7 @@ func (m *Manager) Parked(ctx context.Context, session string, all bool) ([]Parke
 }
 
 // StartResult tells the client what starting a parked plan did.
-type StartResult struct {
-	Started  bool   `json:"started"`
-	Session  string `json:"session"`
-	Artifact string `json:"artifact"`
-	// StaleBase is set when the workspace HEAD moved since approval;
-	// Notice then says from what to what.
-	StaleBase bool   `json:"stale_base"`
-	Head      string `json:"head,omitempty"` // HEAD now
-	Notice    string `json:"notice,omitempty"`
-	Message   string `json:"message"`
-}
+type StartResult = handoff.StartResult
 
 // StartParked starts parked plan id, Here or in a Worktree (location ""
 // keeps the parked selection's; branch names the Worktree's branch),
@@ -181,13 +139,9 @@ func (m *Manager) StartParked(ctx context.Context, id string, location handoff.L
 	if err != nil {
 		return StartResult{}, err
 	}
-	return s.startParked(ctx, row, location, branch)
-}
-
-func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, location handoff.Location, branch string) (StartResult, error) {
-	var sel handoff.Selection
-	if err := json.Unmarshal([]byte(row.Selection), &sel); err != nil {
-		return StartResult{}, &Error{Code: CodeInvalidSelect, Message: "the parked selection is unreadable: " + err.Error()}
+	sel, err := handoff.ParkedSelection(row.Selection)
+	if err != nil {
+		return StartResult{}, refused(err)
 	}
 	pk := handoff.Parking{Selection: sel, Title: row.Title, Artifact: handoff.Artifact{Path: row.Path, Hash: row.Hash}, Head: row.Head, Branch: row.Branch}
 	port := &starting{handoffEnv: handoffEnv{s}, id: row.ID}
@@ -196,8 +150,7 @@ func (s *Session) startParked(ctx context.Context, row store.ParkedPlan, locatio
 	if err != nil {
 		return StartResult{}, refused(err)
 	}
-	return StartResult{Started: true, Session: s.id, Artifact: agent.WorkScheme + row.Path, StaleBase: st.StaleBase, Head: st.Head,
-		Notice: st.Notice, Message: handoff.PreparingNotice}, nil
+	return st.Result(s.id, agent.WorkScheme+row.Path), nil
 }
 
 // starting is the session side of one [handoff.StartParked]
@@ -238,25 +191,19 @@ func (a *starting) release() {
 	a.s.mu.Unlock()
 }
 
-func (a *starting) PlanBody(ctx context.Context, art handoff.Artifact) (string, error) {
-	return a.s.readArtifact(art.Path, art.Hash)
-}
-
-func (a *starting) Head() string { h, _ := a.s.workspaceHead(); return h }
-
 // Commit: parked plan started, proposal accepted, Plan left, tracking,
 // retry record — one transaction (store.CommitAcceptance with Parked).
 func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) error {
 	s, rec := a.s, st.Record
-	selJSON, _ := json.Marshal(rec.Selection)
-	p := store.Proposal{SessionID: s.id, Status: ProposalAccepted, Title: rec.Title, Path: rec.Artifact.Path, Hash: rec.Artifact.Hash, Body: body, Selection: string(selJSON)}
+	p := store.Proposal{SessionID: s.id, Status: ProposalAccepted, Title: rec.Title, Path: rec.Artifact.Path, Hash: rec.Artifact.Hash, Body: body,
+		Selection: rec.Selection.Stored()}
 	// The base is the workspace now, at the start, not at park time.
 	base, err := s.commitAccepted(ctx, store.Acceptance{Proposal: p, Parked: a.id, ParkedLocation: string(rec.Selection.Location)}, rec, body,
 		func() (func(), error) {
 			if s.busy || s.card.PendingLocked() {
 				return nil, errorf(CodeBusy, "the session became busy; try again")
 			}
-			return func() {}, nil
+			return nil, nil
 		})
 	if errors.Is(err, store.ErrAlreadyStarted) {
 		return &Error{Code: CodeAlreadyStarted, Message: err.Error()}
@@ -264,14 +211,11 @@ func (a *starting) Commit(ctx context.Context, st handoff.Started, body string) 
 	if err != nil {
 		return err
 	}
-	s.tookPlan(p, base)
-	s.track.EmitSteps()
+	var evs []EventData
 	if st.Notice != "" {
-		s.emit(event.Notice{Message: st.Notice})
+		evs = append(evs, event.Notice{Message: st.Notice})
 	}
-	s.emit(event.ParkedStarted{ID: a.id, Location: rec.Selection.Location, StaleBase: st.StaleBase, Notice: st.Notice})
-	s.emit(event.Notice{Message: handoff.PreparingNotice})
-	s.changed()
+	s.started(base, append(evs, event.ParkedStarted{ID: a.id, Location: rec.Selection.Location, StaleBase: st.StaleBase, Notice: st.Notice})...)
 	return nil
 }
 

@@ -50,7 +50,7 @@ func (h cardHost) CardLocked() ([]handoff.Model, handoff.ForkState, string) {
 	return h.s.m.modelConfig().Models, h.s.forkStateLocked(), h.s.row.Workspace
 }
 
-func (h cardHost) Timeout() time.Duration { return h.s.m.approvalTimeoutValue() }
+func (h cardHost) Timeout() time.Duration { return h.s.m.approvalTimeout.Duration() }
 func (h cardHost) Closed() bool           { return h.s.m.isClosed() }
 func (h cardHost) Emit(ev event.Data)     { h.s.emit(ev) }
 func (h cardHost) Changed()               { h.s.changed() }

@@ -33,7 +33,7 @@ func TestDeletedSessionStaysDeleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Delete(ctx, s.ID()); err != nil {
+	if _, err := m.Delete(ctx, s.ID()); err != nil {
 		t.Fatal(err)
 	}
 	// The request that looked s up before the delete goes on.

@@ -32,10 +32,13 @@ type Session struct {
 	goalMu sync.Mutex
 
 	// rowMu orders the session row's commits (commitRow, the transcript's
-	// steps and rotations, an acceptance, a hand-over, a segment record):
-	// each holds it from its snapshot of the row until its commit and the
+	// steps and rotations, and through commitChange an acceptance, a park,
+	// a fork's creation, a hand-over, a segment, the retry record): each
+	// holds it from its snapshot of the row until its commit and the
 	// in-memory change that follows, so an older snapshot never overwrites
-	// a newer one; taken before mu.
+	// a newer one. Manager.Delete holds it from its checks to the rows'
+	// removal (then sets gone), and whileLive under it refuses every write
+	// of a deleted session's rows or directory. Taken before mu.
 	rowMu sync.Mutex
 
 	mu       sync.Mutex // guards the fields below
@@ -214,27 +217,14 @@ func (s *Session) saveRow(ctx context.Context) error {
 // commitRow commits the session row with set applied and only then
 // applies set in memory: when the commit fails nothing changed, so no
 // turn runs under, and no status event announces, a posture the store
-// does not hold (caller must not hold s.mu).
+// does not hold; a deleted session's is refused ([Session.commitChange];
+// caller must not hold s.mu).
 func (s *Session) commitRow(ctx context.Context, set func(*store.Session)) error {
-	s.rowMu.Lock()
-	defer s.rowMu.Unlock()
-	s.mu.Lock()
-	gone := s.gone
-	s.mu.Unlock()
-	if gone {
-		// The row commit is an upsert: it would store the deleted
-		// session again, without its directory or transcript.
-		return errorf(CodeNotFound, "session %s was deleted", s.id)
-	}
-	row := s.rowSnapshot()
-	set(&row)
-	if err := s.m.st.PutSession(ctx, row); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	set(&s.row)
-	s.mu.Unlock()
-	return nil
+	return s.commitChange(ctx, func() (change, error) {
+		row := s.row
+		set(&row)
+		return change{commit: func(ctx context.Context) error { return s.m.st.PutSession(ctx, row) }, done: func() { set(&s.row) }}, nil
+	})
 }
 
 func (s *Session) statusData() event.Status {

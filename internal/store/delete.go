@@ -14,14 +14,18 @@ import (
 // deleted (its rows are gone) but its files could not all be removed;
 // they stay under a name [SessionDirs] does not count. Its text is the
 // removal's.
-type FilesLeftError struct{ Err error }
+type FilesLeftError struct {
+	Dir string // where the files stay
+	Err error
+}
 
 func (e *FilesLeftError) Error() string { return e.Err.Error() }
 func (e *FilesLeftError) Unwrap() error { return e.Err }
 
 // DeleteSession removes session id: every row (events, transcript,
 // proposal, retry record, tracking, edited files, Goals, queued input,
-// share rooms and their links, the session row) in one transaction, and
+// parked plans, approval outcomes, share rooms and their links, the
+// session row) in one transaction, and
 // its directory ([SessionDir]). The directory goes aside first (a name
 // [SessionDirs] does not count), then the rows, then the files: a crash
 // between leaves rows without a directory or a stray directory, never a
@@ -50,7 +54,7 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 		return err
 	}
 	if err := os.RemoveAll(trash); err != nil {
-		return &FilesLeftError{Err: err}
+		return &FilesLeftError{Dir: trash, Err: err}
 	}
 	return nil
 }
@@ -60,43 +64,60 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 // [Store.DeleteSession]): where the session's rows are gone the delete had
 // committed, and the moved directory is removed; where they remain it had
 // not, and the directory is put back (its plans, archives and review
-// records with it) unless the session has one of its own again. Only a
-// real directory of that name is touched, never through a link. The
-// server calls it under the state directory's lock, before any session is
-// used, so no delete of this process is in flight.
-func (s *Store) FinishDeletes(ctx context.Context) error {
+// records with it). Only a real directory of that name is touched, never
+// through a link. The server calls it under the state directory's lock,
+// before any session is used, so no delete of this process is in flight.
+//
+// One it cannot settle never stops the others, nor the server: it is left
+// as it is — nothing is removed whose session's rows remain — and
+// reported in unfinished, one sentence each naming the session, the
+// directory and what to do (a moved directory that cannot be removed
+// holds only a deleted session's files; one that cannot be put back, or
+// whose session has a directory again, holds a live session's files,
+// tried again at every start). err is only for a sessions directory that
+// cannot be read at all.
+func (s *Store) FinishDeletes(ctx context.Context) (unfinished []string, err error) {
 	base := filepath.Join(s.dir, "sessions")
 	ents, err := os.ReadDir(base)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, e := range ents {
 		id, ok := strings.CutPrefix(e.Name(), ".deleted-")
 		if !ok || id == "" || !e.IsDir() {
 			continue
 		}
-		trash := filepath.Join(base, e.Name())
-		_, err := s.GetSession(ctx, id)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			if err := os.RemoveAll(trash); err != nil {
-				return fmt.Errorf("finish the delete of session %s: %w", id, err)
-			}
-		case err != nil:
-			return err
-		default:
-			dir := SessionDir(s.dir, id)
-			if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
-				if err := os.Rename(trash, dir); err != nil {
-					return fmt.Errorf("put back session %s after an interrupted delete: %w", id, err)
-				}
-			}
+		if msg := s.finishDelete(ctx, id, filepath.Join(base, e.Name())); msg != "" {
+			unfinished = append(unfinished, msg)
 		}
 	}
-	return nil
+	return unfinished, nil
+}
+
+// finishDelete settles the delete of session id whose directory was moved
+// to trash, or says why it could not.
+func (s *Store) finishDelete(ctx context.Context, id, trash string) string {
+	_, err := s.GetSession(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		if err := os.RemoveAll(trash); err != nil {
+			return fmt.Sprintf("the files of deleted session %s could not all be removed (%v); they stay in %s, which planbridge never reads: remove it by hand", id, err, trash)
+		}
+		return ""
+	case err != nil:
+		return fmt.Sprintf("an interrupted delete of session %s could not be settled (%v); its files stay in %s and the next start tries again", id, err, trash)
+	}
+	dir := SessionDir(s.dir, id)
+	if _, err := os.Lstat(dir); err == nil {
+		return fmt.Sprintf("session %s, whose delete was interrupted, has a directory again; its earlier files stay in %s: move what you need back into %s by hand", id, trash, dir)
+	}
+	if err := os.Rename(trash, dir); err != nil {
+		return fmt.Sprintf("the files of session %s could not be put back after an interrupted delete (%v); they stay in %s: move it to %s by hand before using the session", id, err, trash, dir)
+	}
+	return ""
 }
 
 func (s *Store) deleteRows(ctx context.Context, id string) error {
@@ -105,6 +126,8 @@ func (s *Store) deleteRows(ctx context.Context, id string) error {
 			`DELETE FROM share_links WHERE room_id IN (SELECT id FROM share_rooms WHERE session_id = ?)`,
 			`DELETE FROM share_rooms WHERE session_id = ?`,
 			`DELETE FROM queued_input WHERE session_id = ?`,
+			`DELETE FROM parked_plans WHERE session_id = ?`,
+			`DELETE FROM approval_outcomes WHERE session_id = ?`,
 			`DELETE FROM goals WHERE session_id = ?`,
 			`DELETE FROM edited_files WHERE session_id = ?`,
 			`DELETE FROM tracking WHERE session_id = ?`,

@@ -84,8 +84,8 @@ func TestFinishDeletes(t *testing.T) {
 	os.WriteFile(filepath.Join(victim, "keep"), []byte("x"), 0o600)
 	os.Symlink(victim, filepath.Join(sessions, ".deleted-s-link"))
 
-	if err := s.FinishDeletes(ctx); err != nil {
-		t.Fatal(err)
+	if unfinished, err := s.FinishDeletes(ctx); err != nil || len(unfinished) > 0 {
+		t.Fatal(unfinished, err)
 	}
 	if b, err := os.ReadFile(filepath.Join(SessionDir(dir, "s-kept"), "work", "plans", "accepted-1.md")); string(b) != "# s-kept\n" {
 		t.Errorf("s-kept's plan after the start: %q %v", b, err)

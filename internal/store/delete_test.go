@@ -69,3 +69,56 @@ func TestDeleteSessionRowsAndFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteSessionWithParkedPlanAndOutcomes: a session whose cards
+// ended (every card closing records its outcome) or that parked a plan
+// is deleted like any other. Before, the delete left those rows, whose
+// foreign key on the session refused the session row's deletion: such a
+// session could never be deleted. Afterwards no table holds a row of it.
+func TestDeleteSessionWithParkedPlanAndOutcomes(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.PutSession(ctx, Session{ID: "s-1", Workspace: "/w", Mode: "ask"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CommitPark(ctx, Park{Plan: ParkedPlan{ID: "pp-1", SessionID: "s-1", Title: "T", Path: "plans/accepted-x.md", Hash: "x", Selection: "{}"},
+		Outcome:  ApprovalOutcome{SessionID: "s-1", Attempt: "a-1", Outcome: "parked"},
+		Proposal: Proposal{SessionID: "s-1", Status: "parked", Title: "T", Path: "plans/current.md", Hash: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutApprovalOutcome(ctx, ApprovalOutcome{SessionID: "s-1", Attempt: "a-0", Outcome: "feedback"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteSession(ctx, "s-1"); err != nil {
+		t.Fatalf("DeleteSession of a session that parked a plan: %v", err)
+	}
+	rows, err := s.DB().QueryContext(ctx, `SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c WHERE m.type = 'table' AND c.name = 'session_id'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var name string
+		rows.Scan(&name)
+		tables = append(tables, name)
+	}
+	rows.Close()
+	if len(tables) < 10 {
+		t.Fatalf("found only the tables %v", tables)
+	}
+	for _, tb := range append(tables, "sessions") {
+		col := "session_id"
+		if tb == "sessions" {
+			col = "id"
+		}
+		var n int
+		if err := s.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM `+tb+` WHERE `+col+` = 's-1'`).Scan(&n); err != nil || n != 0 {
+			t.Errorf("%s holds %d row(s) of the deleted session (%v)", tb, n, err)
+		}
+	}
+}

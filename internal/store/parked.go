@@ -52,9 +52,14 @@ func (s *Store) CommitPark(ctx context.Context, p Park) error {
 	})
 }
 
+// putParkedPlanTx stores p, created at p.CreatedAt (now when zero).
 func putParkedPlanTx(ctx context.Context, tx *sql.Tx, p ParkedPlan) error {
+	created := now()
+	if !p.CreatedAt.IsZero() {
+		created = p.CreatedAt.UTC().Format(time.RFC3339Nano)
+	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO parked_plans (id, session_id, title, path, hash, selection, head, branch, created_at)
-		VALUES (?,?,?,?,?,?,?,?,?)`, p.ID, p.SessionID, p.Title, p.Path, p.Hash, p.Selection, p.Head, p.Branch, now())
+		VALUES (?,?,?,?,?,?,?,?,?)`, p.ID, p.SessionID, p.Title, p.Path, p.Hash, p.Selection, p.Head, p.Branch, created)
 	if err != nil {
 		return fmt.Errorf("park plan: %w", err)
 	}
