@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"time"
 
 	"planbridge/goal"
 	"planbridge/handoff"
@@ -67,26 +66,6 @@ func (s *Session) whileLive(fn func() error) error {
 	return fn()
 }
 
-// goalKickoffDispatch returns the commit that marks Goal id's kickoff as
-// sent (its pending prompt cleared) in the transaction that stores the
-// prompt, and the in-memory counterpart run once that committed. After it
-// the kickoff is never sent again: a failure or crash continues the Goal.
-func (s *Session) goalKickoffDispatch(id string) (dispatch func(*store.TurnStep), dispatched func()) {
-	dispatch = func(st *store.TurnStep) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if r, ok := s.gl.Dispatched(id, time.Now()); ok {
-			st.Goal = &store.GoalRow{ID: r.ID, SessionID: s.id, Data: r.Data}
-		}
-	}
-	dispatched = func() {
-		s.mu.Lock()
-		s.gl.KickoffSent(id)
-		s.mu.Unlock()
-	}
-	return dispatch, dispatched
-}
-
 // RecoverResult says which step [Session.Recover] took.
 type RecoverResult = handoff.Recovered
 
@@ -118,9 +97,9 @@ func (r recovery) State(ctx context.Context) (handoff.RecoveryState, string, err
 		return st, "", err
 	}
 	s.mu.Lock()
-	g := s.gl.Goal
+	g := s.goal.GoalLocked()
 	st.GoalPausedByRestart = g != nil && g.Status == goal.Paused && g.Reason == goal.ReasonRestart
-	st.KickoffPending = s.gl.Kickoff != ""
+	st.KickoffPending = s.goal.KickoffPendingLocked()
 	st.Queued = len(s.queue)
 	s.mu.Unlock()
 	if p := s.TrackedPlan(); p != nil && p.Status == ImplPaused {

@@ -22,7 +22,7 @@ const (
 
 // forkStateLocked is what of the session refuses a fork whatever the branch.
 func (s *Session) forkStateLocked() handoff.ForkState {
-	return handoff.ForkState{Queued: len(s.queue), Busy: s.busy, GoalUnfinished: s.gl.Unfinished(), NoGit: s.card.NoGitLocked()}
+	return handoff.ForkState{Queued: len(s.queue), Busy: s.busy, GoalUnfinished: s.goal.UnfinishedLocked(), NoGit: s.card.NoGitLocked()}
 }
 
 func (c handoffEnv) Failpoint(name string) { c.s.m.failpoint(name) }
@@ -41,7 +41,7 @@ func (c handoffEnv) RepoRoot() (string, error) { return worktree.RootOf(c.s.work
 func (c handoffEnv) UnfinishedGoal() (bool, string) {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	return c.s.gl.Unfinished(), c.s.gl.Goal.Summary()
+	return c.s.goal.UnfinishedLocked(), c.s.goal.GoalLocked().Summary()
 }
 
 func (c handoffEnv) CheckModel(name string) error { return c.s.m.modelConfig().Check(name) }

@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"planbridge/goal"
 	"planbridge/handoff"
 	"planbridge/internal/agent"
+	"planbridge/internal/goalrun"
 	"planbridge/internal/redact"
 	"planbridge/internal/store"
 	"planbridge/review"
@@ -302,10 +302,7 @@ func (m *Manager) storedInfo(ctx context.Context, r store.Session) Info {
 		}
 	}
 	if row, err := m.st.CurrentGoal(ctx, r.ID); err == nil {
-		if st, _, err := goal.Load(row.Data, "", false); err == nil {
-			st.Goal.RestorePaused()
-			in.Goal = st.Goal.Summary()
-		}
+		in.Goal = goalrun.StoredSummary(row)
 	}
 	if seq, err := m.st.LastSeq(ctx, r.ID); err == nil {
 		in.LastSeq = seq

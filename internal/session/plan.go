@@ -26,7 +26,7 @@ const (
 // registry returns the tools this session's turns are offered.
 func (s *Session) registry() *agent.Registry {
 	tools := append(agent.DefaultTools(), trackbind.Tools(s.track)...)
-	return agent.NewRegistry(append(tools, s.goalTools()...)...)
+	return agent.NewRegistry(append(tools, s.goal.Tools()...)...)
 }
 
 // newCard is the session's interactions part, guarded by s.mu, over the

@@ -15,6 +15,7 @@ import (
 	"planbridge/internal/command"
 	"planbridge/internal/event"
 	"planbridge/internal/eventlog"
+	"planbridge/internal/goalrun"
 	"planbridge/internal/interaction"
 	"planbridge/internal/store"
 	"planbridge/internal/transcript"
@@ -28,8 +29,9 @@ type Session struct {
 	workDir   string
 	restarted bool // loaded from a previous process's state
 
-	// goalMu orders Goal writes (saveGoal, clearGoal); taken before mu.
-	goalMu sync.Mutex
+	// goal is the Goal at run time; its state is guarded by mu, its own
+	// write lock taken before mu ([goalrun.Runner]).
+	goal *goalrun.Runner
 
 	// rowMu orders the session row's commits (commitRow, the transcript's
 	// steps and rotations, and through commitChange an acceptance, a park,
@@ -54,7 +56,6 @@ type Session struct {
 	// taken before pubMu and mu.
 	card   *interaction.Card
 	track  *review.Tracker // todo list, accepted-plan steps, the implementation's records (its own lock, a leaf under mu)
-	gl     goal.State      // the session's Goal
 	turnNo int64           // the last turn started; loaded from the log, so numbering survives a restart
 
 	// tr is the transcript of the current context segment (its own locks:
@@ -74,6 +75,7 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 		workDir: m.workDir(row.ID)}
 	s.track = s.newTracker()
 	s.card = s.newCard()
+	s.goal = goalrun.New(goalrun.Config{Session: row.ID, Store: m.st, Host: goalHost{s}, Lock: &s.mu, Logger: m.log})
 	var err error
 	if s.tr, err = transcript.Load(ctx, transcript.Config{Session: row.ID, Segment: row.Segment, Store: m.st,
 		Row: s.rowSnapshot, RowLock: &s.rowMu, OnSegment: s.segmentCommitted, Redact: m.redact, Logger: m.log}); err != nil {
@@ -101,7 +103,7 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 	if err := s.loadTracking(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.loadGoal(ctx); err != nil {
+	if err := s.goal.Load(ctx, restarted); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -159,8 +161,8 @@ func (s *Session) Info() Info {
 	if a := s.card.PresentationLocked(); a.Pending() {
 		in.Approval = map[bool]string{false: "shown", true: "hidden"}[a.Hidden]
 	}
-	if s.gl.Goal != nil {
-		in.Goal = s.gl.Goal.Summary()
+	if g := s.goal.GoalLocked(); g != nil {
+		in.Goal = g.Summary()
 	}
 	in.AcceptedPlan = s.track.Ref()
 	in.ParentID, in.ForkedTo = s.row.ParentID, s.row.ForkedTo
@@ -255,8 +257,8 @@ func (s *Session) EnterPlan(ctx context.Context) error {
 		s.mu.Unlock()
 		return nil
 	}
-	if s.gl.Unfinished() {
-		sum := s.gl.Goal.Summary()
+	if s.goal.UnfinishedLocked() {
+		sum := s.goal.GoalLocked().Summary()
 		s.mu.Unlock()
 		return &Error{Code: CodeGoalUnfinished, Message: "cannot enter Plan while a Goal is unfinished (" + sum + "); " + goal.UnfinishedHint}
 	}
@@ -504,11 +506,11 @@ func (s *Session) nextLocked() (req turnReq, ok, paused bool) {
 		return turnReq{}, false, false
 	}
 	for {
-		g := s.gl.Goal
+		g := s.goal.GoalLocked()
 		sit := goal.Situation{Busy: s.busy, InteractionPending: s.card.PendingLocked(),
-			QueuedReady: len(s.queue), KickoffPending: s.gl.Kickoff != ""}
+			QueuedReady: len(s.queue), KickoffPending: s.goal.KickoffPendingLocked()}
 		if g != nil && g.Status == goal.Active && !sit.Busy && !sit.InteractionPending {
-			sit.PlanRefMatches = s.planRefMatches(g.PlanRef)
+			sit.PlanRefMatches = s.goal.PlanRefMatches(g.PlanRef)
 		}
 		d := goal.Decide(g, sit)
 		switch d.Action {
@@ -516,11 +518,11 @@ func (s *Session) nextLocked() (req turnReq, ok, paused bool) {
 			req, s.queue = s.queue[0], s.queue[1:]
 			return req, true, paused
 		case goal.Kickoff:
-			return s.goalTurnLocked(true), true, paused
+			return goalTurn(s.goal.TurnLocked(true)), true, paused
 		case goal.Continue:
-			return s.goalTurnLocked(false), true, paused
+			return goalTurn(s.goal.TurnLocked(false)), true, paused
 		case goal.Pause:
-			g.Pause(d.Reason)
+			s.goal.PauseLocked(d.Reason)
 			paused = true // and decide again: queued input may run now
 		default:
 			return turnReq{}, false, paused
@@ -532,7 +534,7 @@ func (s *Session) nextLocked() (req turnReq, ok, paused bool) {
 func (s *Session) kickLocked() bool {
 	req, ok, paused := s.nextLocked()
 	if paused {
-		go s.goalChanged()
+		go s.goal.Changed()
 	}
 	if !ok {
 		return false

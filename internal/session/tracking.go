@@ -149,15 +149,13 @@ func (s *Session) pauseForScope(reason string) {
 	// The implementation first: whoever sees the Goal paused sees it paused.
 	err := s.setImplStatus(ctx, ImplPaused, "outside the declared scope: "+reason)
 	s.mu.Lock()
-	if g := s.gl.Goal; g != nil {
-		g.Pause("outside the declared scope: " + reason)
-	}
+	s.goal.PauseLocked("outside the declared scope: " + reason)
 	cancel := s.cancel
 	s.mu.Unlock()
-	if gerr := s.saveGoal(ctx); gerr != nil && err == nil {
+	if gerr := s.goal.Save(ctx); gerr != nil && err == nil {
 		err = gerr // the Goal's pause is not stored: reported like the implementation's
 	}
-	s.emitGoal()
+	s.goal.Announce()
 	if err != nil {
 		s.emit(event.Error{Message: fmt.Sprintf("The implementation was stopped (%s), but its pause could not be saved: %v", reason, err)})
 	} else {
@@ -172,7 +170,7 @@ func (s *Session) pauseForScope(reason string) {
 // every step done, or the implementing Goal complete.
 func (s *Session) reportIfEnded(ctx context.Context) {
 	s.mu.Lock()
-	g := s.gl.Goal
+	g := s.goal.GoalLocked()
 	complete := g != nil && g.Status == goal.Complete && g.PlanRef != ""
 	s.mu.Unlock()
 	s.track.ReportIfEnded(ctx, complete)

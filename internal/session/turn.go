@@ -98,10 +98,13 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 			st.Dequeue = id
 		}
 	}
-	if why := s.admitGoalTurn(&req); why != "" {
+	var gpol *handoff.Policy
+	var suffix, why string
+	if req.goal, gpol, suffix, why = s.goal.Admit(req.goal, req.policy == nil); why != "" {
 		s.emit(event.Notice{Message: "Dropped a stale Goal turn without sending it: " + why + "."})
 		return nil
 	}
+	req.policy, req.text = cmp.Or(gpol, req.policy), req.text+suffix
 	started := time.Now()
 	text := req.text
 	if s.needsCompaction(text) {
@@ -176,7 +179,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		req.goal.Retried = true // the Goal does not retry it again
 	}
 	if req.goal.Bound() {
-		if s.settleGoalTurn(ctx, req, res.Usage, time.Since(started), err) {
+		if s.goal.Book(ctx, req.goal, res.Usage, time.Since(started), err) {
 			retry := req
 			retry.goal.Retried = true
 			s.mu.Lock()
