@@ -33,10 +33,11 @@
 //     under the same lock.
 //   - update_goal's end is recorded only once stored; a failed commit
 //     tells the model the end was not recorded and the Goal stays active.
-//   - A pause no caller waits on ([Runner.Changed]: a budget or a plan
-//     that went stale; a pause for the scope) whose commit fails stays in
-//     memory (the safe side: a restart loads an active Goal paused too)
-//     and is told as an error event.
+//   - A pause [goal.Decide] chose ([Runner.DecidedPauseLocked]: the
+//     budget run out, the plan gone stale) or one for the scope
+//     ([Runner.Pause]) whose commit fails stays in memory (the safe side:
+//     a restart loads an active Goal paused too) and is told as an error
+//     (an error event; Pause returns it for its caller to report).
 //   - A booking whose commit fails stops the Goal: an active Goal pauses
 //     in memory (as a restart would load it), an ended one stays as the
 //     turn left it, unsaved; the person gets an error event and no

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,14 +35,13 @@ type Host interface {
 	PostureLocked() (plan bool, mode string)
 	// Emit appends an event to the session's log (never with the lock held).
 	Emit(ev event.Data)
-	// ReadArtifact checks a work:// artifact still has its hash.
-	ReadArtifact(path, hash string) error
+	// ReadArtifact reads a work:// artifact, failing unless it still has
+	// its hash.
+	ReadArtifact(path, hash string) (string, error)
 	// Enqueue queues a Goal turn (the person's steering) and starts it if
 	// the session is free; Kick starts what is ready. Never with the lock.
 	Enqueue(t Turn)
 	Kick()
-	// Failpoint is the handoff's failpoint hook ([handoff.Failpoint]).
-	Failpoint(name string)
 }
 
 // Config configures a [Runner].
@@ -52,8 +52,10 @@ type Config struct {
 	// Lock is the session aggregate's lock; it guards the Runner's State.
 	Lock   sync.Locker
 	Logger *slog.Logger
-	// Now is the clock (nil: time.Now).
-	Now func() time.Time
+	// Now is the clock (nil: time.Now); Failpoint the handoff's failpoint
+	// hook (nil: [handoff.Failpoint]).
+	Now       func() time.Time
+	Failpoint func(name string)
 }
 
 // Turn is a Goal turn for the session to run (the session's own turn
@@ -75,11 +77,26 @@ type Defaults struct {
 	Model, Effort string
 }
 
-// Refusal is a Goal action package goal refused: nothing changed.
-type Refusal struct{ Err error }
+// Refusal codes: what a Goal action or the posture refuses is a
+// [*handoff.Refusal] with one of these codes, nothing changed.
+const (
+	// CodeUnfinished: an unfinished Goal refuses a second Goal and Plan.
+	CodeUnfinished = handoff.CodeGoalUnfinished
+	// CodeInvalid: package goal refused the action (no Goal, no
+	// objective, Plan on, a bad budget, a status that does not allow it).
+	CodeInvalid = "invalid_params"
+	// CodeRetryConflict: a plan handoff's retry found a different
+	// unfinished Goal ([handoff.ErrGoalConflict]).
+	CodeRetryConflict = "retry_conflict"
+)
 
-func (r *Refusal) Error() string { return r.Err.Error() }
-func (r *Refusal) Unwrap() error { return r.Err }
+// refusal is goal's refusal err as a [*handoff.Refusal].
+func refusal(err error) error {
+	if errors.Is(err, goal.ErrUnfinished) {
+		return &handoff.Refusal{Code: CodeUnfinished, Message: err.Error() + "; " + goal.UnfinishedHint}
+	}
+	return &handoff.Refusal{Code: CodeInvalid, Message: err.Error()}
+}
 
 // Runner is a session's Goal at run time. Safe for concurrent use (see
 // the package doc for its locks).
@@ -91,10 +108,22 @@ type Runner struct {
 	st      goal.State // guarded by cfg.Lock
 }
 
-// New is a Runner with no Goal; [Runner.Load] loads the stored one.
+// Load is the Runner of a session with its current Goal loaded. One that
+// was active when an earlier process stopped (restarted) comes back
+// paused, and is stored so; a record that does not decode is logged and
+// ignored.
+func Load(ctx context.Context, cfg Config, restarted bool) (*Runner, error) {
+	r := New(cfg)
+	return r, r.load(ctx, restarted)
+}
+
+// New is a Runner with no Goal.
 func New(cfg Config) *Runner {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Failpoint == nil {
+		cfg.Failpoint = handoff.Failpoint
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -106,10 +135,7 @@ func (r *Runner) row(rec goal.Record) store.GoalRow {
 	return store.GoalRow{ID: rec.ID, SessionID: r.cfg.Session, Data: rec.Data, Kickoff: rec.Kickoff}
 }
 
-// Load loads the session's current Goal. One that was active when an
-// earlier process stopped (restarted) comes back paused, and is stored so;
-// a record that does not decode is logged and ignored.
-func (r *Runner) Load(ctx context.Context, restarted bool) error {
+func (r *Runner) load(ctx context.Context, restarted bool) error {
 	row, err := r.cfg.Store.CurrentGoal(ctx, r.cfg.Session)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -131,15 +157,19 @@ func (r *Runner) Load(ctx context.Context, restarted bool) error {
 	return nil
 }
 
-// StoredSummary is the one-line summary of a stored Goal row as loading
-// it after a restart would show it (an active Goal paused); "" if it does
-// not decode.
-func StoredSummary(row store.GoalRow) string {
-	st, _, err := goal.Load(row.Data, "", true)
+// StoredSummary is the one-line summary of session's stored Goal as
+// loading it after a restart would show it (an active Goal paused); ""
+// if there is none or it cannot be read.
+func StoredSummary(ctx context.Context, st Store, session string) string {
+	row, err := st.CurrentGoal(ctx, session)
 	if err != nil {
 		return ""
 	}
-	return st.Goal.Summary()
+	gs, _, err := goal.Load(row.Data, "", true)
+	if err != nil {
+		return ""
+	}
+	return gs.Goal.Summary()
 }
 
 // Save commits the Goal as it is now (nothing if none). The write lock is
@@ -187,10 +217,10 @@ func (r *Runner) undoLocked() (undo func()) {
 	}
 }
 
-// Changed stores and announces the Goal after a pause no caller waits on
+// changed stores and announces the Goal after a pause no caller waits on
 // (a budget run out, a plan gone stale); a failed commit is logged and
 // told as an error event, the pause kept (the safe side).
-func (r *Runner) Changed() {
+func (r *Runner) changed() {
 	if err := r.Save(context.Background()); err != nil {
 		// What changed is a pause (the safe side, kept in memory; a
 		// restart loads an active Goal paused too): the person is told
@@ -213,28 +243,98 @@ func (r *Runner) Goal() *goal.Goal {
 // change it only through the Runner.
 func (r *Runner) GoalLocked() *goal.Goal { return r.st.Goal }
 
-// KickoffPendingLocked reports a kickoff not yet sent.
-func (r *Runner) KickoffPendingLocked() bool { return r.st.Kickoff != "" }
+// SummaryLocked is the Goal's one-line summary ("" for none).
+func (r *Runner) SummaryLocked() string {
+	if r.st.Goal == nil {
+		return ""
+	}
+	return r.st.Goal.Summary()
+}
 
 // UnfinishedLocked reports an unfinished Goal ([goal.State.Unfinished]).
 func (r *Runner) UnfinishedLocked() bool { return r.st.Unfinished() }
 
-// PauseLocked pauses an active Goal in memory ([goal.Goal.Pause]); the
-// caller stores it ([Runner.Save], [Runner.Changed]).
-func (r *Runner) PauseLocked(reason string) {
+// Unfinished is [Runner.UnfinishedLocked] with the Goal's summary, taking
+// the lock.
+func (r *Runner) Unfinished() (unfinished bool, summary string) {
+	r.cfg.Lock.Lock()
+	defer r.cfg.Lock.Unlock()
+	return r.st.Unfinished(), r.st.Goal.Summary()
+}
+
+// PlanRefusalLocked refuses entering Plan while the Goal is unfinished
+// ([CodeUnfinished]); nil allows it.
+func (r *Runner) PlanRefusalLocked() error {
+	if !r.st.Unfinished() {
+		return nil
+	}
+	return &handoff.Refusal{Code: CodeUnfinished, Message: "cannot enter Plan while a Goal is unfinished (" + r.st.Goal.Summary() + "); " + goal.UnfinishedHint}
+}
+
+// RecoveryLocked is what of the Goal the one recovery path decides on
+// ([handoff.RecoveryState]): a Goal a restart paused, a kickoff not sent.
+func (r *Runner) RecoveryLocked() (pausedByRestart, kickoffPending bool) {
+	g := r.st.Goal
+	return g != nil && g.Status == goal.Paused && g.Reason == goal.ReasonRestart, r.st.Kickoff != ""
+}
+
+// PlanComplete reports a Goal that implemented an accepted plan and is
+// complete: the implementation has ended.
+func (r *Runner) PlanComplete() bool {
+	r.cfg.Lock.Lock()
+	defer r.cfg.Lock.Unlock()
+	g := r.st.Goal
+	return g != nil && g.Status == goal.Complete && g.PlanRef != ""
+}
+
+// SituationLocked is sit (what the session knows: busy, the card, the
+// queue) with what the Goal knows for [goal.Decide]: its kickoff pending
+// and, for an active Goal that could run now, whether its plan still
+// has its hash.
+func (r *Runner) SituationLocked(sit goal.Situation) goal.Situation {
+	sit.KickoffPending = r.st.Kickoff != ""
+	if r.st.Active() && !sit.Busy && !sit.InteractionPending {
+		sit.PlanRefMatches = r.planRefMatches(r.st.Goal.PlanRef)
+	}
+	return sit
+}
+
+// pauseLocked pauses an active Goal in memory ([goal.Goal.Pause]).
+func (r *Runner) pauseLocked(reason string) {
 	if r.st.Goal != nil {
 		r.st.Goal.Pause(reason)
 	}
 }
 
-// PlanRefMatches checks the Goal's accepted plan ([handoff.ParsePlanRef])
+// DecidedPauseLocked pauses an active Goal as [goal.Decide] chose (its
+// budget run out, its plan gone stale); it is stored and announced
+// ([Runner.changed]) on its own once the lock is let go.
+func (r *Runner) DecidedPauseLocked(reason string) {
+	r.pauseLocked(reason)
+	go r.changed()
+}
+
+// Pause pauses an active Goal, stores and announces it; a commit that
+// fails is returned with the pause kept in memory (the safe side; the
+// caller reports it).
+func (r *Runner) Pause(ctx context.Context, reason string) error {
+	r.cfg.Lock.Lock()
+	r.pauseLocked(reason)
+	r.cfg.Lock.Unlock()
+	err := r.Save(ctx)
+	r.Announce()
+	return err
+}
+
+// planRefMatches checks the Goal's accepted plan ([handoff.ParsePlanRef])
 // still has its hash ("": a Goal without a plan always matches).
-func (r *Runner) PlanRefMatches(ref string) bool {
+func (r *Runner) planRefMatches(ref string) bool {
 	a, ok := handoff.ParsePlanRef(ref)
 	if !ok {
 		return ref == ""
 	}
-	return r.cfg.Host.ReadArtifact(a.Path, a.Hash) == nil
+	_, err := r.cfg.Host.ReadArtifact(a.Path, a.Hash)
+	return err == nil
 }
 
 // policy is the implementation policy of Goal turns.
@@ -277,22 +377,25 @@ func (r *Runner) kickoffDispatch(id string) (dispatch func(*store.TurnStep), dis
 	return dispatch, dispatched
 }
 
-// Admit binds a turn about to be sent to the active Goal or drops a stale
-// one ([goal.State.Admit]; drop says why). A turn it newly binds (a
-// person's prompt, free: it brings no policy) takes the Goal's policy
-// (pol non-nil); suffix carries the budget notes not yet delivered.
-func (r *Runner) Admit(t goal.Turn, free bool) (bound goal.Turn, pol *handoff.Policy, suffix, drop string) {
+// Admit binds a turn about to be sent (its binding t, its policy pol,
+// its prompt text) to the active Goal, or drops a stale Goal turn
+// ([goal.State.Admit]; drop says why, and nothing changes). A turn it
+// newly binds (a person's prompt: no policy of its own) takes the Goal's
+// policy; a Goal turn's prompt carries the budget notes not yet
+// delivered.
+func (r *Runner) Admit(t *goal.Turn, pol **handoff.Policy, text *string) (drop string) {
 	r.cfg.Lock.Lock()
 	defer r.cfg.Lock.Unlock()
 	was := t.Bound()
-	bound, suffix, drop = r.st.Admit(t, free)
+	bound, suffix, drop := r.st.Admit(*t, *pol == nil)
 	if drop != "" {
-		return t, nil, "", drop
+		return drop
 	}
-	if bound.Bound() && !was {
-		pol = policy(r.st.Goal)
+	if *t = bound; bound.Bound() && !was {
+		*pol = policy(r.st.Goal)
 	}
-	return bound, pol, suffix, ""
+	*text += suffix
+	return ""
 }
 
 // Book books a Goal turn at settlement ([goal.State.Book]), stores and
@@ -314,7 +417,7 @@ func (r *Runner) Book(ctx context.Context, t goal.Turn, usage agent.Usage, wall 
 		r.cfg.Logger.Error("save goal", "session", r.cfg.Session, "err", err)
 		r.cfg.Lock.Lock()
 		paused := r.st.Active()
-		r.PauseLocked("its progress could not be saved: " + err.Error())
+		r.pauseLocked("its progress could not be saved: " + err.Error())
 		r.cfg.Lock.Unlock()
 		// Only a Goal this pauses is told paused: one the turn ended
 		// (update_goal, its budget) is told as it is, unsaved.
@@ -340,8 +443,9 @@ func (r *Runner) Book(ctx context.Context, t goal.Turn, usage agent.Usage, wall 
 // aggregate's lock, with the posture it depends on (Plan refuses a start;
 // a new Goal takes the permission mode), so it never mutates a Goal that
 // was cleared or replaced after it was looked up, and no turn is chosen
-// for a state the store does not hold. A refusal is a [*Refusal]; a
-// commit that fails puts the State back and returns the commit's error.
+// for a state the store does not hold. A refusal is a [*handoff.Refusal]
+// ([CodeUnfinished], [CodeInvalid]); a commit that fails puts the State
+// back and returns the commit's error.
 func (r *Runner) Act(ctx context.Context, verb, rest string, d Defaults) (string, error) {
 	if verb == goal.VerbClear {
 		return r.Clear(ctx)
@@ -366,7 +470,7 @@ func (r *Runner) Act(ctx context.Context, verb, rest string, d Defaults) (string
 	r.writeMu.Unlock()
 	switch {
 	case err != nil:
-		return "", &Refusal{Err: err}
+		return "", refusal(err)
 	case verb == goal.VerbStatus:
 		return a.Message, nil
 	case commitErr != nil:
@@ -384,7 +488,7 @@ func (r *Runner) Act(ctx context.Context, verb, rest string, d Defaults) (string
 // Clear marks the current Goal cleared, durably, and forgets it. The
 // locks are held across the commit, so a Goal started meanwhile is never
 // the one forgotten and no save of the old Goal lands after it. No Goal
-// is a [*Refusal].
+// is a [CodeInvalid] refusal.
 func (r *Runner) Clear(ctx context.Context) (string, error) {
 	r.writeMu.Lock()
 	defer r.writeMu.Unlock()
@@ -392,7 +496,7 @@ func (r *Runner) Clear(ctx context.Context) (string, error) {
 	rec, err := r.st.Cleared()
 	if err != nil {
 		r.cfg.Lock.Unlock()
-		return "", &Refusal{Err: err}
+		return "", refusal(err)
 	}
 	err = r.cfg.Store.PutGoal(ctx, store.GoalRow{ID: rec.ID, SessionID: r.cfg.Session, Data: rec.Data, Cleared: true})
 	if err == nil {
@@ -439,6 +543,17 @@ func (r *Runner) requestEnd(ctx context.Context, args json.RawMessage) (string, 
 	return reply, nil
 }
 
+// Start is the Goal step of a plan handoff: [handoff.StartGoal] over env
+// and this Runner; a different unfinished Goal found by a retry is a
+// [CodeRetryConflict] refusal.
+func (r *Runner) Start(ctx context.Context, env handoff.Env, rec *handoff.Record) error {
+	err := handoff.StartGoal(ctx, env, r, rec)
+	if errors.Is(err, handoff.ErrGoalConflict) {
+		return &handoff.Refusal{Code: CodeRetryConflict, Message: strings.TrimPrefix(err.Error(), handoff.ErrGoalConflict.Error()+": ")}
+	}
+	return err
+}
+
 // UpdateGoal is the Goal step of a plan handoff ([handoff.GoalPort]):
 // decide runs on the current Goal under the aggregate's lock, and what it
 // returns is committed (store.CommitGoalStart) before the lock is let go;
@@ -471,4 +586,4 @@ func (r *Runner) UpdateGoal(ctx context.Context, decide func(*goal.Goal) (*goal.
 }
 
 // Failpoint is the handoff's failpoint hook ([handoff.GoalPort]).
-func (r *Runner) Failpoint(name string) { r.cfg.Host.Failpoint(name) }
+func (r *Runner) Failpoint(name string) { r.cfg.Failpoint(name) }

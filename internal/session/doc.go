@@ -14,10 +14,7 @@
 // internal/interaction's ([interaction.Card], guarded by the session's
 // lock); whether an implementation may start is handoff's
 // ([handoff.CheckRun], [handoff.StartBlocker]).
-// Goal policy (what runs next, the /goal command, a turn's admission and
-// its booking) and the Goal's run-time state ([goal.State]) are package
-// goal's; the session holds that state under its lock, stores and
-// announces it, and dispatches what goal decides.
+// The Goal at run time is a [goalrun.Runner] guarded by the session's lock.
 // What a person submits is read by package command ([command.Parse]: a
 // command or a prompt, `/plan`'s verbs, a first prompt's title; the
 // `/plan status` reply, [command.Status]); the session carries it out.
@@ -49,10 +46,6 @@
 //   - The posture (Plan, mode) changes in memory only after its commit:
 //     a failed commit changes nothing, so no turn runs under, and no
 //     status event announces, a posture the store does not hold.
-//   - A person's Goal action (start, pause, resume, budget, edit) is
-//     decided and committed under the session's lock; a commit that fails
-//     puts the Goal state back, so no turn runs for a Goal, or a Goal
-//     state, the store does not hold.
 //   - The implementation's status (running, paused) is committed before
 //     it is announced: a start, resume or continuation whose tracking
 //     commit fails announces nothing and runs nothing (a handoff stops

@@ -97,9 +97,7 @@ func (r recovery) State(ctx context.Context) (handoff.RecoveryState, string, err
 		return st, "", err
 	}
 	s.mu.Lock()
-	g := s.goal.GoalLocked()
-	st.GoalPausedByRestart = g != nil && g.Status == goal.Paused && g.Reason == goal.ReasonRestart
-	st.KickoffPending = s.goal.KickoffPendingLocked()
+	st.GoalPausedByRestart, st.KickoffPending = s.goal.RecoveryLocked()
 	st.Queued = len(s.queue)
 	s.mu.Unlock()
 	if p := s.TrackedPlan(); p != nil && p.Status == ImplPaused {

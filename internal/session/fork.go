@@ -39,9 +39,7 @@ func (c handoffEnv) ForkBlockers() []string {
 func (c handoffEnv) RepoRoot() (string, error) { return worktree.RootOf(c.s.workspace()) }
 
 func (c handoffEnv) UnfinishedGoal() (bool, string) {
-	c.s.mu.Lock()
-	defer c.s.mu.Unlock()
-	return c.s.goal.UnfinishedLocked(), c.s.goal.GoalLocked().Summary()
+	return c.s.goal.Unfinished()
 }
 
 func (c handoffEnv) CheckModel(name string) error { return c.s.m.modelConfig().Check(name) }

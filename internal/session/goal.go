@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"planbridge/goal"
@@ -11,7 +10,7 @@ import (
 )
 
 // CodeRetryConflict reports a different unfinished Goal found by a retry.
-const CodeRetryConflict = "retry_conflict"
+const CodeRetryConflict = goalrun.CodeRetryConflict
 
 // goalHost is the session side of its Goal's runner ([goalrun.Host]).
 type goalHost struct{ s *Session }
@@ -20,10 +19,8 @@ func (h goalHost) PostureLocked() (plan bool, mode string) { return h.s.row.Plan
 func (h goalHost) Emit(ev EventData)                       { h.s.emit(ev) }
 func (h goalHost) Enqueue(t goalrun.Turn)                  { h.s.enqueue(goalTurn(t)) }
 func (h goalHost) Kick()                                   { h.s.kick() }
-func (h goalHost) Failpoint(name string)                   { handoff.Failpoint(name) }
-func (h goalHost) ReadArtifact(path, hash string) (err error) {
-	_, err = h.s.readArtifact(path, hash)
-	return err
+func (h goalHost) ReadArtifact(path, hash string) (string, error) {
+	return h.s.readArtifact(path, hash)
 }
 
 // goalTurn is the turn request of a Goal turn.
@@ -48,21 +45,10 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 	rest := strings.TrimSpace(s.m.redact.String(arg)) // an objective is stored and shown to every tier
 	cfg := s.m.modelConfig()
 	msg, err := s.goal.Act(ctx, verb, rest, goalrun.Defaults{Budget: cfg.GoalBudget, Model: cfg.Default.Model, Effort: cfg.Default.Effort})
-	if r := (*goalrun.Refusal)(nil); errors.As(err, &r) {
-		if errors.Is(r.Err, goal.ErrUnfinished) {
-			return "", &Error{Code: CodeGoalUnfinished, Message: r.Err.Error() + "; " + goal.UnfinishedHint}
-		}
-		return "", errorf(CodeInvalidParams, "%v", r.Err)
-	}
-	return msg, err
+	return msg, refused(err)
 }
 
-// StartGoal is the Goal step of the handoff: [handoff.StartGoal] over
-// this session and its Goal's runner.
+// StartGoal is the Goal step of the handoff ([goalrun.Runner.Start]).
 func (e *handoffEnv) StartGoal(ctx context.Context, rec *handoff.Record) error {
-	err := handoff.StartGoal(ctx, e, e.s.goal, rec)
-	if errors.Is(err, handoff.ErrGoalConflict) {
-		return &Error{Code: CodeRetryConflict, Message: strings.TrimPrefix(err.Error(), handoff.ErrGoalConflict.Error()+": ")}
-	}
-	return err
+	return refused(e.s.goal.Start(ctx, e, rec))
 }

@@ -301,9 +301,7 @@ func (m *Manager) storedInfo(ctx context.Context, r store.Session) Info {
 			}
 		}
 	}
-	if row, err := m.st.CurrentGoal(ctx, r.ID); err == nil {
-		in.Goal = goalrun.StoredSummary(row)
-	}
+	in.Goal = goalrun.StoredSummary(ctx, m.st, r.ID)
 	if seq, err := m.st.LastSeq(ctx, r.ID); err == nil {
 		in.LastSeq = seq
 	}

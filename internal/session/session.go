@@ -29,9 +29,7 @@ type Session struct {
 	workDir   string
 	restarted bool // loaded from a previous process's state
 
-	// goal is the Goal at run time; its state is guarded by mu, its own
-	// write lock taken before mu ([goalrun.Runner]).
-	goal *goalrun.Runner
+	goal *goalrun.Runner // the Goal at run time: its state guarded by mu, its write lock before mu
 
 	// rowMu orders the session row's commits (commitRow, the transcript's
 	// steps and rotations, and through commitChange an acceptance, a park,
@@ -75,7 +73,6 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 		workDir: m.workDir(row.ID)}
 	s.track = s.newTracker()
 	s.card = s.newCard()
-	s.goal = goalrun.New(goalrun.Config{Session: row.ID, Store: m.st, Host: goalHost{s}, Lock: &s.mu, Logger: m.log})
 	var err error
 	if s.tr, err = transcript.Load(ctx, transcript.Config{Session: row.ID, Segment: row.Segment, Store: m.st,
 		Row: s.rowSnapshot, RowLock: &s.rowMu, OnSegment: s.segmentCommitted, Redact: m.redact, Logger: m.log}); err != nil {
@@ -103,7 +100,7 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 	if err := s.loadTracking(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.goal.Load(ctx, restarted); err != nil {
+	if s.goal, err = goalrun.Load(ctx, goalrun.Config{Session: row.ID, Store: m.st, Host: goalHost{s}, Lock: &s.mu, Logger: m.log}, restarted); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -161,9 +158,7 @@ func (s *Session) Info() Info {
 	if a := s.card.PresentationLocked(); a.Pending() {
 		in.Approval = map[bool]string{false: "shown", true: "hidden"}[a.Hidden]
 	}
-	if g := s.goal.GoalLocked(); g != nil {
-		in.Goal = g.Summary()
-	}
+	in.Goal = s.goal.SummaryLocked()
 	in.AcceptedPlan = s.track.Ref()
 	in.ParentID, in.ForkedTo = s.row.ParentID, s.row.ForkedTo
 	s.mu.Unlock()
@@ -257,10 +252,9 @@ func (s *Session) EnterPlan(ctx context.Context) error {
 		s.mu.Unlock()
 		return nil
 	}
-	if s.goal.UnfinishedLocked() {
-		sum := s.goal.GoalLocked().Summary()
+	if err := s.goal.PlanRefusalLocked(); err != nil {
 		s.mu.Unlock()
-		return &Error{Code: CodeGoalUnfinished, Message: "cannot enter Plan while a Goal is unfinished (" + sum + "); " + goal.UnfinishedHint}
+		return refused(err)
 	}
 	episode := s.row.PlanEpisode + 1
 	s.mu.Unlock()
@@ -499,43 +493,33 @@ func (s *Session) enqueue(req turnReq) (queued bool) {
 
 // nextLocked picks the next turn when the session is free. The order
 // (kickoff, queued input, continuation) is [goal.Decide]'s; the session only
-// executes it. paused reports that the decision paused the Goal (the caller
-// persists it).
-func (s *Session) nextLocked() (req turnReq, ok, paused bool) {
+// executes it (a pause it decides is stored by the Goal's runner).
+func (s *Session) nextLocked() (req turnReq, ok bool) {
 	if s.m.isClosed() {
-		return turnReq{}, false, false
+		return turnReq{}, false
 	}
 	for {
-		g := s.goal.GoalLocked()
-		sit := goal.Situation{Busy: s.busy, InteractionPending: s.card.PendingLocked(),
-			QueuedReady: len(s.queue), KickoffPending: s.goal.KickoffPendingLocked()}
-		if g != nil && g.Status == goal.Active && !sit.Busy && !sit.InteractionPending {
-			sit.PlanRefMatches = s.goal.PlanRefMatches(g.PlanRef)
-		}
-		d := goal.Decide(g, sit)
+		d := goal.Decide(s.goal.GoalLocked(), s.goal.SituationLocked(goal.Situation{Busy: s.busy,
+			InteractionPending: s.card.PendingLocked(), QueuedReady: len(s.queue)}))
 		switch d.Action {
 		case goal.RunQueued:
 			req, s.queue = s.queue[0], s.queue[1:]
-			return req, true, paused
+			return req, true
 		case goal.Kickoff:
-			return goalTurn(s.goal.TurnLocked(true)), true, paused
+			return goalTurn(s.goal.TurnLocked(true)), true
 		case goal.Continue:
-			return goalTurn(s.goal.TurnLocked(false)), true, paused
+			return goalTurn(s.goal.TurnLocked(false)), true
 		case goal.Pause:
-			s.goal.PauseLocked(d.Reason)
-			paused = true // and decide again: queued input may run now
+			s.goal.DecidedPauseLocked(d.Reason) // and decide again: queued input may run now
 		default:
-			return turnReq{}, false, paused
+			return turnReq{}, false
 		}
 	}
 }
 
 // kickLocked starts the queue runner if input is ready. Caller holds s.mu.
 func (s *Session) kickLocked() bool {
-	req, ok, paused := s.nextLocked()
-	if paused {
-		go s.goal.Changed()
-	}
+	req, ok := s.nextLocked()
 	if !ok {
 		return false
 	}

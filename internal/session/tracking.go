@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"planbridge/goal"
 	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/event"
@@ -148,14 +147,12 @@ func (s *Session) pauseForScope(reason string) {
 	ctx := context.Background()
 	// The implementation first: whoever sees the Goal paused sees it paused.
 	err := s.setImplStatus(ctx, ImplPaused, "outside the declared scope: "+reason)
-	s.mu.Lock()
-	s.goal.PauseLocked("outside the declared scope: " + reason)
-	cancel := s.cancel
-	s.mu.Unlock()
-	if gerr := s.goal.Save(ctx); gerr != nil && err == nil {
+	if gerr := s.goal.Pause(ctx, "outside the declared scope: "+reason); gerr != nil && err == nil {
 		err = gerr // the Goal's pause is not stored: reported like the implementation's
 	}
-	s.goal.Announce()
+	s.mu.Lock()
+	cancel := s.cancel
+	s.mu.Unlock()
 	if err != nil {
 		s.emit(event.Error{Message: fmt.Sprintf("The implementation was stopped (%s), but its pause could not be saved: %v", reason, err)})
 	} else {
@@ -169,11 +166,7 @@ func (s *Session) pauseForScope(reason string) {
 // reportIfEnded builds the report once when the implementation has ended:
 // every step done, or the implementing Goal complete.
 func (s *Session) reportIfEnded(ctx context.Context) {
-	s.mu.Lock()
-	g := s.goal.GoalLocked()
-	complete := g != nil && g.Status == goal.Complete && g.PlanRef != ""
-	s.mu.Unlock()
-	s.track.ReportIfEnded(ctx, complete)
+	s.track.ReportIfEnded(ctx, s.goal.PlanComplete())
 }
 
 // Report builds the implementation report now, stores it and publishes it

@@ -98,13 +98,10 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 			st.Dequeue = id
 		}
 	}
-	var gpol *handoff.Policy
-	var suffix, why string
-	if req.goal, gpol, suffix, why = s.goal.Admit(req.goal, req.policy == nil); why != "" {
+	if why := s.goal.Admit(&req.goal, &req.policy, &req.text); why != "" {
 		s.emit(event.Notice{Message: "Dropped a stale Goal turn without sending it: " + why + "."})
 		return nil
 	}
-	req.policy, req.text = cmp.Or(gpol, req.policy), req.text+suffix
 	started := time.Now()
 	text := req.text
 	if s.needsCompaction(text) {
