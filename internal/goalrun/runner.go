@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -530,15 +531,24 @@ func (r *Runner) Tools() []*agent.Tool {
 	}}
 }
 
+// requestEnd records the model's end ([goal.State.RequestEnd]) and
+// commits it under the locks, like a person's action: a failed commit
+// puts the Goal back, so the turn's booking never settles an end the
+// store does not hold, and the model is told the end was not recorded.
 func (r *Runner) requestEnd(ctx context.Context, args json.RawMessage) (string, error) {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
 	r.cfg.Lock.Lock()
+	defer r.cfg.Lock.Unlock()
+	undo := r.undoLocked()
 	reply, err := r.st.RequestEnd(args)
-	r.cfg.Lock.Unlock()
 	if err != nil {
 		return "", err
 	}
-	if err := r.Save(ctx); err != nil {
-		return "", err
+	rec, _ := r.st.Record(r.cfg.Now())
+	if err := r.cfg.Store.PutGoal(ctx, r.row(rec)); err != nil {
+		undo()
+		return "", fmt.Errorf("the end was not recorded, so the Goal stays active (it could not be saved: %w)", err)
 	}
 	return reply, nil
 }
