@@ -570,25 +570,25 @@ func (r *Runner) Start(ctx context.Context, env handoff.Env, rec *handoff.Record
 // a failed commit, or an error from decide, puts the State back. No Goal
 // write interleaves.
 func (r *Runner) UpdateGoal(ctx context.Context, decide func(*goal.Goal) (*goal.Goal, string, error)) error {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
 	r.cfg.Lock.Lock()
 	// What changes in memory is undone if the commit fails: a Goal that is
 	// not stored must not run.
 	undo := r.undoLocked()
 	g, kickoff, err := decide(r.st.Goal)
+	if err == nil && g != nil {
+		if g != r.st.Goal {
+			r.st = goal.State{Goal: g, Kickoff: kickoff}
+		}
+		rec, _ := r.st.Record(r.cfg.Now())
+		err = r.cfg.Store.CommitGoalStart(ctx, r.row(rec))
+	}
 	if err != nil || g == nil {
 		undo()
-		r.cfg.Lock.Unlock()
-		return err
 	}
-	if g != r.st.Goal {
-		r.st = goal.State{Goal: g, Kickoff: kickoff}
-	}
-	rec, _ := r.st.Record(r.cfg.Now())
 	r.cfg.Lock.Unlock()
-	if err := r.cfg.Store.CommitGoalStart(ctx, r.row(rec)); err != nil {
-		r.cfg.Lock.Lock()
-		undo()
-		r.cfg.Lock.Unlock()
+	if err != nil || g == nil {
 		return err
 	}
 	r.Announce()
