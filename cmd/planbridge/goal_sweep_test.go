@@ -151,7 +151,7 @@ func TestGoalUnfinishedRefusalSaysWhatUnblocks(t *testing.T) {
 
 // TestGoalActionsAreAtomic: Goal actions racing on one session act on one
 // Goal each: of two concurrent starts exactly one wins, and a clear racing
-// a start never forgets a Goal it did not clear (see clearGoal).
+// a start never forgets a Goal it did not clear (see goalrun.Runner.Clear).
 func TestGoalActionsAreAtomic(t *testing.T) {
 	ctx := ctxT(t)
 	p := startServe(t, t.TempDir()) // no engine: every Goal turn fails and pauses it
