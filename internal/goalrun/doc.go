@@ -42,6 +42,9 @@
 //     in memory (as a restart would load it), an ended one stays as the
 //     turn left it, unsaved; the person gets an error event and no
 //     continuation follows.
+//   - A Goal turn that cannot be sent (its prompt's commit fails, no
+//     model takes it) is tried once: the Goal pauses, its kickoff still
+//     pending ([Runner.Unsent]), never chosen again in a loop.
 //   - The kickoff is marked sent in the transaction that stores its
 //     prompt ([Turn.Dispatch], committed with the turn step), and only
 //     once that committed in memory ([Turn.Dispatched]): it is never sent

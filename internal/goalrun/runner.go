@@ -437,6 +437,32 @@ func (r *Runner) Book(ctx context.Context, t goal.Turn, usage agent.Usage, wall 
 	return b.Requeue
 }
 
+// Unsent is a turn of the Goal (its kickoff or a continuation) that
+// ended with err before its prompt was stored — its commit failed (a full
+// disk), or no model could take it: nothing was sent and nothing is
+// booked, its kickoff stays pending. The Goal pauses (stored and
+// announced as [Runner.DecidedPauseLocked]'s pause, a failed commit kept
+// in memory and told), so the session never chooses the same unsendable
+// turn again, in a loop; before, it did, as fast as the failures came.
+// A turn cancelled (an interrupt, the process stopping), another turn
+// bound to the Goal, or a Goal replaced or no longer active since is left
+// alone.
+func (r *Runner) Unsent(ctx context.Context, t goal.Turn, err error) {
+	if err == nil || errors.Is(err, context.Canceled) || ctx.Err() != nil || !(t.Kickoff || t.Continuation) {
+		return
+	}
+	r.cfg.Lock.Lock()
+	g := r.st.Goal
+	active := g != nil && g.ID == t.ID && g.Status == goal.Active
+	if active {
+		g.Pause("its turn could not be sent: " + err.Error())
+	}
+	r.cfg.Lock.Unlock()
+	if active {
+		r.changed()
+	}
+}
+
 // Act performs one explicit Goal action (verb is one of package goal's
 // verbs; [goal.State.Act], clear [Runner.Clear]); rest is the objective
 // (start, edit), the steering (resume) or the budget. The action reads

@@ -657,3 +657,73 @@ func TestAdmitAndSituation(t *testing.T) {
 		t.Errorf("recovery %v %v, Plan refusal %v", paused, pending, refusal)
 	}
 }
+
+// TestUnsent: a Goal turn that ended before its prompt was stored pauses
+// the Goal (its kickoff still pending) so it is not chosen again in a
+// loop; a cancelled turn, a person's turn, a stale one change nothing.
+func TestUnsent(t *testing.T) {
+	cancelled, stop := context.WithCancel(context.Background())
+	stop()
+	for _, tc := range []struct {
+		name     string
+		ctx      context.Context
+		err      error
+		followUp bool
+		stale    bool
+		fail     bool
+		paused   bool
+		kinds    []string
+	}{
+		{name: "prompt commit failed", err: errDiskFull, paused: true, kinds: []string{"goal"}},
+		{name: "prompt commit failed, the pause's too", err: errDiskFull, fail: true, paused: true, kinds: []string{"error", "goal"}},
+		{name: "no engine", err: errors.New("no model engine is configured"), paused: true, kinds: []string{"goal"}},
+		{name: "interrupted", err: fmt.Errorf("send: %w", context.Canceled)},
+		{name: "the turn's context is done", ctx: cancelled, err: errDiskFull},
+		{name: "no error", err: nil},
+		{name: "a person's turn bound to the Goal", followUp: true, err: errDiskFull},
+		{name: "stale", stale: true, err: errDiskFull},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newRig(t)
+			g.act(t, goal.VerbStart, "tidy")
+			g.lock.Lock()
+			turn := g.r.TurnLocked(true)
+			g.lock.Unlock()
+			if tc.followUp {
+				turn.Goal.Kickoff = false
+			}
+			if tc.stale {
+				g.act(t, goal.VerbClear, "")
+				g.act(t, goal.VerbStart, "another")
+			}
+			if tc.fail {
+				g.st.failFromNext()
+			}
+			ctx := tc.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			n, commits := len(g.host.kinds()), g.st.commits
+			g.r.Unsent(ctx, turn.Goal, tc.err)
+			mem, pending := g.memory()
+			if got := g.host.kinds()[n:]; !reflect.DeepEqual(got, tc.kinds) && (len(got) > 0 || len(tc.kinds) > 0) {
+				t.Errorf("announced %v, want %v", got, tc.kinds)
+			}
+			if !pending {
+				t.Error("the kickoff is no longer pending")
+			}
+			if !tc.paused {
+				if mem.Status != goal.Active || g.st.commits != commits {
+					t.Errorf("changed: %v, %d commits", mem.Status, g.st.commits-commits)
+				}
+				return
+			}
+			if mem.Status != goal.Paused || !strings.Contains(mem.Reason, "could not be sent: "+tc.err.Error()) {
+				t.Errorf("memory %v %q", mem.Status, mem.Reason)
+			}
+			if stored, _ := g.st.stored(t); tc.fail != (stored.Status == goal.Active) {
+				t.Errorf("stored %v", stored.Status)
+			}
+		})
+	}
+}

@@ -131,6 +131,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	}
 	if err != nil { // nothing is sent, but the person sees what failed
 		s.announceTurn(display, turnNo, plan)
+		s.goal.Unsent(ctx, req.goal, err)
 		return s.finishTurn(ctx, turnNo, err, false, nil)
 	}
 	sink := &turnSink{s: s, plan: plan, view: viewFor(plan)}
@@ -166,6 +167,7 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	}
 	res, retried, err := t.Send(ctx, l, opts)
 	if !promptStored {
+		s.goal.Unsent(ctx, req.goal, err)
 		err = s.finishTurn(ctx, turnNo, err, false, nil)
 		if promptFailed && req.queueID != 0 && err != nil {
 			return &errPromptKept{err}
