@@ -11,8 +11,8 @@ import (
 
 // handoffEnv is the session side of the handoff's ports: the pipeline
 // ([handoff.Env]), the fork step ([handoff.ForkPort]), the run checks
-// ([handoff.RunPort]), the Goal step ([handoff.GoalPort]). The ports of
-// one acceptance, park, start or recovery embed it with what they hold.
+// ([handoff.RunPort]); the Goal step's is the [goalrun.Runner]. The ports
+// of one acceptance, park, start or recovery embed it with what they hold.
 type handoffEnv struct{ s *Session }
 
 func (e *handoffEnv) Save(ctx context.Context, rec *handoff.Record) error {
