@@ -180,13 +180,27 @@ func (t *Tracker) LogTool(call Call, ok bool, output string) {
 	data, _ := json.Marshal(ev)
 	t.logMu.Lock()
 	defer t.logMu.Unlock()
-	f, err := os.OpenFile(filepath.Join(dir, "tools.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		t.cfg.Log.Warn("log tool call", "session", t.cfg.Session, "err", err)
-		return
+	err = appendLine(filepath.Join(dir, "tools.jsonl"), data)
+	if err != nil && !t.logFailing {
+		// Once per failing streak: a full disk would otherwise repeat it
+		// for every call.
+		t.cfg.Port.Unsaved(fmt.Sprintf("the tool log (from the %s call on, until a write succeeds again; the report will not list those calls)", call.Name), err)
 	}
-	f.Write(append(data, '\n'))
-	f.Close()
+	t.logFailing = err != nil
+}
+
+// appendLine appends line and a newline to the file at p (created if
+// need be); the error is the first of opening, writing and closing.
+func appendLine(p string, line []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(line, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // workspaceRel makes a tool's path workspace-relative and slash-separated;
@@ -234,6 +248,16 @@ var ErrNoReport = errors.New("no implementation to report on")
 // ErrBadPath: a path asked about is not a path of the checkout.
 var ErrBadPath = errors.New("not a path of the checkout")
 
+// A SaveError is a record of the implementation that could not be
+// written; its message names it.
+type SaveError struct {
+	What string // "the implementation report"
+	Err  error
+}
+
+func (e *SaveError) Error() string { return "could not save " + e.What + ": " + e.Err.Error() }
+func (e *SaveError) Unwrap() error { return e.Err }
+
 // kindError is an error of a kind ([ErrNoReport], [ErrBadPath]) with its
 // own message.
 type kindError struct {
@@ -278,7 +302,7 @@ func (t *Tracker) Report(ctx context.Context) (Report, error) {
 		return Report{}, err
 	}
 	if err := t.settleLeftWatch(dir); err != nil {
-		t.cfg.Log.Error("settle a left watch", "session", t.cfg.Session, "err", err)
+		t.cfg.Port.Unsaved("the record of a command a stopped process left unsettled", err)
 	}
 	sc, err := t.loadScope()
 	if err == nil && sc != nil {
@@ -290,7 +314,8 @@ func (t *Tracker) Report(ctx context.Context) (Report, error) {
 	r := Build(in)
 	data, _ := json.Marshal(r)
 	if err := atomicfile.WriteFile(filepath.Join(dir, "report.json"), data, 0o600); err != nil {
-		return Report{}, err
+		// Never published as stored: the person asking is told it was not.
+		return Report{}, &SaveError{What: "the implementation report", Err: err}
 	}
 	t.cfg.Port.ReportBuilt(r)
 	return r, nil
@@ -351,7 +376,8 @@ func changesSince(ctx context.Context, base *Base, events []ToolEvent) ([]FileCh
 
 // ReportIfEnded builds the report once when the implementation has ended:
 // every step done, or (goalComplete) the Goal implementing it complete.
-// A report already stored is not built again; a failure is logged.
+// A report already stored is not built again; one that could not be
+// built or stored is [Port.Unsaved] (and tried again the next time).
 func (t *Tracker) ReportIfEnded(ctx context.Context, goalComplete bool) {
 	t.mu.Lock()
 	ended := t.plan != nil && t.plan.Status == ImplDone || goalComplete
@@ -370,7 +396,12 @@ func (t *Tracker) ReportIfEnded(ctx context.Context, goalComplete bool) {
 		return
 	}
 	if _, err := t.Report(ctx); err != nil {
-		t.cfg.Log.Warn("build the implementation report", "session", t.cfg.Session, "err", err)
+		var se *SaveError
+		if errors.As(err, &se) {
+			t.cfg.Port.Unsaved(se.What, se.Err)
+		} else {
+			t.cfg.Port.Unsaved("the implementation report (it could not be built)", err)
+		}
 	}
 }
 

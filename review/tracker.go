@@ -70,7 +70,9 @@ type Tracker struct {
 	// by base directory.
 	watchMu  sync.Mutex
 	watching map[string]int
-	logMu    sync.Mutex // orders appends to the tool log
+	logMu    sync.Mutex // orders appends to the tool log and guards logFailing
+	// logFailing: the last append to the tool log failed (and was told).
+	logFailing bool
 }
 
 // Config configures a [Tracker].
@@ -97,6 +99,12 @@ type Port interface {
 	ScopeChanged(sc Scope)
 	ReportBuilt(r Report)
 	Notice(msg string)
+	// Unsaved tells the person that a record of the implementation could
+	// not be written (what names it: "the tool log", "the scope's record
+	// of …", "the implementation report"), with the write's error. It is
+	// called instead of announcing the record: nothing that failed to be
+	// written is published as written.
+	Unsaved(what string, err error)
 	// Workspace is the session's workspace directory.
 	Workspace() string
 	// ReadArtifact reads the work:// file rel, which must hash to hash.

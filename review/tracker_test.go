@@ -31,6 +31,7 @@ type fakePort struct {
 	artifacts map[string]string // rel -> body (hash checked)
 	ask       Asker
 	asked     []string
+	unsaved   []string // "what: err"
 }
 
 func (f *fakePort) CommitTracking(_ context.Context, row Row) error {
@@ -58,6 +59,12 @@ func (f *fakePort) Notice(msg string) {
 	f.record("notice")
 	f.mu.Lock()
 	f.notices = append(f.notices, msg)
+	f.mu.Unlock()
+}
+func (f *fakePort) Unsaved(what string, err error) {
+	f.record("unsaved")
+	f.mu.Lock()
+	f.unsaved = append(f.unsaved, what+": "+err.Error())
 	f.mu.Unlock()
 }
 func (f *fakePort) Workspace() string { return f.ws }

@@ -124,12 +124,13 @@ func (t *Tracker) Allows(rel string) bool {
 // Extend records, after the person allowed a write outside the held
 // scope, the workspace paths (relative, slash-separated, as really
 // written) it writes; paths already allowed are not recorded again. The
-// changed scope is published.
+// changed scope is published; one the scope file could not hold is
+// [Port.Unsaved] instead (the next write there asks again).
 func (t *Tracker) Extend(rels []string) {
 	if sc, err := t.loadScope(); err != nil || sc == nil || !sc.Declared() {
 		return
 	}
-	t.changeScope(func(sc *Scope) bool {
+	if err := t.changeScope(func(sc *Scope) bool {
 		changed := false
 		for _, rel := range rels {
 			if !sc.Allows(rel) && !slices.Contains(sc.Extensions, rel) {
@@ -138,34 +139,41 @@ func (t *Tracker) Extend(rels []string) {
 			}
 		}
 		return changed
-	})
+	}); err != nil {
+		t.cfg.Port.Unsaved("the scope's extension to "+listPaths(rels), err)
+	}
 }
 
+// errNoScope: there is no readable scope file to record a change in.
+var errNoScope = errors.New("the implementation has no readable scope file")
+
 // changeScope changes the implementation's scope file under scopeMu and
-// publishes the result when change reports a change. It reports whether
-// the scope file holds the change (false: no scope, or one that cannot be
-// read or written; logged).
-func (t *Tracker) changeScope(change func(*Scope) bool) bool {
+// publishes the result when change reports a change. The error is why
+// the scope file does not hold the change (no scope, or one that cannot
+// be read or written); nothing is published then, and the caller tells
+// the person ([Port.Unsaved]) or records it elsewhere.
+func (t *Tracker) changeScope(change func(*Scope) bool) error {
 	t.scopeMu.Lock()
 	defer t.scopeMu.Unlock()
 	sc, err := t.loadScope()
-	if err != nil || sc == nil {
-		t.cfg.Log.Error("record scope change: no scope", "session", t.cfg.Session, "err", err)
-		return false
+	if err == nil && sc == nil {
+		err = errNoScope
+	}
+	if err != nil {
+		return err
 	}
 	if !change(sc) {
-		return true
+		return nil
 	}
 	data, _ := json.Marshal(sc)
 	if err := atomicfile.WriteFile(t.scopePath(), data, 0o600); err != nil {
-		t.cfg.Log.Error("record scope change", "session", t.cfg.Session, "err", err)
-		return false
+		return err
 	}
 	t.cfg.Port.ScopeChanged(*sc)
-	return true
+	return nil
 }
 
-func (t *Tracker) recordScope(change func(*Scope)) bool {
+func (t *Tracker) recordScope(change func(*Scope)) error {
 	return t.changeScope(func(sc *Scope) bool { change(sc); return true })
 }
 
@@ -276,9 +284,10 @@ func readRecord(p string) (b []byte, odd bool, err error) {
 }
 
 // restoreRecords puts back the record files a command changed and names
-// them (telling the person too).
+// them (telling the person too: one that could not be put back is
+// [Port.Unsaved], never told restored).
 func (t *Tracker) restoreRecords(dir string, before map[string][]byte) []string {
-	var touched []string
+	var touched, restored []string
 	for _, name := range recordFiles {
 		p := filepath.Join(dir, name)
 		now, odd, err := readRecord(p)
@@ -296,11 +305,13 @@ func (t *Tracker) restoreRecords(dir string, before map[string][]byte) []string 
 			err = atomicfile.WriteFile(p, before[name], 0o600)
 		}
 		if err != nil {
-			t.cfg.Log.Error("restore an implementation record", "session", t.cfg.Session, "file", name, "err", err)
+			t.cfg.Port.Unsaved("the implementation's record "+name+" (a command changed it, and it could not be put back)", err)
+			continue
 		}
+		restored = append(restored, name)
 	}
-	if len(touched) > 0 {
-		t.cfg.Port.Notice("A command changed planbridge's records of the implementation (" + strings.Join(touched, ", ") + "); they were restored.")
+	if len(restored) > 0 {
+		t.cfg.Port.Notice("A command changed planbridge's records of the implementation (" + strings.Join(restored, ", ") + "); they were restored.")
 	}
 	return touched
 }
@@ -335,7 +346,10 @@ func (t *Tracker) after(ctx context.Context, call Call, unattended bool, base *B
 		q := fmt.Sprintf("%s changed %s, outside the scope declared by the accepted plan: extend the scope to %s? (Deny restores them as they were before the command.)", call.Name, list, list)
 		ok, err := ask(ctx, call, q)
 		if ok && err == nil {
-			t.recordScope(func(sc *Scope) { sc.Extend(paths, base.Prefix) })
+			if err := t.recordScope(func(sc *Scope) { sc.Extend(paths, base.Prefix) }); err != nil {
+				t.cfg.Port.Unsaved("the scope's extension to "+list, err)
+				return "[planbridge: this command changed " + list + " outside the declared scope; the person allowed them, but the scope's record could not be saved, so a later write there is asked about again]"
+			}
 			return "[planbridge: this command changed " + list + " outside the declared scope; the person extended the scope to them]"
 		}
 		by := "person"
@@ -390,7 +404,9 @@ func (t *Tracker) restore(command string, cs []Change, o *checkout, by string) s
 		rs.Failed = append(rs.Failed, p+": "+err.Error())
 	}
 	sort.Strings(rs.Failed)
-	t.recordScope(func(sc *Scope) { sc.Restored = append(sc.Restored, rs) })
+	if err := t.recordScope(func(sc *Scope) { sc.Restored = append(sc.Restored, rs) }); err != nil {
+		t.cfg.Port.Unsaved("the scope's record of the restoration of "+listPaths(pathsOf(cs)), err)
+	}
 	note := "[planbridge: this command changed " + listPaths(done) + " outside the declared scope; they were restored as they were before it"
 	if len(done) == 0 {
 		note = "[planbridge: this command changed files outside the declared scope"
@@ -476,7 +492,7 @@ func (t *Tracker) settleLeftWatch(dir string) error {
 	if err != nil {
 		return fmt.Errorf("could not read the mark of a command a stopped process left: %w", err)
 	}
-	if !t.recordScope(func(sc *Scope) { sc.Unsettled = append(sc.Unsettled, string(b)) }) {
+	if t.recordScope(func(sc *Scope) { sc.Unsettled = append(sc.Unsettled, string(b)) }) != nil {
 		if err := appendUnsettled(dir, string(b)); err != nil {
 			return fmt.Errorf("could not record the command a stopped process left unsettled: %w", err)
 		}

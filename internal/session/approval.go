@@ -9,6 +9,7 @@ import (
 	"planbridge/internal/event"
 	"planbridge/internal/interaction"
 	"planbridge/internal/store"
+	"planbridge/review"
 )
 
 // More stable error codes.
@@ -205,8 +206,8 @@ func (s *Session) commitAccepted(ctx context.Context, c store.Acceptance, rec *h
 	if rec.Selection.Location != handoff.Worktree {
 		// Into the session's directory: refused once it is deleted.
 		if err := s.whileLive(func() (err error) {
-			base, err = s.stageBase(ctx, rec.Artifact.Hash, artifact, rec.Title, body)
-			return err
+			base, err = s.track.StageBase(ctx, rec.Artifact.Hash, artifact, rec.Title, body)
+			return refused(err)
 		}); err != nil {
 			return "", err
 		}
@@ -218,14 +219,14 @@ func (s *Session) commitAccepted(ctx context.Context, c store.Acceptance, rec *h
 		}
 		c.Session = s.row
 		c.Session.Plan = false
-		mine, prevTrack := s.startTrackingLocked(rec.Title, artifact, rec.Artifact.Hash, body, rec.Selection.Policy(), base)
+		mine, prevTrack := s.track.StartLocked(review.Accepted{Title: rec.Title, Artifact: artifact, Hash: rec.Artifact.Hash, Body: body, Policy: rec.Selection.Policy(), Base: base})
 		c.Tracking, c.Record = store.Tracking(s.track.Row()), rec.Marshal()
 		return change{commit: func(ctx context.Context) error { return s.m.st.CommitAcceptance(ctx, c) },
 			undo: func() {
 				if undo != nil {
 					undo()
 				}
-				s.track.Undo(mine, prevTrack) // a concurrent start that won keeps its own
+				s.track.UndoLocked(mine, prevTrack) // a concurrent start that won keeps its own
 			},
 			// As committed; no later row commit writes Plan back on.
 			done: func() { s.card.SetLocked(c.Proposal); s.row.Plan = false }}, nil
@@ -240,7 +241,7 @@ func (s *Session) commitAccepted(ctx context.Context, c store.Acceptance, rec *h
 // the base pointed at ([review.BaseCommitted]), the plan's steps, evs,
 // the preparing notice, the views.
 func (s *Session) started(base string, evs ...EventData) {
-	s.m.baseCommitted(s.id, base)
+	s.track.BaseCommitted(base)
 	s.track.EmitSteps()
 	for _, ev := range evs {
 		s.emit(ev)
@@ -254,7 +255,7 @@ func (s *Session) startHandoff(rec *handoff.Record) error {
 	return s.own(func(ctx context.Context) func() {
 		// The implementation is in flight again (it may have been paused by
 		// a restart): one recovery path, so no second one applies.
-		err := s.setImplStatus(ctx, ImplRunning, "")
+		err := s.track.SetStatus(ctx, ImplRunning, "")
 		if err == nil {
 			s.emit(event.Handoff{State: "started", Step: rec.Step})
 			err = handoff.Run(ctx, &handoffEnv{s: s}, rec)

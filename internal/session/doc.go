@@ -46,13 +46,10 @@
 //   - The posture (Plan, mode) changes in memory only after its commit:
 //     a failed commit changes nothing, so no turn runs under, and no
 //     status event announces, a posture the store does not hold.
-//   - The implementation's status (running, paused) is committed before
-//     it is announced: a start, resume or continuation whose tracking
-//     commit fails announces nothing and runs nothing (a handoff stops
-//     with its failed event and an error event; a resume of a paused
-//     implementation or Goal fails [Session.Recover]); a pause for the
-//     scope whose commit fails still stops the turn and stays in memory
-//     (the safe side), reported as an error, never as a pause.
+//   - The implementation's status is committed before it is announced
+//     ([tracking.Tracking]); a handoff whose tracking commit fails stops
+//     with its failed event and an error event, a resume fails
+//     [Session.Recover].
 //   - A kickoff's retry record moves to dispatched with its prompt; the
 //     implementation then continues (told it was interrupted), never
 //     restarts. [Session.Recover] is the one recovery path.
@@ -100,25 +97,6 @@
 // reads its result with [Session.Proposed]. [Info.AcceptedPlan] and [PlanStatus]
 // carry the accepted plan's title, hash and commit trailer.
 //
-// Holding the implementation to the plan (policy and its runtime in
-// package review, a [review.Tracker] the session owns and implements the
-// port of; package trackbind binds it to the agent, [trackbind.Binding];
-// tracking.go maps its errors): the
-// card carries the pre-approval checks of the proposal ([review.Check]),
-// offered to the model with feedback; every proposal is kept as
-// work://plans/vN.md with the person's line comments, carried to the next
-// version ([Session.DiffVersions]); the base (HEAD and the content of
-// dirty files) and the scope are staged in their own review directory,
-// outside work://, before the commit that starts the implementation names
-// it ([TrackedPlan.Base]) — at acceptance (Here), at the start of a parked
-// plan, at a Worktree fork's hand-over (the fork's checkout) — so no crash
-// leaves an implementation without its base; tool calls are logged there;
-// the report ([Session.Report]) is built when the implementation ends or on
-// demand and stored; the gate holds the scope ([agent.Gate.Scope]) while
-// the implementation is not done, and an unattended write outside it
-// pauses the implementation and its Goal. Bash commands, whose writes
-// cannot be declared, are observed ([agent.Watcher], [review.Tracker.Watch]): what one
-// changed outside the scope asks the person to extend the scope or restore
-// it, and where no person can answer it is restored and the
-// implementation pauses.
+// Holding the implementation to its plan is package tracking's
+// ([tracking.Tracking], its contract there); the session holds it (s.track).
 package session

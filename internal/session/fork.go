@@ -2,12 +2,10 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 
 	"planbridge/handoff"
-	"planbridge/internal/agent"
 	"planbridge/internal/event"
 	"planbridge/internal/store"
 	"planbridge/worktree"
@@ -122,7 +120,7 @@ func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 	}
 	// The fork's base is its checkout now: the base commit plus the
 	// restored edits, before anything of the implementation runs there.
-	forkTrack, base, tracked, err := s.forkTracking(ctx, rec)
+	forkTrack, err := s.track.ForFork(ctx, rec.Fork.Session, rec.Fork.Dir, rec.Artifact.Path, rec.Artifact.Hash)
 	if err != nil {
 		return err
 	}
@@ -131,8 +129,8 @@ func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 		row := s.row
 		row.ForkedTo = fork
 		// The source keeps its todos; the plan is the fork's.
-		h := store.HandOver{Source: row, SourceTracking: store.Tracking{Todos: forkTrack.Todos},
-			ForkID: fork, ForkRecord: handoff.ForkRecord(rec).Marshal(), ForkTracking: forkTrack}
+		h := store.HandOver{Source: row, SourceTracking: store.Tracking{Todos: forkTrack.Row.Todos},
+			ForkID: fork, ForkRecord: handoff.ForkRecord(rec).Marshal(), ForkTracking: forkTrack.Row}
 		return change{commit: func(ctx context.Context) error {
 			s.m.born(fork) // its tracking is handed over running, not paused by restart
 			return s.m.st.CommitHandOver(ctx, h)
@@ -144,40 +142,6 @@ func (e *handoffEnv) HandOver(ctx context.Context, rec *handoff.Record) error {
 	if err != nil {
 		return err
 	}
-	if tracked {
-		s.m.baseCommitted(rec.Fork.Session, base)
-	}
+	s.track.ForkCommitted(rec.Fork.Session, forkTrack)
 	return nil
-}
-
-// forkTracking is this session's tracking as the fork takes it over, with
-// the fork's own base staged (in the fork's review directory) and named
-// (base; tracked when there is a plan to name it in).
-func (s *Session) forkTracking(ctx context.Context, rec *handoff.Record) (track store.Tracking, base string, tracked bool, err error) {
-	track = store.Tracking(s.track.Row())
-	var p TrackedPlan
-	if track.Plan == "" || json.Unmarshal([]byte(track.Plan), &p) != nil {
-		return track, "", false, nil
-	}
-	body, err := s.readArtifact(rec.Artifact.Path, rec.Artifact.Hash)
-	if err != nil {
-		return store.Tracking{}, "", false, err
-	}
-	p.Base, err = s.m.stageBase(ctx, rec.Fork.Session, rec.Fork.Dir, p.Title, rec.Artifact.Hash,
-		agent.WorkScheme+rec.Artifact.Path, s.track.CardScope(rec.Artifact.Hash, body))
-	if err != nil {
-		s.m.log.Error("stage the fork's implementation base", "session", rec.Fork.Session, "err", err)
-	}
-	b, _ := json.Marshal(p)
-	track.Plan = string(b)
-	return track, p.Base, true, nil
-}
-
-// recordEdit remembers the workspace files call edited ([agent.EditedFiles]).
-func (s *Session) recordEdit(call agent.ToolCall) {
-	for _, p := range agent.EditedFiles(call, s.workspace()) {
-		if err := s.m.st.AddEditedFile(context.Background(), s.id, p); err != nil {
-			s.m.log.Warn("record edited file", "session", s.id, "err", err)
-		}
-	}
 }

@@ -104,7 +104,7 @@ func (e *handoffEnv) Kickoff(ctx context.Context, rec *handoff.Record, prompt, d
 // the tracked plan runs again and the model is told it was interrupted.
 func (e *handoffEnv) Continue(ctx context.Context, rec *handoff.Record) error {
 	s := e.s
-	if err := s.setImplStatus(ctx, ImplRunning, ""); err != nil {
+	if err := s.track.SetStatus(ctx, ImplRunning, ""); err != nil {
 		return err
 	}
 	carry := ""

@@ -9,7 +9,6 @@ import (
 	"planbridge/internal/event"
 	"planbridge/internal/interaction"
 	"planbridge/internal/store"
-	"planbridge/internal/trackbind"
 )
 
 // Proposal statuses ([interaction]'s).
@@ -25,7 +24,7 @@ const (
 
 // registry returns the tools this session's turns are offered.
 func (s *Session) registry() *agent.Registry {
-	tools := append(agent.DefaultTools(), trackbind.Tools(s.track)...)
+	tools := append(agent.DefaultTools(), s.track.Tools()...)
 	return agent.NewRegistry(append(tools, s.goal.Tools()...)...)
 }
 

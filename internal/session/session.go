@@ -18,8 +18,8 @@ import (
 	"planbridge/internal/goalrun"
 	"planbridge/internal/interaction"
 	"planbridge/internal/store"
+	"planbridge/internal/tracking"
 	"planbridge/internal/transcript"
-	"planbridge/review"
 )
 
 // Session is one conversation bound to a workspace. Safe for concurrent use.
@@ -53,8 +53,8 @@ type Session struct {
 	// interaction): its state is guarded by mu; its own commit lock is
 	// taken before pubMu and mu.
 	card   *interaction.Card
-	track  *review.Tracker // todo list, accepted-plan steps, the implementation's records (its own lock, a leaf under mu)
-	turnNo int64           // the last turn started; loaded from the log, so numbering survives a restart
+	track  *tracking.Tracking // the implementation's tracking (its tracker's own lock, a leaf under mu)
+	turnNo int64              // the last turn started; loaded from the log, so numbering survives a restart
 
 	// tr is the transcript of the current context segment (its own locks:
 	// commits take it before mu, reads take a leaf lock).
@@ -71,7 +71,7 @@ type Session struct {
 func loadSession(ctx context.Context, m *Manager, row store.Session, restarted bool) (*Session, error) {
 	s := &Session{m: m, id: row.ID, row: row, restarted: restarted,
 		workDir: m.workDir(row.ID)}
-	s.track = s.newTracker()
+	s.track = s.newTracking()
 	s.card = s.newCard()
 	var err error
 	if s.tr, err = transcript.Load(ctx, transcript.Config{Session: row.ID, Segment: row.Segment, Store: m.st,
@@ -97,7 +97,7 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 	if err := s.card.Load(ctx, row.Plan); err != nil {
 		return nil, err
 	}
-	if err := s.loadTracking(ctx); err != nil {
+	if err := s.track.Load(ctx, s.restarted); err != nil {
 		return nil, err
 	}
 	if s.goal, err = goalrun.Load(ctx, goalrun.Config{Session: row.ID, Store: m.st, Host: goalHost{s}, Lock: &s.mu, Logger: m.log}, restarted); err != nil {

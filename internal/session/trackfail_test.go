@@ -133,7 +133,7 @@ func TestTrackingCommitFailsVisibly(t *testing.T) {
 		}
 		s.track.Begin(review.Accepted{Title: "Tidy", Body: trackedBody})
 		evs := recordEvents(m)
-		s.pauseForScope("docs/x.md")
+		s.track.PauseForScope("docs/x.md")
 		if p := s.TrackedPlan(); p == nil || p.Status != ImplPaused {
 			t.Errorf("the implementation is %+v after a failed pause, want paused in memory (the safe side)", p)
 		}

@@ -52,9 +52,9 @@ func (k *turnSink) ToolCall(call agent.ToolCall) {
 
 func (k *turnSink) ToolResult(call agent.ToolCall, ok bool, output string) {
 	if ok {
-		k.s.recordEdit(call)
+		k.s.track.RecordEdit(call)
 	}
-	k.s.bind().LogTool(call, ok, output)
+	k.s.track.Binding().LogTool(call, ok, output)
 	k.s.emit(event.NewToolResult(call.ID, call.Name, ok, output))
 }
 
@@ -73,7 +73,7 @@ func (k *turnSink) Blocked(call agent.ToolCall, code, reason string) {
 	}
 	k.s.emit(event.Blocked{ID: call.ID, Name: call.Name, Code: code, Reason: reason})
 	if code == agent.CodeOutsideScope {
-		k.s.pauseForScope(reason)
+		k.s.track.PauseForScope(reason)
 	}
 }
 
@@ -145,10 +145,10 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		Messages: agent.RootConversation(workspace, history, text, plan, fullReminder),
 		Tools:    s.registry(),
 		Gate: agent.Gate{Plan: plan, Mode: agent.Mode(pol.Mode), Shell: s.m.shell, Roots: roots, Protected: protected,
-			Unattended: req.guest || req.goal.Continuation, Scope: s.bind().Scope(plan)},
+			Unattended: req.guest || req.goal.Continuation, Scope: s.track.Binding().Scope(plan)},
 		Env:   agent.Env{Roots: roots, Shell: s.m.shell, Protected: protected},
 		Ask:   s.askFunc(),
-		Watch: s.bind().Watcher(plan, req.guest || req.goal.Continuation),
+		Watch: s.track.Binding().Watcher(plan, req.guest || req.goal.Continuation),
 		Sink:  sink,
 	}
 	// The prompt is durable before it is sent, each assistant message and
@@ -216,7 +216,7 @@ func (s *Session) finishTurn(ctx context.Context, turnNo int64, err error, templ
 	if failure != nil {
 		s.emit(*failure)
 	}
-	s.reportIfEnded(context.WithoutCancel(ctx))
+	s.track.ReportIfEnded(context.WithoutCancel(ctx))
 	s.emit(end)
 	return err
 }
@@ -231,7 +231,7 @@ func (s *Session) askFunc() agent.Asker {
 	return func(ctx context.Context, call agent.ToolCall, reason string) (bool, error) {
 		ok, err := ask(ctx, s.id, call, reason)
 		if ok && err == nil {
-			s.bind().Extend(call) // allowing a write outside the scope extends it
+			s.track.Binding().Extend(call) // allowing a write outside the scope extends it
 		}
 		return ok, err
 	}

@@ -37,6 +37,7 @@ func (f *fakePort) ScopeChanged(sc review.Scope) {
 }
 func (f *fakePort) ReportBuilt(review.Report) {}
 func (f *fakePort) Notice(string)             {}
+func (f *fakePort) Unsaved(string, error)     {}
 func (f *fakePort) Workspace() string         { return f.ws }
 func (f *fakePort) ReadArtifact(rel, hash string) (string, error) {
 	if b, ok := f.artifacts[rel]; ok && proposal.HashBody(b) == hash {
