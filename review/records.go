@@ -313,7 +313,7 @@ func (t *Tracker) Report(ctx context.Context) (Report, error) {
 	in.ScopeUnsettled = unsettled(dir, sc)
 	r := Build(in)
 	data, _ := json.Marshal(r)
-	if err := atomicfile.WriteFile(filepath.Join(dir, "report.json"), data, 0o600); err != nil {
+	if err := t.writeRecord(filepath.Join(dir, "report.json"), data, 0o600); err != nil {
 		// Never published as stored: the person asking is told it was not.
 		return Report{}, &SaveError{What: "the implementation report", Err: err}
 	}

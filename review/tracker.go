@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
 	"sync"
 
 	"planbridge/handoff"
+	"planbridge/internal/atomicfile"
 )
 
 // A Tracker is the runtime that holds one session's implementation to its
@@ -70,7 +72,11 @@ type Tracker struct {
 	// by base directory.
 	watchMu  sync.Mutex
 	watching map[string]int
-	logMu    sync.Mutex // orders appends to the tool log and guards logFailing
+	// writeRecord writes the scope's record, the records a command
+	// changed, put back, and the report ([atomicfile.WriteFile]; a
+	// test's full disk).
+	writeRecord func(path string, data []byte, perm os.FileMode) error
+	logMu       sync.Mutex // orders appends to the tool log and guards logFailing
 	// logFailing: the last append to the tool log failed (and was told).
 	logFailing bool
 }
@@ -147,7 +153,7 @@ func NewTracker(cfg Config) *Tracker {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Tracker{cfg: cfg, watching: map[string]int{}}
+	return &Tracker{cfg: cfg, watching: map[string]int{}, writeRecord: atomicfile.WriteFile}
 }
 
 // Load installs a stored row. A corrupt todo list starts empty and a

@@ -166,7 +166,7 @@ func (t *Tracker) changeScope(change func(*Scope) bool) error {
 		return nil
 	}
 	data, _ := json.Marshal(sc)
-	if err := atomicfile.WriteFile(t.scopePath(), data, 0o600); err != nil {
+	if err := t.writeRecord(t.scopePath(), data, 0o600); err != nil {
 		return err
 	}
 	t.cfg.Port.ScopeChanged(*sc)
@@ -302,7 +302,7 @@ func (t *Tracker) restoreRecords(dir string, before map[string][]byte) []string 
 			err = os.RemoveAll(p) // never written through: a link goes, not its target
 		}
 		if err == nil && before[name] != nil {
-			err = atomicfile.WriteFile(p, before[name], 0o600)
+			err = t.writeRecord(p, before[name], 0o600)
 		}
 		if err != nil {
 			t.cfg.Port.Unsaved("the implementation's record "+name+" (a command changed it, and it could not be put back)", err)
