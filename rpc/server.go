@@ -17,6 +17,7 @@ import (
 	"planbridge/internal/agent"
 	"planbridge/internal/session"
 	"planbridge/internal/share"
+	"planbridge/internal/trackbind"
 )
 
 // CodeApplication is the JSON-RPC error code of every application error; the
@@ -229,7 +230,7 @@ func (s *Server) askPermission(ctx context.Context, sess string, call agent.Tool
 		Allow bool `json:"allow"`
 	}
 	params := map[string]any{"session": sess, "tool": call.Name, "arguments": call.Arguments, "summary": reason}
-	if k := session.AskKind(ctx); k != "" {
+	if k := trackbind.AskKind(ctx); k != "" {
 		params["kind"] = k // the call already ran: allow extends the scope, deny restores
 	}
 	err := s.conn.Call(ctx, "permission/ask", params, &res)

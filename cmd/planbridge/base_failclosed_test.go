@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"planbridge/handoff"
-	"planbridge/internal/session"
+	"planbridge/internal/tracking"
 )
 
 // TestAcceptRefusedWithoutBase: an implementation whose base (the scope
@@ -24,7 +24,7 @@ func TestAcceptRefusedWithoutBase(t *testing.T) {
 	s, v := proposeAndWait(t, ctx, p, ws)
 	v = update(t, ctx, p.c, s.ID, v.Attempt, handoff.Change{Axis: "mode", Value: "full-auto"})
 	// The review directory cannot be made: a file stands where it goes.
-	rd := session.ReviewDir(state, s.ID)
+	rd := tracking.ReviewDir(state, s.ID)
 	if err := os.RemoveAll(rd); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestAcceptRefusedWithoutBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := p.c.Call(ctx, "approval/accept", map[string]string{"session": s.ID, "attempt": v.Attempt}, nil)
-	if refusalCode(err) != session.CodeBaseFailed || !strings.Contains(err.Error(), "nothing was started") {
+	if refusalCode(err) != tracking.CodeBaseFailed || !strings.Contains(err.Error(), "nothing was started") {
 		t.Fatalf("accept without a base: %v", err)
 	}
 	after := getApproval(t, ctx, p.c, s.ID)

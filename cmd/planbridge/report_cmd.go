@@ -8,7 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 
-	"planbridge/internal/session"
+	"planbridge/internal/tracking"
+	"planbridge/review"
 )
 
 var sessionIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
@@ -54,7 +55,7 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	r, err := session.ReadStoredReport(session.ReviewDir(state, id))
+	r, err := review.ReadStoredReport(tracking.ReviewDir(state, id))
 	if err != nil {
 		if os.IsNotExist(err) {
 			fmt.Fprintf(stderr, "planbridge report: session %s has no implementation report yet (one is built when an implementation ends, or with /review)\n", id)

@@ -17,7 +17,7 @@ import (
 	"planbridge/internal/goalrun"
 	"planbridge/internal/redact"
 	"planbridge/internal/store"
-	"planbridge/review"
+	"planbridge/internal/tracking"
 )
 
 // Error is an application error with a stable code for clients.
@@ -305,23 +305,8 @@ func (m *Manager) storedInfo(ctx context.Context, r store.Session) Info {
 	if seq, err := m.st.LastSeq(ctx, r.ID); err == nil {
 		in.LastSeq = seq
 	}
-	in.AcceptedPlan = m.storedPlan(ctx, r.ID)
+	in.AcceptedPlan = tracking.StoredPlan(ctx, m.st, r.ID)
 	return in
-}
-
-// storedPlan is the accepted plan in a session's stored tracking, read
-// without loading the session (nil if none or unreadable). A plan that was
-// running is reported paused, as opening the session would.
-func (m *Manager) storedPlan(ctx context.Context, id string) *PlanRef {
-	t, err := m.st.GetTracking(ctx, id)
-	if err != nil || t.Plan == "" {
-		return nil
-	}
-	p, _, err := review.LoadPlan(t.Plan, true)
-	if err != nil {
-		return nil
-	}
-	return p.Ref()
 }
 
 // AcceptedPlan returns the accepted plan of stored session id without
@@ -333,7 +318,7 @@ func (m *Manager) AcceptedPlan(ctx context.Context, id string) (*PlanRef, error)
 	} else if err != nil {
 		return nil, err
 	}
-	return m.storedPlan(ctx, id), nil
+	return tracking.StoredPlan(ctx, m.st, id), nil
 }
 
 // SetModels installs the model policy a client configures at initialize,

@@ -5,7 +5,6 @@ import (
 
 	"planbridge/internal/agent"
 	"planbridge/internal/event"
-	"planbridge/internal/trackbind"
 	"planbridge/internal/tracking"
 	"planbridge/review"
 )
@@ -25,21 +24,6 @@ const (
 	ImplPaused  = review.ImplPaused
 	ImplDone    = review.ImplDone
 )
-
-// Stable error codes of the implementation's tracking.
-const (
-	CodeNoReport     = tracking.CodeNoReport
-	CodeInvalidScope = tracking.CodeInvalidScope
-	CodeBaseFailed   = tracking.CodeBaseFailed
-)
-
-// ReadStoredReport reads the last report stored in a session's review
-// directory ([ReviewDir]).
-var ReadStoredReport = review.ReadStoredReport
-
-// ReviewDir is the directory of a session's implementation reports under a
-// state directory ([tracking.ReviewDir]).
-func ReviewDir(stateDir, id string) string { return tracking.ReviewDir(stateDir, id) }
 
 func (s *Session) newTracking() *tracking.Tracking {
 	return tracking.New(tracking.Config{Session: s.id, State: s.m.st.Dir(), Work: s.workDir, Store: s.m.st, Host: trackHost{s}, Log: s.m.log})
@@ -153,7 +137,3 @@ func (s *Session) UpdateScope(ctx context.Context, attempt string, paths []strin
 	s.changed()
 	return s.Approval(), nil
 }
-
-// AskKind is the kind of the question an [Asker] is called for: "" for
-// "may this call run?", or [trackbind.AskScopeEffects].
-func AskKind(ctx context.Context) string { return trackbind.AskKind(ctx) }

@@ -322,3 +322,18 @@ func (t *Tracking) RecordEdit(call agent.ToolCall) {
 		}
 	}
 }
+
+// StoredPlan is the accepted plan in session id's stored tracking, read
+// without loading the session (nil if none or unreadable). A plan that was
+// running is reported paused, as opening the session would.
+func StoredPlan(ctx context.Context, st Store, id string) *review.PlanRef {
+	t, err := st.GetTracking(ctx, id)
+	if err != nil || t.Plan == "" {
+		return nil
+	}
+	p, _, err := review.LoadPlan(t.Plan, true)
+	if err != nil {
+		return nil
+	}
+	return p.Ref()
+}

@@ -512,3 +512,24 @@ func TestReportsThroughTheHost(t *testing.T) {
 		t.Fatalf("events %q", evs)
 	}
 }
+
+func TestStoredPlan(t *testing.T) {
+	ctx := context.Background()
+	running := `{"title":"Tidy","hash":"` + planHash + `","status":"running","steps":[{"id":"s1","text":"One","status":"pending"}]}`
+	for _, c := range []struct {
+		name, plan string
+		want       string // the title, "" nil
+	}{
+		{"none", "", ""},
+		{"corrupt", "{", ""},
+		{"running: named as opening the session would", running, "Tidy"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := &fakeStore{row: store.Tracking{Plan: c.plan}}
+			got := StoredPlan(ctx, st, "s1")
+			if (got == nil) != (c.want == "") || got != nil && (got.Title != c.want || got.Hash != planHash || got.Trailer == "") {
+				t.Fatalf("stored plan %+v", got)
+			}
+		})
+	}
+}
