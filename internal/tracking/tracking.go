@@ -141,7 +141,7 @@ func (p port) Asker() review.Asker { return trackbind.Asker(p.t.cfg.Host.Ask()) 
 // unsaved tells the person, with an error event, that a record they
 // depend on was not written.
 func (t *Tracking) unsaved(what string, err error) {
-	t.cfg.Log.Error("save an implementation record", "session", t.cfg.Session, "what", what, "err", err)
+	t.cfg.Log.Error("a record the person depends on was not saved", "session", t.cfg.Session, "what", what, "err", err)
 	t.cfg.Host.Emit(event.Error{Message: fmt.Sprintf("Could not save %s: %v", what, err)})
 }
 
