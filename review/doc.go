@@ -7,7 +7,10 @@
 // checkout itself (package worktree).
 //
 // The Tracker keeps the todo list and the tracked plan, committing every
-// change through [Port.CommitTracking] before publishing it; it stages the
+// change through [Port.CommitTracking] before publishing it; a record it
+// cannot write (the scope's, the tool log, the report, a record put back
+// after a command) is never published as written but told through
+// [Port.Unsaved] (a report asked for returns a [SaveError]); it stages the
 // implementation's base ([StageBase]) before the commit that starts the
 // implementation names it ([BaseCommitted] afterwards); it logs each tool
 // call of a running implementation ([Tracker.LogTool]); it builds, stores
