@@ -3,7 +3,8 @@
 // neither domain package may hold, since review knows no agent and the
 // agent knows no plan. It owns no state and persists nothing; a
 // [Binding] is built from the session's tracker, its tool registry and
-// its roots whenever one is needed.
+// its roots whenever one is needed (by package internal/tracking, which
+// owns the tracker and binds it to the session).
 //
 // Its contract:
 //   - A tool call is seen by the tracker ([Binding.Call]) with its bash
