@@ -78,11 +78,14 @@ type Config struct {
 
 // A Tracking is one session's implementation tracking: its
 // [review.Tracker] (embedded: the runtime's own methods, as review
-// documents them) with the tracker's port implemented over the session
-// ([Host], [Store]), and what the session does with it — load it, start
-// it at acceptance, pause it for the scope, resume it, stage and name its
-// bases, hand it to a Worktree fork, record edited files, report — with
-// the tracker's errors given their stable codes. Safe for concurrent use.
+// documents them, except three it binds to the session: [Tracking.Load]
+// reads the row from the [Store], [Tracking.Resume] codes its refusal,
+// [Tracking.ReportIfEnded] asks the [Host] whether the Goal completed)
+// with the tracker's port implemented over the session ([Host], [Store]),
+// and what the session does with it — load it, start it at acceptance,
+// pause it for the scope, resume it, stage and name its bases, hand it to
+// a Worktree fork, record edited files, report — with the tracker's
+// errors given their stable codes ([Coded]). Safe for concurrent use.
 type Tracking struct {
 	*review.Tracker
 	cfg Config
