@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -81,4 +83,48 @@ func TestForkWhoseBaseCannotBeStagedFailsTheHandOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFork(t, ctx, p2.c, state, ws, s)
+}
+
+// TestParkedStartRefusedWithoutBase: a parked plan whose base cannot be
+// staged at its start (Here) is not started — base_failed, the parked
+// plan stays startable, the workspace untouched — and starts once it can.
+func TestParkedStartRefusedWithoutBase(t *testing.T) {
+	ctx := ctxT(t)
+	ws := gitRepo(t, map[string]string{"greet.txt": "hello\n"})
+	state := t.TempDir()
+	p := startServe(t, state, "--engine", "script", "--script", writeScript(t, handoffScript(false)))
+	p.c.OnAsk(func(json.RawMessage) any { return map[string]bool{"allow": true} })
+	s, v := proposeAndWait(t, ctx, p, ws)
+	var parked parkedInfo
+	if err := p.c.Call(ctx, "approval/park", map[string]string{"session": s.ID, "attempt": v.Attempt}, &parked); err != nil {
+		t.Fatal(err)
+	}
+	rd := tracking.ReviewDir(state, s.ID)
+	os.RemoveAll(rd)
+	if err := os.WriteFile(rd, []byte("in the way\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := p.c.Call(ctx, "plan/startParked", map[string]string{"id": parked.ID}, nil)
+	if refusalCode(err) != tracking.CodeBaseFailed || !strings.Contains(err.Error(), "nothing was started") {
+		t.Fatalf("a start without a base: %v", err)
+	}
+	if ps := listParked(t, ctx, p.c, map[string]any{}); len(ps) != 1 || ps[0].Started {
+		t.Fatalf("the parked plan after a refused start: %+v", ps)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "greet.txt")); string(b) != "hello\n" {
+		t.Fatalf("greet.txt changed: %q", b)
+	}
+	if err := os.Remove(rd); err != nil {
+		t.Fatal(err)
+	}
+	var res startInfo
+	if err := p.c.Call(ctx, "plan/startParked", map[string]string{"id": parked.ID}, &res); err != nil || !res.Started {
+		t.Fatalf("start: %+v %v", res, err)
+	}
+	if _, err := p.c.WaitEvent(ctx, func(e rpc.Event) bool { return e.Kind == "handoff" && strings.Contains(string(e.Data), `"done"`) }); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "greet.txt")); string(b) != "hi\n" {
+		t.Errorf("greet.txt = %q", b)
+	}
 }
