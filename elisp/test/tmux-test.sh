@@ -66,6 +66,18 @@ wait_for() {
   fail "timed out waiting for /$regex/"
 }
 
+# wait_gone REGEX [SECONDS]: wait until the screen no longer matches REGEX.
+wait_gone() {
+  local regex=$1 deadline=$((SECONDS + ${2:-60}))
+  while ((SECONDS < deadline)); do
+    if ! screen | grep -Eq -- "$regex"; then
+      return 0
+    fi
+    sleep 0.2
+  done
+  fail "timed out waiting for /$regex/ to go"
+}
+
 # A workspace and the model's script: a slow proposal, a slow
 # implementation turn (killed with the backend), the retried turn that
 # edits hello.txt, then a Goal that stops blocked.
@@ -284,6 +296,12 @@ for round in 1 2; do
   tm send-keys -t "$name" M-x
   tm send-keys -t "$name" -l planbridge
   tm send-keys -t "$name" Enter
+  if ((round == 2)); then
+    # Round 1's buffer shows the same header: wait until the new
+    # session's buffer replaced it, or the prompt is typed into the old
+    # one (or into nothing) while the new session is still being created.
+    wait_gone 'Done: `--name` is parsed'
+  fi
   wait_for '^\[ask\]'
   tm send-keys -t "$name" C-x 1
   tm send-keys -t "$name" -l '/plan make the greeting configurable'
