@@ -37,7 +37,7 @@ func (c *Card) UpdateSelection(ctx context.Context, attempt string, ch handoff.C
 	c.editing = true
 	c.armLocked() // the person is deciding: the timeout starts over
 	c.cfg.Lock.Unlock()
-	err = c.cfg.Store.PutProposal(ctx, p)
+	err = c.putRow(ctx, p)
 	c.cfg.Lock.Lock()
 	c.editing = false
 	if err == nil {
@@ -142,7 +142,7 @@ func (c *Card) Feedback(ctx context.Context, attempt, text string, comments []ha
 		return err
 	}
 	if len(comments) > 0 {
-		if err := c.cfg.Tracker.SaveComments(p.Hash, comments); err != nil {
+		if err := c.cfg.Live(func() error { return c.cfg.Tracker.SaveComments(p.Hash, comments) }); err != nil {
 			// The feedback stands (its turn carries the comments); only
 			// the next version's card will not show them.
 			c.cfg.Logger.Error("save plan comments", "session", c.cfg.Session, "err", err)
@@ -250,7 +250,7 @@ func (c *Card) RecordOutcome(ctx context.Context, attempt, outcome, title, hash 
 		return
 	}
 	o := store.ApprovalOutcome{SessionID: c.cfg.Session, Attempt: attempt, Outcome: outcome, Title: title, Hash: hash}
-	if err := c.cfg.Store.PutApprovalOutcome(context.WithoutCancel(ctx), o); err != nil {
+	if err := c.cfg.Live(func() error { return c.cfg.Store.PutApprovalOutcome(context.WithoutCancel(ctx), o) }); err != nil {
 		c.cfg.Logger.Error("record approval outcome", "session", c.cfg.Session, "attempt", attempt, "err", err)
 	}
 }

@@ -106,6 +106,12 @@ type Config struct {
 	// MaxFeedback bounds one feedback, text and comments (0: unbounded).
 	MaxFeedback int
 	Logger      *slog.Logger
+	// Live runs fn, which writes the session's rows or into its
+	// directory (the plan file, its version, its line comments, the
+	// proposal row, an outcome), unless the session is deleted: then it
+	// returns its refusal and fn never runs (nil runs fn). Called with
+	// commitMu held, never with Lock held.
+	Live func(fn func() error) error
 }
 
 // Card is a session's proposal and its one presentation (see the package
@@ -116,8 +122,8 @@ type Card struct {
 	// commitMu serialises the card's own commits of the proposal row,
 	// from the snapshot to the memory change after the commit, so memory
 	// follows the store's order. Taken before cfg.Lock (and before the
-	// session's pubMu); nothing under it takes the session's rowMu or
-	// goalMu.
+	// session's pubMu, and the rowMu [Config.Live] takes); nothing under
+	// it takes goalMu, and no holder of rowMu takes it.
 	commitMu sync.Mutex
 
 	// Guarded by cfg.Lock:
@@ -139,6 +145,9 @@ func New(cfg Config) *Card {
 	}
 	if cfg.Mask == nil {
 		cfg.Mask = func(s string) string { return s }
+	}
+	if cfg.Live == nil {
+		cfg.Live = func(fn func() error) error { return fn() }
 	}
 	return &Card{cfg: cfg}
 }
@@ -320,11 +329,16 @@ func (c *Card) Publish(ctx context.Context, title, body string, edited bool) err
 // publish is [Card.Publish] with commitMu held.
 func (c *Card) publish(ctx context.Context, title, body string, edited bool) error {
 	hash := proposal.HashBody(body)
-	if err := store.WriteFileAtomic(c.path(handoff.CurrentPlan), handoff.ArtifactData(body), 0o644); err != nil {
+	if err := c.cfg.Live(func() error {
+		if err := store.WriteFileAtomic(c.path(handoff.CurrentPlan), handoff.ArtifactData(body), 0o644); err != nil {
+			return err
+		}
+		if err := c.cfg.Tracker.RecordVersion(hash, body); err != nil {
+			return fmt.Errorf("keep the plan version: %w", err)
+		}
+		return nil
+	}); err != nil {
 		return err
-	}
-	if err := c.cfg.Tracker.RecordVersion(hash, body); err != nil {
-		return fmt.Errorf("keep the plan version: %w", err)
 	}
 	c.cfg.Lock.Lock()
 	p := store.Proposal{SessionID: c.cfg.Session}
@@ -350,13 +364,18 @@ func (c *Card) publish(ctx context.Context, title, body string, edited bool) err
 // put commits p and only then makes it the proposal in memory (commitMu
 // held).
 func (c *Card) put(ctx context.Context, p store.Proposal) error {
-	if err := c.cfg.Store.PutProposal(ctx, p); err != nil {
+	if err := c.putRow(ctx, p); err != nil {
 		return err
 	}
 	c.cfg.Lock.Lock()
 	c.prop = &p
 	c.cfg.Lock.Unlock()
 	return nil
+}
+
+// putRow commits p unless the session is deleted ([Config.Live]).
+func (c *Card) putRow(ctx context.Context, p store.Proposal) error {
+	return c.cfg.Live(func() error { return c.cfg.Store.PutProposal(ctx, p) })
 }
 
 // present opens a new presentation of the proposal, if it is actionable

@@ -21,6 +21,9 @@
 // held; every other method takes it itself and must be called without
 // it. Its own commits are serialised by a commit lock taken before the
 // aggregate lock, so the proposal in memory follows the store's order.
+// Every write of the session's rows or directory (the plan file, its
+// version and line comments, the proposal row, an outcome) runs through
+// [Config.Live], which refuses it once the session is deleted.
 //
 // Ports (narrow, declared here; the session implements them with one
 // adapter): [Store] (the proposal row, outcome records, the edited-file

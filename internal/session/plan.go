@@ -32,7 +32,8 @@ func (s *Session) registry() *agent.Registry {
 // store and cardHost.
 func (s *Session) newCard() *interaction.Card {
 	return interaction.New(interaction.Config{Session: s.id, WorkDir: s.workDir, Lock: &s.mu, Store: s.m.st,
-		Host: cardHost{s}, Tracker: s.track, Mask: s.m.redact.String, MaxFeedback: MaxPromptBytes, Logger: s.m.log})
+		Host: cardHost{s}, Tracker: s.track, Mask: s.m.redact.String, MaxFeedback: MaxPromptBytes, Logger: s.m.log,
+		Live: s.whileLive})
 }
 
 // cardHost is the session as its card sees it ([interaction.Host]).
