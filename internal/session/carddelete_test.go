@@ -94,3 +94,39 @@ func TestDeleteDuringCardAction(t *testing.T) {
 		})
 	}
 }
+
+// TestUpdateScopeOfDeletedSession: a scope edit whose attempt check
+// passed before the session was deleted (here: the card held up after
+// the delete, as by an action that checked it just before) writes no
+// scope file into the deleted session's directory. Before, the file
+// brought the directory back without rows.
+func TestUpdateScopeOfDeletedSession(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	st, err := store.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := NewManager(Config{Store: st, Engine: &textEngine{}})
+	defer m.Close()
+	s, attempt := carded(t, ctx, m)
+	if _, err := m.Delete(ctx, s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.card.ReopenLocked(attempt) // the check comes before the delete
+	s.mu.Unlock()
+	_, err = s.UpdateScope(ctx, attempt, []string{"main.go"})
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeNotFound {
+		t.Errorf("the scope edit after the delete: %v, want %s", err, CodeNotFound)
+	}
+	if _, err := os.Lstat(store.SessionDir(dir, s.ID())); !os.IsNotExist(err) {
+		t.Errorf("the deleted session's directory is back (%v)", err)
+	}
+	if probs := st.Check(ctx, false); len(probs) > 0 {
+		t.Errorf("the state directory after the delete: %v", probs)
+	}
+}

@@ -131,7 +131,8 @@ func (s *Session) UpdateScope(ctx context.Context, attempt string, paths []strin
 	p, _ := s.card.ProposalLocked()
 	hash := p.Hash
 	s.mu.Unlock()
-	if err := s.track.SetCardScope(hash, clean); err != nil {
+	// Into the session's directory: refused once it is deleted.
+	if err := s.whileLive(func() error { return s.track.SetCardScope(hash, clean) }); err != nil {
 		return ApprovalView{}, err
 	}
 	s.changed()
