@@ -87,9 +87,15 @@ func (s *Session) ResumeImplementation(ctx context.Context) error {
 }
 
 // Report builds the implementation report now, stores it and publishes it
-// (a "report" event).
-func (s *Session) Report(ctx context.Context) (review.Report, error) {
-	r, err := s.track.Report(ctx)
+// (a "report" event). It writes into the session's review directory, and
+// a session whose implementation is done may be deleted meanwhile: it is
+// refused once the session is deleted ([Session.whileLive]), so the
+// report never writes a deleted session's directory back.
+func (s *Session) Report(ctx context.Context) (r review.Report, err error) {
+	err = s.whileLive(func() error {
+		r, err = s.track.Report(ctx)
+		return err
+	})
 	return r, refused(tracking.Coded(err))
 }
 
