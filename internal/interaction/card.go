@@ -203,6 +203,11 @@ func (c *Card) CheckLocked(attempt string) error {
 	return nil
 }
 
+// CurrentLocked fails closed on a stale or missing attempt ([ErrStale])
+// only: for an action that is no decision on the card (a scope edit),
+// which a selection commit in flight does not refuse.
+func (c *Card) CurrentLocked(attempt string) error { return c.checkLocked(attempt) }
+
 func (c *Card) checkLocked(attempt string) error {
 	if c.approval.Check(attempt) != nil {
 		return ErrStale

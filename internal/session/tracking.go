@@ -130,9 +130,9 @@ func (s *Session) UpdateScope(ctx context.Context, attempt string, paths []strin
 		return ApprovalView{}, refused(err)
 	}
 	s.mu.Lock()
-	if err := s.checkAttemptLocked(attempt); err != nil {
+	if err := s.card.CurrentLocked(attempt); err != nil { // no decision: a selection commit does not refuse it
 		s.mu.Unlock()
-		return ApprovalView{}, err
+		return ApprovalView{}, refused(err)
 	}
 	p, _ := s.card.ProposalLocked()
 	hash := p.Hash
