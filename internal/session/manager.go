@@ -253,6 +253,13 @@ func (m *Manager) Get(ctx context.Context, id string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if aside, ok := m.st.SetAside(id); ok {
+		// Loading it would judge its proposal by files that are not
+		// there (and demote it for good), and its first write would
+		// give it an empty directory beside its real one.
+		return nil, errorf(CodeUnavailable, "session %s cannot be opened: an interrupted delete set its files aside in %s and could not put them back; move that directory to %s (nothing of the session was changed)",
+			id, aside, store.SessionDir(m.st.Dir(), id))
+	}
 	s, err := loadSession(ctx, m, row, !m.created[id])
 	if err != nil {
 		return nil, fmt.Errorf("load session %s: %w", id, err)

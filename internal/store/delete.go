@@ -97,6 +97,21 @@ func (s *Store) FinishDeletes(ctx context.Context) (unfinished []string, err err
 	return unfinished, nil
 }
 
+// SetAside reports where session id's files stay when an interrupted
+// delete set them aside and could not put them back ([Store.FinishDeletes]
+// says so at start): the session has no directory of its own and its
+// files are in dir. ok false: its files are where they belong.
+func (s *Store) SetAside(id string) (dir string, ok bool) {
+	if _, err := os.Lstat(SessionDir(s.dir, id)); !errors.Is(err, os.ErrNotExist) {
+		return "", false
+	}
+	dir = filepath.Join(s.dir, "sessions", ".deleted-"+id)
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return "", false
+	}
+	return dir, true
+}
+
 // finishDelete settles the delete of session id whose directory was moved
 // to trash, or says why it could not.
 func (s *Store) finishDelete(ctx context.Context, id, trash string) string {
