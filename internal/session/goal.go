@@ -7,6 +7,7 @@ import (
 	"planbridge/goal"
 	"planbridge/handoff"
 	"planbridge/internal/goalrun"
+	"planbridge/internal/turn"
 )
 
 // CodeRetryConflict reports a different unfinished Goal found by a retry.
@@ -24,8 +25,8 @@ func (h goalHost) ReadArtifact(path, hash string) (string, error) {
 }
 
 // goalTurn is the turn request of a Goal turn.
-func goalTurn(t goalrun.Turn) turnReq {
-	return turnReq{text: t.Text, display: t.Display, policy: t.Policy, goal: t.Goal, dispatch: t.Dispatch, dispatched: t.Dispatched}
+func goalTurn(t goalrun.Turn) turn.Req {
+	return turn.Req{Text: t.Text, Display: t.Display, Policy: t.Policy, Goal: t.Goal, Dispatch: t.Dispatch, Dispatched: t.Dispatched}
 }
 
 // Goal returns a copy of the session's Goal (nil if none).

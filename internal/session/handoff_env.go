@@ -6,6 +6,7 @@ import (
 	"planbridge/handoff"
 	"planbridge/internal/event"
 	"planbridge/internal/store"
+	"planbridge/internal/turn"
 	"planbridge/worktree"
 )
 
@@ -94,10 +95,10 @@ func (s *Session) workspace() string {
 // the retry record is deleted in the transaction that settles the turn.
 func (e *handoffEnv) Kickoff(ctx context.Context, rec *handoff.Record, prompt, display string) error {
 	policy, next := rec.Policy, rec.Dispatched()
-	return e.s.runTurn(ctx, turnReq{text: prompt, display: display, policy: &policy,
-		dispatch:   func(st *store.TurnStep) { st.Record = next.Marshal() },
-		dispatched: func() { rec.Step = handoff.StepDispatched },
-		settle:     func(st *store.TurnStep) { st.DeleteRecord = true }})
+	return e.s.runTurn(ctx, turn.Req{Text: prompt, Display: display, Policy: &policy,
+		Dispatch:   func(st *store.TurnStep) { st.Record = next.Marshal() },
+		Dispatched: func() { rec.Step = handoff.StepDispatched },
+		Settle:     func(st *store.TurnStep) { st.DeleteRecord = true }})
 }
 
 // Continue resumes a dispatched implementation from the stored transcript:
@@ -112,6 +113,6 @@ func (e *handoffEnv) Continue(ctx context.Context, rec *handoff.Record) error {
 		carry = p.Carry()
 	}
 	policy := rec.Policy
-	return s.runTurn(ctx, turnReq{text: handoff.InterruptedPrompt(carry), display: handoff.InterruptedDisplay, policy: &policy,
-		settle: func(st *store.TurnStep) { st.DeleteRecord = true }})
+	return s.runTurn(ctx, turn.Req{Text: handoff.InterruptedPrompt(carry), Display: handoff.InterruptedDisplay, Policy: &policy,
+		Settle: func(st *store.TurnStep) { st.DeleteRecord = true }})
 }

@@ -9,6 +9,7 @@ import (
 	"planbridge/internal/event"
 	"planbridge/internal/interaction"
 	"planbridge/internal/store"
+	"planbridge/internal/turn"
 )
 
 // Proposal statuses ([interaction]'s).
@@ -56,7 +57,7 @@ func (h cardHost) Emit(ev event.Data)     { h.s.emit(ev) }
 func (h cardHost) Changed()               { h.s.changed() }
 func (h cardHost) Kick()                  { h.s.kick() }
 func (h cardHost) Enqueue(prompt, display string) {
-	h.s.enqueue(turnReq{text: prompt, display: display})
+	h.s.enqueue(turn.Req{Text: prompt, Display: display})
 }
 
 // workPath maps a session-relative artifact path to its file.

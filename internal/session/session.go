@@ -20,6 +20,7 @@ import (
 	"planbridge/internal/store"
 	"planbridge/internal/tracking"
 	"planbridge/internal/transcript"
+	"planbridge/internal/turn"
 )
 
 // Session is one conversation bound to a workspace. Safe for concurrent use.
@@ -47,7 +48,7 @@ type Session struct {
 	starting bool // a parked plan is being started (between its checks and its hand-over)
 	deleted  bool // Manager.Delete holds or removed it: nothing more may queue
 	gone     bool // its rows are deleted (set under rowMu): no row commit may write them back
-	queue    []turnReq
+	queue    []turn.Req
 	cancel   context.CancelFunc
 	// card is the proposal and its one presentation (package
 	// interaction): its state is guarded by mu; its own commit lock is
@@ -92,7 +93,7 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 		return nil, err
 	}
 	for _, q := range queued {
-		s.queue = append(s.queue, turnReq{text: q.Text, display: q.Display, queueID: q.ID, guest: q.Guest})
+		s.queue = append(s.queue, turn.Req{Text: q.Text, Display: q.Display, QueueID: q.ID, Guest: q.Guest})
 	}
 	if err := s.card.Load(ctx, row.Plan); err != nil {
 		return nil, err
@@ -388,29 +389,6 @@ func (s *Session) planCommand(ctx context.Context, arg string) (SubmitResult, er
 	return res, err
 }
 
-// turnReq is one turn waiting to run.
-type turnReq struct {
-	text    string // full prompt sent to the model
-	display string // what the view shows for it
-	// policy, when set, is an implementation-scoped model/effort/mode for
-	// this turn only; the session's own settings are not touched.
-	policy *handoff.Policy
-	// settle, when set, adds to the commit that settles the turn if it
-	// succeeds (e.g. clearing a retry record).
-	settle func(*store.TurnStep)
-	// dispatch, when set, adds to the commit that stores the prompt before
-	// it is sent (a kickoff moving its retry record to dispatched).
-	dispatch   func(*store.TurnStep)
-	dispatched func() // called once dispatch is committed
-	// goal binds the turn to a Goal (its kickoff, a continuation or a
-	// follow-up while it is active) and marks its one retry.
-	goal  goal.Turn
-	guest bool // sent from a share link: no person answers for it
-	// queueID is the durable queue entry of a person's follow-up (0: none);
-	// it is removed with the prompt's commit.
-	queueID int64
-}
-
 // prompt runs text, from a person (guest false) or a share link's guest,
 // as a turn now, or queues it behind the running turn or the workflow
 // that owns the session. It is durable first: a follow-up waiting in the
@@ -433,7 +411,7 @@ func (s *Session) prompt(ctx context.Context, text string, guest bool) (queued b
 		s.dropQueued(id)
 		return false, err
 	}
-	return s.enqueue(turnReq{text: text, display: text, queueID: id, guest: guest}), nil
+	return s.enqueue(turn.Req{Text: text, Display: text, QueueID: id, Guest: guest}), nil
 }
 
 // errForked refuses a prompt in a planning session that handed over to
@@ -476,14 +454,14 @@ func (s *Session) queueRoom() error {
 	return nil
 }
 
-func (s *Session) enqueue(req turnReq) (queued bool) {
+func (s *Session) enqueue(req turn.Req) (queued bool) {
 	s.mu.Lock()
 	s.queue = append(s.queue, req)
 	n := len(s.queue)
 	started := s.kickLocked()
 	s.mu.Unlock()
 	if !started {
-		s.emit(event.Queued{Text: req.display, Queued: n})
+		s.emit(event.Queued{Text: req.Display, Queued: n})
 		s.changed() // pending input now blocks a Worktree fork
 		return true
 	}
@@ -494,9 +472,9 @@ func (s *Session) enqueue(req turnReq) (queued bool) {
 // nextLocked picks the next turn when the session is free. The order
 // (kickoff, queued input, continuation) is [goal.Decide]'s; the session only
 // executes it (a pause it decides is stored by the Goal's runner).
-func (s *Session) nextLocked() (req turnReq, ok bool) {
+func (s *Session) nextLocked() (req turn.Req, ok bool) {
 	if s.m.isClosed() {
-		return turnReq{}, false
+		return turn.Req{}, false
 	}
 	for {
 		d := goal.Decide(s.goal.GoalLocked(), s.goal.SituationLocked(goal.Situation{Busy: s.busy,
@@ -512,7 +490,7 @@ func (s *Session) nextLocked() (req turnReq, ok bool) {
 		case goal.Pause:
 			s.goal.DecidedPauseLocked(d.Reason) // and decide again: queued input may run now
 		default:
-			return turnReq{}, false
+			return turn.Req{}, false
 		}
 	}
 }
@@ -544,7 +522,7 @@ func (s *Session) kick() {
 // runQueue runs req, then hands the session to what comes next
 // ([Session.kickLocked] starts it as the next runner before this one
 // ends, so the session is never seen free between two turns).
-func (s *Session) runQueue(ctx context.Context, cancel context.CancelFunc, req turnReq) {
+func (s *Session) runQueue(ctx context.Context, cancel context.CancelFunc, req turn.Req) {
 	defer s.m.turns.Done()
 	err := s.runTurn(ctx, req)
 	cancel()
@@ -554,7 +532,7 @@ func (s *Session) runQueue(ctx context.Context, cancel context.CancelFunc, req t
 	if errors.As(err, &kept) {
 		// Still queued in the store: queued in memory too, first,
 		// and not tried again until the next kick.
-		s.queue = append([]turnReq{req}, s.queue...)
+		s.queue = append([]turn.Req{req}, s.queue...)
 		s.mu.Unlock()
 		s.changed()
 		return

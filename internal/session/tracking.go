@@ -6,6 +6,7 @@ import (
 	"planbridge/internal/agent"
 	"planbridge/internal/event"
 	"planbridge/internal/tracking"
+	"planbridge/internal/turn"
 	"planbridge/review"
 )
 
@@ -82,7 +83,7 @@ func (s *Session) ResumeImplementation(ctx context.Context) error {
 	if err != nil {
 		return refused(err)
 	}
-	s.enqueue(turnReq{text: text, display: "Resume implementation", policy: &policy})
+	s.enqueue(turn.Req{Text: text, Display: "Resume implementation", Policy: &policy})
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"planbridge/internal/command"
 	"planbridge/internal/event"
 	"planbridge/internal/store"
+	"planbridge/internal/turn"
 	"planbridge/proposal"
 )
 
@@ -79,31 +80,31 @@ func (k *turnSink) Blocked(call agent.ToolCall, code, reason string) {
 
 // runTurn runs one prompt as a model turn and persists what it produced.
 // It returns the turn's error (nil when it settled successfully).
-func (s *Session) runTurn(ctx context.Context, req turnReq) error {
+func (s *Session) runTurn(ctx context.Context, req turn.Req) error {
 	promptStored, promptFailed := false, false
-	if req.queueID != 0 {
+	if req.QueueID != 0 {
 		// The queue entry leaves in the prompt's commit, or with the turn
 		// if it never gets that far; a prompt whose commit failed stays
 		// queued, in the store as in memory ([errPromptKept]).
 		defer func() {
 			if !promptStored && !promptFailed {
-				s.dropQueued(req.queueID)
+				s.dropQueued(req.QueueID)
 			}
 		}()
-		dispatch, id := req.dispatch, req.queueID
-		req.dispatch = func(st *store.TurnStep) {
+		dispatch, id := req.Dispatch, req.QueueID
+		req.Dispatch = func(st *store.TurnStep) {
 			if dispatch != nil {
 				dispatch(st)
 			}
 			st.Dequeue = id
 		}
 	}
-	if why := s.goal.Admit(&req.goal, &req.policy, &req.text); why != "" {
+	if why := s.goal.Admit(&req.Goal, &req.Policy, &req.Text); why != "" {
 		s.emit(event.Notice{Message: "Dropped a stale Goal turn without sending it: " + why + "."})
 		return nil
 	}
 	started := time.Now()
-	text := req.text
+	text := req.Text
 	if s.needsCompaction(text) {
 		if err := s.compactNow(ctx, "the context neared the model's window"); err != nil {
 			s.emit(event.Error{Message: "automatic compaction failed: " + err.Error()})
@@ -123,15 +124,15 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	workspace := s.row.Workspace
 	s.mu.Unlock()
 	cfg := s.m.modelConfig()
-	pol := cfg.Turn(plan, mode, req.policy)
-	display := cmp.Or(req.display, text)
+	pol := cfg.Turn(plan, mode, req.Policy)
+	display := cmp.Or(req.Display, text)
 	err := cfg.Check(pol.Model)
 	if eng == nil {
 		err = errors.New("no model engine is configured")
 	}
 	if err != nil { // nothing is sent, but the person sees what failed
 		s.announceTurn(display, turnNo, plan)
-		s.goal.Unsent(ctx, req.goal, err)
+		s.goal.Unsent(ctx, req.Goal, err)
 		return s.finishTurn(ctx, turnNo, err, false, nil)
 	}
 	sink := &turnSink{s: s, plan: plan, view: viewFor(plan)}
@@ -145,10 +146,10 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 		Messages: agent.RootConversation(workspace, history, text, plan, fullReminder),
 		Tools:    s.registry(),
 		Gate: agent.Gate{Plan: plan, Mode: agent.Mode(pol.Mode), Shell: s.m.shell, Roots: roots, Protected: protected,
-			Unattended: req.guest || req.goal.Continuation, Scope: s.track.Binding().Scope(plan)},
+			Unattended: req.Guest || req.Goal.Continuation, Scope: s.track.Binding().Scope(plan)},
 		Env:   agent.Env{Roots: roots, Shell: s.m.shell, Protected: protected},
 		Ask:   s.askFunc(),
-		Watch: s.track.Binding().Watcher(plan, req.guest || req.goal.Continuation),
+		Watch: s.track.Binding().Watcher(plan, req.Guest || req.Goal.Continuation),
 		Sink:  sink,
 	}
 	// The prompt is durable before it is sent, each assistant message and
@@ -158,38 +159,38 @@ func (s *Session) runTurn(ctx context.Context, req turnReq) error {
 	// regenerates them); any other turn, a person's or a guest's follow-up
 	// bound to the Goal included, is retried once by Send.
 	l := &turnLedger{s: s, req: &req, display: display, turn: turnNo, plan: plan, stored: &promptStored, failed: &promptFailed}
-	opts := agent.SendOptions{RetryTransient: !req.goal.Kickoff && !req.goal.Continuation && !req.goal.Retried}
-	if req.goal.Kickoff {
+	opts := agent.SendOptions{RetryTransient: !req.Goal.Kickoff && !req.Goal.Continuation && !req.Goal.Retried}
+	if req.Goal.Kickoff {
 		opts.BeforePrompt = "goal.kickoff"
 	}
-	if req.dispatched != nil {
-		opts.Dispatched = map[bool]string{true: "goal.dispatched", false: "handoff.dispatched"}[req.goal.Kickoff]
+	if req.Dispatched != nil {
+		opts.Dispatched = map[bool]string{true: "goal.dispatched", false: "handoff.dispatched"}[req.Goal.Kickoff]
 	}
 	res, retried, err := t.Send(ctx, l, opts)
 	if !promptStored {
-		s.goal.Unsent(ctx, req.goal, err)
+		s.goal.Unsent(ctx, req.Goal, err)
 		err = s.finishTurn(ctx, turnNo, err, false, nil)
-		if promptFailed && req.queueID != 0 && err != nil {
+		if promptFailed && req.QueueID != 0 && err != nil {
 			return &errPromptKept{err}
 		}
 		return err
 	}
 	if retried {
-		req.goal.Retried = true // the Goal does not retry it again
+		req.Goal.Retried = true // the Goal does not retry it again
 	}
-	if req.goal.Bound() {
-		if s.goal.Book(ctx, req.goal, res.Usage, time.Since(started), err) {
+	if req.Goal.Bound() {
+		if s.goal.Book(ctx, req.Goal, res.Usage, time.Since(started), err) {
 			retry := req
-			retry.goal.Retried = true
+			retry.Goal.Retried = true
 			s.mu.Lock()
-			s.queue = append([]turnReq{retry}, s.queue...)
+			s.queue = append([]turn.Req{retry}, s.queue...)
 			s.mu.Unlock()
 		}
 	}
 	// The full template counts as delivered only once a model response
 	// actually arrived: a cancelled dispatch leaves it armed.
 	delivered := fullReminder && len(res.Messages) > 0
-	return s.finishTurn(ctx, turnNo, err, delivered, req.settle)
+	return s.finishTurn(ctx, turnNo, err, delivered, req.Settle)
 }
 
 // finishTurn settles a turn whose messages are already durable: the
@@ -249,7 +250,7 @@ func (s *Session) dropQueued(id int64) {
 // and steps committed through the store, its events emitted.
 type turnLedger struct {
 	s       *Session
-	req     *turnReq
+	req     *turn.Req
 	display string
 	turn    int64
 	plan    bool
@@ -270,10 +271,10 @@ func (e *errPromptKept) Unwrap() error { return e.err }
 
 func (l *turnLedger) Prompt(ctx context.Context, m agent.Message) error {
 	op := store.OpPrompt
-	if l.req.dispatched != nil {
+	if l.req.Dispatched != nil {
 		op = store.OpDispatch
 	}
-	err := l.s.appendTranscript(ctx, op, []agent.Message{m}, l.req.dispatch)
+	err := l.s.appendTranscript(ctx, op, []agent.Message{m}, l.req.Dispatch)
 	*l.stored = err == nil
 	*l.failed = err != nil && ctx.Err() == nil
 	return err
@@ -286,8 +287,8 @@ func (l *turnLedger) Step(ctx context.Context, m agent.Message) error {
 func (l *turnLedger) Announce() { l.s.announceTurn(l.display, l.turn, l.plan) }
 
 func (l *turnLedger) Dispatched() {
-	if l.req.dispatched != nil {
-		l.req.dispatched()
+	if l.req.Dispatched != nil {
+		l.req.Dispatched()
 	}
 }
 

@@ -1,0 +1,31 @@
+package turn
+
+import (
+	"planbridge/goal"
+	"planbridge/handoff"
+	"planbridge/internal/store"
+)
+
+// Req is one turn waiting to run: what the session queues and what
+// [Runner.Run] executes.
+type Req struct {
+	Text    string // full prompt sent to the model
+	Display string // what the view shows for it ("": Text)
+	// Policy, when set, is an implementation-scoped model/effort/mode for
+	// this turn only; the session's own settings are not touched.
+	Policy *handoff.Policy
+	// Settle, when set, adds to the commit that settles the turn if it
+	// succeeds (e.g. clearing a retry record).
+	Settle func(*store.TurnStep)
+	// Dispatch, when set, adds to the commit that stores the prompt before
+	// it is sent (a kickoff moving its retry record to dispatched).
+	Dispatch   func(*store.TurnStep)
+	Dispatched func() // called once Dispatch is committed
+	// Goal binds the turn to a Goal (its kickoff, a continuation or a
+	// follow-up while it is active) and marks its one retry.
+	Goal  goal.Turn
+	Guest bool // sent from a share link: no person answers for it
+	// QueueID is the durable queue entry of a person's follow-up (0: none);
+	// it is removed with the prompt's commit.
+	QueueID int64
+}
