@@ -42,7 +42,10 @@
 //     failure is retried once, going on from what the turn produced (its
 //     prompt is never stored or sent twice), for a follow-up bound to a
 //     Goal too; only a Goal's kickoff and continuations are retried by
-//     the Goal.
+//     the Goal. What a turn changes in the session row (its title, the
+//     full reminder's delivery, the refusal counters) changes in memory
+//     only with its commit; a count that cannot be saved, or a queue
+//     entry that cannot be removed, is told as an error event.
 //   - The posture (Plan, mode) changes in memory only after its commit:
 //     a failed commit changes nothing, so no turn runs under, and no
 //     status event announces, a posture the store does not hold.

@@ -76,7 +76,7 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 	s.card = s.newCard()
 	var err error
 	if s.tr, err = transcript.Load(ctx, transcript.Config{Session: row.ID, Segment: row.Segment, Store: m.st,
-		Row: s.rowSnapshot, RowLock: &s.rowMu, OnSegment: s.segmentCommitted, Redact: m.redact, Logger: m.log}); err != nil {
+		Row: s.rowSnapshot, RowLock: &s.rowMu, OnSegment: s.segmentCommitted, Apply: s.applyRow, Redact: m.redact, Logger: m.log}); err != nil {
 		return nil, err
 	}
 	if s.events, err = eventlog.Open(ctx, eventlog.Config{Session: row.ID, Store: m.st, Publish: m.publish, Redact: m.redact, Logger: m.log}); err != nil {
@@ -649,9 +649,10 @@ func (s *Session) Wait(ctx context.Context) error {
 }
 
 // appendTranscript persists messages of the current segment together with
-// the session row, in one turn step ([transcript.Transcript.Append]).
-func (s *Session) appendTranscript(ctx context.Context, op string, msgs []agent.Message, with func(*store.TurnStep)) error {
-	return s.tr.Append(ctx, op, msgs, with)
+// the session row (set applied to it, and to the row in memory once
+// committed), in one turn step ([transcript.Transcript.AppendRow]).
+func (s *Session) appendTranscript(ctx context.Context, op string, msgs []agent.Message, set func(*store.Session), with func(*store.TurnStep)) error {
+	return s.tr.AppendRow(ctx, op, msgs, set, with)
 }
 
 // rowSnapshot is the session row a transcript commit writes.
@@ -665,5 +666,13 @@ func (s *Session) rowSnapshot() store.Session {
 func (s *Session) segmentCommitted(seg int64) {
 	s.mu.Lock()
 	s.row.Segment = seg
+	s.mu.Unlock()
+}
+
+// applyRow follows a committed turn step's change of the row
+// ([transcript.Config.Apply]).
+func (s *Session) applyRow(set func(*store.Session)) {
+	s.mu.Lock()
+	set(&s.row)
 	s.mu.Unlock()
 }

@@ -59,18 +59,22 @@ func (k *turnSink) ToolResult(call agent.ToolCall, ok bool, output string) {
 	k.s.emit(event.NewToolResult(call.ID, call.Name, ok, output))
 }
 
+// Blocked counts a refusal in the session row and reports it. The count
+// changes in memory only with its commit; a commit that fails is told as
+// an error event.
 func (k *turnSink) Blocked(call agent.ToolCall, code, reason string) {
 	// blocked_total counts Plan refusals only (the turn's Plan stamp, which
 	// its children share); anything else refused is counted apart.
-	k.s.mu.Lock()
-	if k.plan && code == agent.CodePlanBlocked {
-		k.s.row.BlockedTotal++
-	} else {
-		k.s.row.RefusedTotal++
-	}
-	k.s.mu.Unlock()
-	if err := k.s.saveRow(context.Background()); err != nil {
+	plan := k.plan && code == agent.CodePlanBlocked
+	if err := k.s.commitRow(context.Background(), func(row *store.Session) {
+		if plan {
+			row.BlockedTotal++
+		} else {
+			row.RefusedTotal++
+		}
+	}); err != nil {
 		k.s.m.log.Error("persist blocked count", "session", k.s.id, "err", err)
+		k.s.emit(event.Error{Message: "The refused call could not be counted (the count is not saved): " + err.Error()})
 	}
 	k.s.emit(event.Blocked{ID: call.ID, Name: call.Name, Code: code, Reason: reason})
 	if code == agent.CodeOutsideScope {
@@ -116,8 +120,15 @@ func (s *Session) runTurn(ctx context.Context, req turn.Req) error {
 	turnNo := s.turnNo
 	plan := s.row.Plan // the turn's immutable Plan stamp
 	fullReminder := plan && s.row.TemplateEpisode != s.row.PlanEpisode
+	var titled func(*store.Session)
 	if s.row.Title == "" {
-		s.row.Title = command.Title(text)
+		// The session is named in the turn's first commit that succeeds.
+		title := command.Title(text)
+		titled = func(row *store.Session) {
+			if row.Title == "" {
+				row.Title = title
+			}
+		}
 	}
 	history := agent.CompleteToolCalls(s.tr.Messages())
 	mode := s.row.Mode
@@ -133,7 +144,7 @@ func (s *Session) runTurn(ctx context.Context, req turn.Req) error {
 	if err != nil { // nothing is sent, but the person sees what failed
 		s.announceTurn(display, turnNo, plan)
 		s.goal.Unsent(ctx, req.Goal, err)
-		return s.finishTurn(ctx, turnNo, err, false, nil)
+		return s.finishTurn(ctx, turnNo, err, false, nil, titled)
 	}
 	sink := &turnSink{s: s, plan: plan, view: viewFor(plan)}
 	roots := agent.Roots{Workspace: workspace, Work: s.workDir, ReadRoots: s.m.read, Hidden: s.m.hide}
@@ -158,7 +169,7 @@ func (s *Session) runTurn(ctx context.Context, req turn.Req) error {
 	// kickoff and continuations are retried by the Goal (the continuation
 	// regenerates them); any other turn, a person's or a guest's follow-up
 	// bound to the Goal included, is retried once by Send.
-	l := &turnLedger{s: s, req: &req, display: display, turn: turnNo, plan: plan, stored: &promptStored, failed: &promptFailed}
+	l := &turnLedger{s: s, req: &req, display: display, turn: turnNo, plan: plan, row: titled, stored: &promptStored, failed: &promptFailed}
 	opts := agent.SendOptions{RetryTransient: !req.Goal.Kickoff && !req.Goal.Continuation && !req.Goal.Retried}
 	if req.Goal.Kickoff {
 		opts.BeforePrompt = "goal.kickoff"
@@ -169,7 +180,7 @@ func (s *Session) runTurn(ctx context.Context, req turn.Req) error {
 	res, retried, err := t.Send(ctx, l, opts)
 	if !promptStored {
 		s.goal.Unsent(ctx, req.Goal, err)
-		err = s.finishTurn(ctx, turnNo, err, false, nil)
+		err = s.finishTurn(ctx, turnNo, err, false, nil, l.row)
 		if promptFailed && req.QueueID != 0 && err != nil {
 			return &errPromptKept{err}
 		}
@@ -190,24 +201,29 @@ func (s *Session) runTurn(ctx context.Context, req turn.Req) error {
 	// The full template counts as delivered only once a model response
 	// actually arrived: a cancelled dispatch leaves it armed.
 	delivered := fullReminder && len(res.Messages) > 0
-	return s.finishTurn(ctx, turnNo, err, delivered, req.Settle)
+	return s.finishTurn(ctx, turnNo, err, delivered, req.Settle, l.row)
 }
 
 // finishTurn settles a turn whose messages are already durable: the
-// session row and, for a successful turn, its settlement commit together.
-// A failing commit fails the turn (ok false, an error event); the returned
-// error is the turn's.
-func (s *Session) finishTurn(ctx context.Context, turnNo int64, err error, templateDelivered bool, settle func(*store.TurnStep)) error {
+// session row (the template's delivery, row: a change no commit of the
+// turn stored yet) and, for a successful turn, its settlement, in one
+// commit; the row in memory changes only with it. A failing commit fails
+// the turn (ok false, an error event); the returned error is the turn's.
+func (s *Session) finishTurn(ctx context.Context, turnNo int64, err error, templateDelivered bool, settle func(*store.TurnStep), row func(*store.Session)) error {
 	if err != nil {
 		settle = nil // only a successful turn settles
 	}
+	set := row
 	if templateDelivered {
-		s.mu.Lock()
-		s.row.TemplateEpisode = s.row.PlanEpisode
-		s.mu.Unlock()
+		set = func(r *store.Session) {
+			if row != nil {
+				row(r)
+			}
+			r.TemplateEpisode = r.PlanEpisode
+		}
 	}
 	// Persist even after cancellation: the transcript must not lose what happened.
-	if perr := s.appendTranscript(context.WithoutCancel(ctx), store.OpTurn, nil, settle); perr != nil {
+	if perr := s.appendTranscript(context.WithoutCancel(ctx), store.OpTurn, nil, set, settle); perr != nil {
 		s.m.log.Error("persist turn", "session", s.id, "err", perr)
 		if err == nil {
 			err = fmt.Errorf("could not save the turn: %w", perr)
@@ -239,10 +255,13 @@ func (s *Session) askFunc() agent.Asker {
 }
 
 // dropQueued removes a queue entry that is done with (a no-op once the
-// prompt's commit removed it).
+// prompt's commit removed it). A removal that fails leaves the prompt in
+// the store's queue, where the next start would run it again: the person
+// is told.
 func (s *Session) dropQueued(id int64) {
 	if err := s.m.st.DropQueuedInput(context.Background(), s.id, id); err != nil {
 		s.m.log.Error("drop queued input", "session", s.id, "err", err)
+		s.emit(event.Error{Message: "A prompt could not be removed from the stored queue (the next start may run it): " + err.Error()})
 	}
 }
 
@@ -254,8 +273,11 @@ type turnLedger struct {
 	display string
 	turn    int64
 	plan    bool
-	stored  *bool // set once the prompt's commit succeeded
-	failed  *bool // set when the prompt's commit failed (not cancelled)
+	// row is the change to the session row the turn's first successful
+	// commit carries (its title; nil: none).
+	row    func(*store.Session)
+	stored *bool // set once the prompt's commit succeeded
+	failed *bool // set when the prompt's commit failed (not cancelled)
 }
 
 // errPromptKept is a queued prompt's turn that ended because its prompt
@@ -274,14 +296,17 @@ func (l *turnLedger) Prompt(ctx context.Context, m agent.Message) error {
 	if l.req.Dispatched != nil {
 		op = store.OpDispatch
 	}
-	err := l.s.appendTranscript(ctx, op, []agent.Message{m}, l.req.Dispatch)
+	err := l.s.appendTranscript(ctx, op, []agent.Message{m}, l.row, l.req.Dispatch)
 	*l.stored = err == nil
 	*l.failed = err != nil && ctx.Err() == nil
+	if err == nil {
+		l.row = nil // the title is stored
+	}
 	return err
 }
 
 func (l *turnLedger) Step(ctx context.Context, m agent.Message) error {
-	return l.s.appendTranscript(ctx, store.OpTurn, []agent.Message{m}, nil)
+	return l.s.appendTranscript(ctx, store.OpTurn, []agent.Message{m}, nil, nil)
 }
 
 func (l *turnLedger) Announce() { l.s.announceTurn(l.display, l.turn, l.plan) }

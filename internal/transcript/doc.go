@@ -12,6 +12,9 @@
 //     a retry record moving, a queued input leaving, a Goal row) in one
 //     [store.Store.CommitTurnStep] transaction, and only then appends them in
 //     memory and takes their indices. A failed commit changes nothing.
+//     A step that also changes the session row ([Transcript.AppendRow])
+//     hands that change to the session ([Config.Apply]) only after its
+//     commit, under the row lock.
 //   - Indices are taken and committed in one piece: commits are serialised,
 //     so indices increase by one per message across segments and are never
 //     reused; [Load] continues after the highest stored one.

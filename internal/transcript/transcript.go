@@ -41,8 +41,12 @@ type Config struct {
 	// OnSegment is told that segment seg is committed as the current one
 	// (the session sets its row's copy); nil: nobody is.
 	OnSegment func(seg int64)
-	Redact    Redactor // nil masks nothing
-	Logger    *slog.Logger
+	// Apply is handed the change to the session row a step committed
+	// ([Transcript.AppendRow]), before the row lock is released, so the
+	// session's copy follows its commit; nil: nobody is.
+	Apply  func(set func(*store.Session))
+	Redact Redactor // nil masks nothing
+	Logger *slog.Logger
 }
 
 // Transcript is the current context segment of one session. Safe for
@@ -113,6 +117,16 @@ func (t *Transcript) Next() int64 {
 // then do they join the conversation. msgs may be empty (a step that
 // commits only the row and what with adds).
 func (t *Transcript) Append(ctx context.Context, op string, msgs []agent.Message, with func(*store.TurnStep)) error {
+	return t.AppendRow(ctx, op, msgs, nil, with)
+}
+
+// AppendRow is [Transcript.Append] for a step that also changes the
+// session row: set (nil: no change) is applied to the row the step
+// writes and, only once the step is committed, handed to [Config.Apply]
+// under the same serialisation and row lock. So the session's copy of the
+// row changes only with its commit (a failed commit changes nothing), and
+// no other writer of the row commits between the two.
+func (t *Transcript) AppendRow(ctx context.Context, op string, msgs []agent.Message, set func(*store.Session), with func(*store.TurnStep)) error {
 	t.commitMu.Lock()
 	defer t.commitMu.Unlock()
 	defer t.lockRow()()
@@ -133,12 +147,18 @@ func (t *Transcript) Append(ctx context.Context, op string, msgs []agent.Message
 		rows = append(rows, store.Message{Idx: next + int64(len(rows)), Segment: row.Segment, Role: m.Role, Content: t.redact(m.Content),
 			ToolCalls: t.redact(calls), ToolCallID: m.ToolCallID, Name: m.Name, Thinking: thinking})
 	}
+	if set != nil {
+		set(&row)
+	}
 	step := store.TurnStep{Session: row, Messages: rows}
 	if with != nil {
 		with(&step)
 	}
 	if err := t.cfg.Store.CommitTurnStep(ctx, op, step); err != nil {
 		return err
+	}
+	if set != nil && t.cfg.Apply != nil {
+		t.cfg.Apply(set)
 	}
 	t.mu.Lock()
 	t.next += int64(len(rows))

@@ -367,3 +367,47 @@ func TestRowLockHeldAcrossCommits(t *testing.T) {
 		t.Fatal("the row lock is still held after the commits")
 	}
 }
+
+// TestAppendRowAppliesOnlyCommitted: a step that changes the session row
+// writes the change with the step and hands it to the session only once
+// committed, still under the row lock (so no other row writer commits
+// between the two); a failed commit hands nothing over.
+func TestAppendRowAppliesOnlyCommitted(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		var rowMu sync.Mutex
+		st := &fakeStore{fail: fail}
+		h := &host{row: store.Session{ID: "s1"}}
+		var held []bool // the row lock was held when the change was applied
+		apply := func(set func(*store.Session)) {
+			ok := rowMu.TryLock()
+			if ok {
+				rowMu.Unlock()
+			}
+			held = append(held, !ok)
+			h.mu.Lock()
+			set(&h.row)
+			h.mu.Unlock()
+		}
+		tr, err := Load(context.Background(), Config{Session: "s1", Store: st, Row: h.Row, RowLock: &rowMu, Apply: apply})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = tr.AppendRow(context.Background(), store.OpPrompt, []agent.Message{{Role: agent.RoleUser, Content: "hi"}},
+			func(r *store.Session) { r.Title = "hi" }, func(s *store.TurnStep) { s.Dequeue = 3 })
+		if fail {
+			if err == nil || h.Row().Title != "" || len(held) != 0 || len(tr.Messages()) != 0 {
+				t.Errorf("failed commit: err %v, title %q, applied %v, %d messages", err, h.Row().Title, held, len(tr.Messages()))
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.steps) != 1 || st.steps[0].Session.Title != "hi" || st.steps[0].Dequeue != 3 {
+			t.Errorf("committed %+v", st.steps)
+		}
+		if h.Row().Title != "hi" || len(held) != 1 || !held[0] {
+			t.Errorf("title %q in memory, applied under the row lock %v", h.Row().Title, held)
+		}
+	}
+}
