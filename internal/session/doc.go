@@ -18,8 +18,7 @@
 // What a person submits is read by package command ([command.Parse]: a
 // command or a prompt, `/plan`'s verbs, a first prompt's title; the
 // `/plan status` reply, [command.Status]); the session carries it out.
-// A turn runs through [agent.Turn.Send] with the session as its ledger;
-// the model policy is [handoff.ModelConfig].
+// The session chooses and owns each turn; package internal/turn executes it.
 //
 // Durability contract:
 //   - Events are write-ahead: an event (package event's catalogue, [event.Data])
@@ -32,20 +31,8 @@
 //     [Session.changed], which every mutation of what they describe ends
 //     with: it derives both views and publishes each only when it differs
 //     from the last one published; emit refuses both kinds.
-//   - A turn is stored as it happens (the current context segment is a
-//     [transcript.Transcript]): the prompt before it is sent, each
-//     assistant message (with its reasoning blocks) once complete and
-//     before its tool calls run, each tool result before the next model
-//     request. A call left without a result by a crash is answered
-//     "interrupted" when the conversation is next sent. A commit that
-//     fails ends the turn ok:false with an error event. A transient model
-//     failure is retried once, going on from what the turn produced (its
-//     prompt is never stored or sent twice), for a follow-up bound to a
-//     Goal too; only a Goal's kickoff and continuations are retried by
-//     the Goal. What a turn changes in the session row (its title, the
-//     full reminder's delivery, the refusal counters) changes in memory
-//     only with its commit; a count that cannot be saved, or a queue
-//     entry that cannot be removed, is told as an error event.
+//   - A turn's durability (prompt, steps, settlement, retry) is package
+//     internal/turn's contract ([turn.Runner]).
 //   - The posture (Plan, mode) changes in memory only after its commit:
 //     a failed commit changes nothing, so no turn runs under, and no
 //     status event announces, a posture the store does not hold.

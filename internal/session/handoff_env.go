@@ -29,20 +29,11 @@ func (e *handoffEnv) PlanBody(ctx context.Context, rec *handoff.Record) (string,
 
 // History is [handoff.RenderHistory] of the current context.
 func (e *handoffEnv) History(ctx context.Context) (string, error) {
-	tr := e.s.tr.Messages()
-	msgs := make([]handoff.HistoryMessage, len(tr))
-	for i, m := range tr {
-		h := handoff.HistoryMessage{Role: m.Role, Name: m.Name, Content: m.Content}
-		for _, c := range m.ToolCalls {
-			h.Calls = append(h.Calls, handoff.HistoryCall{Name: c.Name, Arguments: string(c.Arguments)})
-		}
-		msgs[i] = h
-	}
-	return handoff.RenderHistory(msgs), nil
+	return turn.History(e.s.tr.Messages()), nil
 }
 
 func (e *handoffEnv) Summarize(ctx context.Context, system, input string) (string, error) {
-	return e.s.summarize(ctx, "Summarizing the planning conversation for the handoff...", system, input)
+	return e.s.turns.Summarize(ctx, "Summarizing the planning conversation for the handoff...", system, input)
 }
 
 func (e *handoffEnv) Summarized(ctx context.Context, rec *handoff.Record) {
@@ -95,7 +86,7 @@ func (s *Session) workspace() string {
 // the retry record is deleted in the transaction that settles the turn.
 func (e *handoffEnv) Kickoff(ctx context.Context, rec *handoff.Record, prompt, display string) error {
 	policy, next := rec.Policy, rec.Dispatched()
-	return e.s.runTurn(ctx, turn.Req{Text: prompt, Display: display, Policy: &policy,
+	return e.s.turns.Run(ctx, turn.Req{Text: prompt, Display: display, Policy: &policy,
 		Dispatch:   func(st *store.TurnStep) { st.Record = next.Marshal() },
 		Dispatched: func() { rec.Step = handoff.StepDispatched },
 		Settle:     func(st *store.TurnStep) { st.DeleteRecord = true }})
@@ -113,6 +104,6 @@ func (e *handoffEnv) Continue(ctx context.Context, rec *handoff.Record) error {
 		carry = p.Carry()
 	}
 	policy := rec.Policy
-	return s.runTurn(ctx, turn.Req{Text: handoff.InterruptedPrompt(carry), Display: handoff.InterruptedDisplay, Policy: &policy,
+	return s.turns.Run(ctx, turn.Req{Text: handoff.InterruptedPrompt(carry), Display: handoff.InterruptedDisplay, Policy: &policy,
 		Settle: func(st *store.TurnStep) { st.DeleteRecord = true }})
 }

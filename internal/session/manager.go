@@ -124,21 +124,6 @@ func (m *Manager) Engine() agent.Engine {
 	return m.engine
 }
 
-// engine returns the model engine for this session's requests. An engine
-// that keeps state per session (the script's replay position) gives the
-// session its own view; a fork starts from its parent's state.
-func (s *Session) engine() agent.Engine {
-	eng := s.m.Engine()
-	se, ok := eng.(agent.SessionEngine)
-	if !ok {
-		return eng
-	}
-	s.mu.Lock()
-	parent := s.row.ParentID
-	s.mu.Unlock()
-	return se.ForSession(s.id, parent)
-}
-
 // SetAsker installs the permission prompt used in ask/edits modes.
 func (m *Manager) SetAsker(a Asker) {
 	m.mu.Lock()

@@ -53,14 +53,14 @@ type Session struct {
 	// card is the proposal and its one presentation (package
 	// interaction): its state is guarded by mu; its own commit lock is
 	// taken before pubMu and mu.
-	card   *interaction.Card
-	track  *tracking.Tracking // the implementation's tracking (its tracker's own lock, a leaf under mu)
-	turnNo int64              // the last turn started; loaded from the log, so numbering survives a restart
+	card  *interaction.Card
+	track *tracking.Tracking // the implementation's tracking (its tracker's own lock, a leaf under mu)
 
 	// tr is the transcript of the current context segment (its own locks:
 	// commits take it before mu, reads take a leaf lock).
 	tr     *transcript.Transcript
 	events *eventlog.Log // the event log: numbering, write-ahead commits, text group commit, views
+	turns  *turn.Runner  // executes the chosen turn (package internal/turn; its turn number under mu)
 	// pubMu serialises [Session.changed], so a view derived earlier is
 	// never published after one derived later. Taken before mu.
 	pubMu sync.Mutex
@@ -83,9 +83,11 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 		return nil, err
 	}
 	// Turn numbers continue from the log's last turn_start.
-	if s.turnNo, err = m.st.LastTurn(ctx, row.ID); err != nil {
+	last, err := m.st.LastTurn(ctx, row.ID)
+	if err != nil {
 		return nil, err
 	}
+	s.turns = s.newRunner(last)
 	// Queued follow-ups come back queued; they run when the session is
 	// next free (after a recovery, say), never on their own at load.
 	queued, err := m.st.QueuedInputs(ctx, row.ID)
@@ -408,7 +410,7 @@ func (s *Session) prompt(ctx context.Context, text string, guest bool) (queued b
 		return false, fmt.Errorf("could not queue the prompt: %w", err)
 	}
 	if err := s.queueRoom(); err != nil { // again: others may have queued meanwhile
-		s.dropQueued(id)
+		s.turns.DropQueued(id)
 		return false, err
 	}
 	return s.enqueue(turn.Req{Text: text, Display: text, QueueID: id, Guest: guest}), nil
@@ -524,11 +526,11 @@ func (s *Session) kick() {
 // ends, so the session is never seen free between two turns).
 func (s *Session) runQueue(ctx context.Context, cancel context.CancelFunc, req turn.Req) {
 	defer s.m.turns.Done()
-	err := s.runTurn(ctx, req)
+	err := s.turns.Run(ctx, req)
 	cancel()
 	s.mu.Lock()
 	s.busy, s.cancel = false, nil
-	var kept *errPromptKept
+	var kept *turn.PromptKept
 	if errors.As(err, &kept) {
 		// Still queued in the store: queued in memory too, first,
 		// and not tried again until the next kick.
@@ -646,13 +648,6 @@ func (s *Session) Wait(ctx context.Context) error {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-}
-
-// appendTranscript persists messages of the current segment together with
-// the session row (set applied to it, and to the row in memory once
-// committed), in one turn step ([transcript.Transcript.AppendRow]).
-func (s *Session) appendTranscript(ctx context.Context, op string, msgs []agent.Message, set func(*store.Session), with func(*store.TurnStep)) error {
-	return s.tr.AppendRow(ctx, op, msgs, set, with)
 }
 
 // rowSnapshot is the session row a transcript commit writes.
