@@ -81,15 +81,10 @@ func (s *Session) workspace() string {
 	return s.row.Workspace
 }
 
-// Kickoff runs the implementation turn under the accepted policy. The
-// record moves to dispatched in the transaction that stores the prompt;
-// the retry record is deleted in the transaction that settles the turn.
+// Kickoff runs the implementation turn ([turn.Kickoff]: dispatched with
+// its prompt, the record deleted when it settles).
 func (e *handoffEnv) Kickoff(ctx context.Context, rec *handoff.Record, prompt, display string) error {
-	policy, next := rec.Policy, rec.Dispatched()
-	return e.s.turns.Run(ctx, turn.Req{Text: prompt, Display: display, Policy: &policy,
-		Dispatch:   func(st *store.TurnStep) { st.Record = next.Marshal() },
-		Dispatched: func() { rec.Step = handoff.StepDispatched },
-		Settle:     func(st *store.TurnStep) { st.DeleteRecord = true }})
+	return e.s.turns.Run(ctx, turn.Kickoff(rec, prompt, display))
 }
 
 // Continue resumes a dispatched implementation from the stored transcript:
@@ -103,7 +98,5 @@ func (e *handoffEnv) Continue(ctx context.Context, rec *handoff.Record) error {
 	if p := s.TrackedPlan(); p != nil {
 		carry = p.Carry()
 	}
-	policy := rec.Policy
-	return s.turns.Run(ctx, turn.Req{Text: handoff.InterruptedPrompt(carry), Display: handoff.InterruptedDisplay, Policy: &policy,
-		Settle: func(st *store.TurnStep) { st.DeleteRecord = true }})
+	return s.turns.Run(ctx, turn.Continuation(rec, carry))
 }

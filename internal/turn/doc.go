@@ -1,5 +1,5 @@
 // Package turn executes one model turn of a session: a [Req] chosen by
-// the session, assembled from a snapshot of its posture ([Posture]: the
+// the session (a handoff's [Kickoff] and [Continuation] are built here), assembled from a snapshot of its posture ([Posture]: the
 // Plan stamp, the reminder cadence, the title, the history, the model
 // policy, the gate, the tools and the watcher), sent through
 // [agent.Turn.Send] with the turn's ledger, its callbacks turned into
@@ -21,7 +21,8 @@
 //   - A turn is stored as it happens (the current context segment is a
 //     transcript): the prompt before it is sent (with a kickoff's
 //     dispatch mark and a queued prompt's removal from the queue, in the
-//     same transaction), announced only after that commit, each
+//     same transaction: a dispatched kickoff is never sent again; its
+//     record is deleted with the settlement), announced only after that commit, each
 //     assistant message (with its reasoning blocks) once complete and
 //     before its tool calls run, each tool result before the next model
 //     request. A call left without a result by a crash is answered

@@ -3,6 +3,8 @@ package turn
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"syscall"
@@ -355,7 +357,8 @@ func newRig(t *testing.T, row store.Session) *rig {
 	g.host.engine = g.eng
 	g.tr = &fakeTranscript{host: g.host}
 	g.r = New(Config{Session: row.ID, Lock: &g.host.mu, Host: g.host, Transcript: g.tr, Events: g.events, Store: g.st,
-		LastTurn: 4, WorkDir: t.TempDir(), UserDir: func() string { return t.TempDir() }})
+		LastTurn: 4, WorkDir: t.TempDir(), UserDir: func() string { return t.TempDir() },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	return g
 }
 

@@ -29,3 +29,27 @@ type Req struct {
 	// it is removed with the prompt's commit.
 	QueueID int64
 }
+
+// Kickoff is the turn of a handoff's kickoff under the accepted policy:
+// its record moves to dispatched in the transaction that stores the
+// prompt (rec follows once that is durable), so the kickoff is never sent
+// twice, and is deleted in the transaction that settles the turn.
+func Kickoff(rec *handoff.Record, prompt, display string) Req {
+	policy, next := rec.Policy, rec.Dispatched()
+	return Req{Text: prompt, Display: display, Policy: &policy,
+		Dispatch:   func(st *store.TurnStep) { st.Record = next.Marshal() },
+		Dispatched: func() { rec.Step = handoff.StepDispatched },
+		Settle:     settleRecord}
+}
+
+// Continuation is the turn that continues a dispatched implementation
+// from its stored transcript under the accepted policy, telling the model
+// it was interrupted (carry: the tracked plan's remaining work, "" for
+// none); the record is deleted in the transaction that settles it.
+func Continuation(rec *handoff.Record, carry string) Req {
+	policy := rec.Policy
+	return Req{Text: handoff.InterruptedPrompt(carry), Display: handoff.InterruptedDisplay, Policy: &policy, Settle: settleRecord}
+}
+
+// settleRecord deletes the handoff's record with a settled turn.
+func settleRecord(st *store.TurnStep) { st.DeleteRecord = true }

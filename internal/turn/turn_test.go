@@ -341,3 +341,60 @@ func TestToolResult(t *testing.T) {
 		t.Errorf("edited %v events %q", g.host.edited, g.events.kinds())
 	}
 }
+
+// TestHandoffTurns: a kickoff moves its record to dispatched in its
+// prompt's transaction (the record in memory follows only once that is
+// durable) and deletes it in the settlement; a continuation says the
+// implementation was interrupted and deletes the record when it settles.
+// Both run under the accepted policy.
+func TestHandoffTurns(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		kickoff    bool
+		fail       func(string, int) error
+		err        string
+		tried      string
+		dispatched bool // the record in memory at dispatched
+		deleted    bool // a committed step deletes the record
+	}{
+		{name: "kickoff", kickoff: true, tried: "dispatch turn turn", dispatched: true, deleted: true},
+		{name: "kickoff whose dispatch fails", kickoff: true, fail: failFrom(store.OpDispatch, 0), err: "no space", tried: "dispatch turn"},
+		{name: "kickoff whose settlement fails", kickoff: true, fail: failFrom(store.OpTurn, 1), err: "could not save the turn", tried: "dispatch turn turn", dispatched: true},
+		{name: "continuation", tried: "prompt turn turn", deleted: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := newRig(t, store.Session{})
+			g.tr.fail = c.fail
+			rec := &handoff.Record{Step: handoff.StepKickoff, Policy: handoff.Policy{Model: "impl", Mode: "edits"}}
+			want := rec.Dispatched().Marshal()
+			req := Continuation(rec, "CARRIED")
+			if c.kickoff {
+				req = Kickoff(rec, "PROMPT", "Implement the plan")
+			}
+			err := g.r.Run(context.Background(), req)
+			if c.err == "" && err != nil || c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)) {
+				t.Fatalf("Run: %v, want %q", err, c.err)
+			}
+			if got := strings.Join(g.tr.tried, " "); got != c.tried {
+				t.Errorf("commits tried %q, want %q", got, c.tried)
+			}
+			if (rec.Step == handoff.StepDispatched) != c.dispatched {
+				t.Errorf("record in memory at %s", rec.Step)
+			}
+			if c.kickoff && len(g.tr.steps) > 0 && g.tr.steps[0].op == store.OpDispatch && g.tr.steps[0].step.Record != want {
+				t.Errorf("the prompt's commit writes record %q, want %q", g.tr.steps[0].step.Record, want)
+			}
+			deleted := slices.ContainsFunc(g.tr.steps, func(s committed) bool { return s.step.DeleteRecord })
+			if deleted != c.deleted {
+				t.Errorf("record deleted %v, want %v", deleted, c.deleted)
+			}
+			for _, r := range g.eng.requests() {
+				last := r.Messages[len(r.Messages)-1].Content
+				if r.Model != "impl" || c.kickoff && !strings.Contains(last, "PROMPT") ||
+					!c.kickoff && (!strings.Contains(last, "was interrupted") || !strings.Contains(last, "CARRIED")) {
+					t.Errorf("request model %q, prompt %q", r.Model, last)
+				}
+			}
+		})
+	}
+}
