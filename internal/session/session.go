@@ -609,9 +609,7 @@ func (s *Session) stopTurn() (dropped int) {
 	s.queue = nil
 	s.mu.Unlock()
 	if dropped > 0 {
-		if err := s.m.st.DropQueuedInput(context.Background(), s.id); err != nil {
-			s.m.log.Error("drop queued input", "session", s.id, "err", err)
-		}
+		s.turns.DropQueued() // all of them
 	}
 	if cancel != nil {
 		cancel()

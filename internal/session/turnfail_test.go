@@ -152,3 +152,40 @@ func TestQueueRemovalFailureIsTold(t *testing.T) {
 		t.Errorf("stored queue %v, %v", q, err)
 	}
 }
+
+// TestInterruptQueueDropFailureIsTold: an interrupt drops the queued
+// prompts; when their removal from the store cannot be committed they stay
+// stored, and the next start would run them: the person is told, not only
+// the log.
+func TestInterruptQueueDropFailureIsTold(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var full atomic.Bool
+	st := storeFailing(t, func(op string, _ int) bool { return op == store.OpQueue && full.Load() })
+	eng := &blockingEngine{started: make(chan struct{}, 1)}
+	m := NewManager(Config{Store: st, Engine: eng})
+	defer m.Close()
+	evs := recordEvents(m)
+	s, err := m.Create(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Submit(ctx, "the running turn"); err != nil {
+		t.Fatal(err)
+	}
+	<-eng.started
+	if res, err := s.Queue("a follow-up"); err != nil || !res.Queued {
+		t.Fatalf("queue: %+v, %v", res, err)
+	}
+	full.Store(true)
+	s.Interrupt()
+	if err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if errs := strings.Join(evs.of("error"), "\n"); !strings.Contains(errs, "could not be removed from the stored queue") {
+		t.Errorf("error events %q", errs)
+	}
+	if q, err := st.QueuedInputs(ctx, s.ID()); err != nil || len(q) != 1 {
+		t.Errorf("stored queue %v, %v", q, err)
+	}
+}

@@ -342,14 +342,14 @@ func (r *Runner) asker() agent.Asker {
 	}
 }
 
-// DropQueued removes a queue entry that is done with (a no-op once the
-// prompt's commit removed it). A removal that fails leaves the prompt in
-// the store's queue, where the next start would run it again: the person
-// is told.
-func (r *Runner) DropQueued(id int64) {
-	if err := r.cfg.Store.DropQueuedInput(context.Background(), r.cfg.Session, id); err != nil {
+// DropQueued removes the session's queue entries ids that are done with
+// (all of them when none is given; a no-op for an entry the prompt's
+// commit removed). A removal that fails leaves the prompts in the store's
+// queue, where the next start would run them: the person is told.
+func (r *Runner) DropQueued(ids ...int64) {
+	if err := r.cfg.Store.DropQueuedInput(context.Background(), r.cfg.Session, ids...); err != nil {
 		r.cfg.Logger.Error("drop queued input", "session", r.cfg.Session, "err", err)
-		r.cfg.Events.Emit(event.Error{Message: "A prompt could not be removed from the stored queue (the next start may run it): " + err.Error()})
+		r.cfg.Events.Emit(event.Error{Message: "A dropped prompt could not be removed from the stored queue (the next start may run it): " + err.Error()})
 	}
 }
 
