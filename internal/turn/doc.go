@@ -1,7 +1,8 @@
 // Package turn executes one model turn of a session: a [Req] chosen by
-// the session (a handoff's [Kickoff] and [Continuation] are built here), assembled from a snapshot of its posture ([Posture]: the
-// Plan stamp, the reminder cadence, the title, the history, the model
-// policy, the gate, the tools and the watcher), sent through
+// the session (a handoff's [Kickoff] and [Continuation] are built here),
+// assembled from a snapshot of its posture ([Posture]: the Plan stamp,
+// the reminder cadence, the title, the history, the model policy, the
+// gate, the tools and the watcher), sent through
 // [agent.Turn.Send] with the turn's ledger, its callbacks turned into
 // session events (text through the proposal view, tool calls and
 // results, refusals counted, a write outside the scope pausing the
@@ -22,10 +23,10 @@
 //     transcript): the prompt before it is sent (with a kickoff's
 //     dispatch mark and a queued prompt's removal from the queue, in the
 //     same transaction: a dispatched kickoff is never sent again; its
-//     record is deleted with the settlement), announced only after that commit, each
-//     assistant message (with its reasoning blocks) once complete and
-//     before its tool calls run, each tool result before the next model
-//     request. A call left without a result by a crash is answered
+//     record is deleted with the settlement), announced only after that
+//     commit, each assistant message (with its reasoning blocks) once
+//     complete and before its tool calls run, each tool result before the
+//     next model request. A call left without a result by a crash is answered
 //     "interrupted" when the conversation is next sent.
 //   - A commit that fails ends the turn ok:false with an error event and
 //     nothing more sent. A turn's settlement (the row, a successful
@@ -33,7 +34,8 @@
 //   - A queued prompt whose commit failed (a full disk) is neither sent
 //     nor dropped: Run returns [*PromptKept] and the prompt stays queued,
 //     first. A queue entry whose turn never reached its prompt's commit
-//     is removed; a removal that fails is told as an error event.
+//     is removed ([Runner.DropQueued], as an interrupt's are); a removal
+//     that fails is told as an error event.
 //   - A transient model failure is retried once, going on from what the
 //     turn produced (its prompt is never stored or sent twice), for a
 //     follow-up bound to a Goal too; only a Goal's kickoff and
