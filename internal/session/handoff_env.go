@@ -94,9 +94,5 @@ func (e *handoffEnv) Continue(ctx context.Context, rec *handoff.Record) error {
 	if err := s.track.SetStatus(ctx, ImplRunning, ""); err != nil {
 		return err
 	}
-	carry := ""
-	if p := s.TrackedPlan(); p != nil {
-		carry = p.Carry()
-	}
-	return s.turns.Run(ctx, turn.Continuation(rec, carry))
+	return s.turns.Run(ctx, turn.Continuation(rec, s.TrackedPlan()))
 }

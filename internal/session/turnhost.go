@@ -11,6 +11,7 @@ import (
 	"planbridge/internal/store"
 	"planbridge/internal/turn"
 	"planbridge/proposal"
+	"planbridge/review"
 )
 
 // newRunner is the executor of the session's turns (package internal/turn)
@@ -59,6 +60,7 @@ func (h turnHost) UnsentGoal(ctx context.Context, t goal.Turn, err error) {
 func (h turnHost) Binding() turn.Tracking            { return h.s.track.Binding() }
 func (h turnHost) PauseForScope(reason string)       { h.s.track.PauseForScope(reason) }
 func (h turnHost) Edited(call agent.ToolCall)        { h.s.track.RecordEdit(call) }
+func (h turnHost) Plan() *review.TrackedPlan         { return h.s.TrackedPlan() }
 func (h turnHost) ReportIfEnded(ctx context.Context) { h.s.track.ReportIfEnded(ctx) }
 func (h turnHost) Failpoint(name string)             { h.s.m.failpoint(name) }
 
@@ -81,13 +83,6 @@ func (h turnHost) Asker() agent.Asker {
 	return func(ctx context.Context, call agent.ToolCall, reason string) (bool, error) {
 		return ask(ctx, s.id, call, reason)
 	}
-}
-
-func (h turnHost) Carry() string {
-	if p := h.s.TrackedPlan(); p != nil && p.Status != ImplDone {
-		return p.Carry()
-	}
-	return ""
 }
 
 // RequeueFirst puts a Goal turn's retry at the head of the queue.

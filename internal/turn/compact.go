@@ -7,11 +7,12 @@ import (
 	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/event"
+	"planbridge/review"
 )
 
 // Compact replaces the current context with a summary of it, a new
 // segment committed as one [Transcript.Rotate]. What must not be lost
-// rides along verbatim: an accepted plan being implemented ([Host.Carry]:
+// rides along verbatim: an accepted plan being implemented (not done: its
 // title, finished count, remaining steps), a pending proposal and, in
 // Plan, the reminder reference. why is told with the compacted event.
 func (r *Runner) Compact(ctx context.Context, why string) error {
@@ -19,7 +20,10 @@ func (r *Runner) Compact(ctx context.Context, why string) error {
 	if err != nil {
 		return err
 	}
-	c := handoff.Compaction{Carry: r.cfg.Host.Carry()}
+	var c handoff.Compaction
+	if p := r.cfg.Host.Plan(); p != nil && p.Status != review.ImplDone {
+		c.Carry = p.Carry()
+	}
 	p := r.posture()
 	if p.Proposal != "" {
 		c.Proposal, c.ProposalPath = p.Proposal, p.ProposalPath

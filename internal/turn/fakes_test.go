@@ -17,6 +17,7 @@ import (
 	"planbridge/internal/event"
 	"planbridge/internal/store"
 	"planbridge/proposal"
+	"planbridge/review"
 )
 
 // errDisk is what a failing commit returns (a full disk).
@@ -34,7 +35,7 @@ type fakeHost struct {
 	rowFail  error  // CommitRow fails with it
 	drop     string // AdmitGoal drops the turn for this reason
 	retry    bool   // BookGoal asks for the turn again
-	carry    string
+	plan     *review.TrackedPlan
 	asker    agent.Asker
 
 	rec        sync.Mutex // guards what follows
@@ -67,7 +68,7 @@ func (h *fakeHost) ModelConfig() handoff.ModelConfig { return h.models }
 func (h *fakeHost) Tools() *agent.Registry           { return agent.NewRegistry() }
 func (h *fakeHost) Asker() agent.Asker               { return h.asker }
 func (h *fakeHost) Binding() Tracking                { return fakeTracking{h} }
-func (h *fakeHost) Carry() string                    { return h.carry }
+func (h *fakeHost) Plan() *review.TrackedPlan        { return h.plan }
 
 func (h *fakeHost) CommitRow(ctx context.Context, set func(*store.Session)) error {
 	if h.rowFail != nil {

@@ -4,6 +4,7 @@ import (
 	"planbridge/goal"
 	"planbridge/handoff"
 	"planbridge/internal/store"
+	"planbridge/review"
 )
 
 // Req is one turn waiting to run: what the session queues and what
@@ -44,9 +45,13 @@ func Kickoff(rec *handoff.Record, prompt, display string) Req {
 
 // Continuation is the turn that continues a dispatched implementation
 // from its stored transcript under the accepted policy, telling the model
-// it was interrupted (carry: the tracked plan's remaining work, "" for
-// none); the record is deleted in the transaction that settles it.
-func Continuation(rec *handoff.Record, carry string) Req {
+// it was interrupted, with what remains of plan (nil: no tracked plan);
+// the record is deleted in the transaction that settles it.
+func Continuation(rec *handoff.Record, plan *review.TrackedPlan) Req {
+	carry := ""
+	if plan != nil {
+		carry = plan.Carry()
+	}
 	policy := rec.Policy
 	return Req{Text: handoff.InterruptedPrompt(carry), Display: handoff.InterruptedDisplay, Policy: &policy, Settle: settleRecord}
 }

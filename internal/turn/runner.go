@@ -16,6 +16,7 @@ import (
 	"planbridge/internal/event"
 	"planbridge/internal/store"
 	"planbridge/proposal"
+	"planbridge/review"
 )
 
 // Posture is the part of the session a turn is assembled from (and a
@@ -68,11 +69,11 @@ type Host interface {
 	// Edited records the workspace files a completed call edited.
 	Edited(call agent.ToolCall)
 	// Binding is the implementation's tracking as a turn reaches it;
-	// Carry what a compaction carries of a tracked plan not done ("":
-	// none); PauseForScope stops an unattended write outside the scope;
-	// ReportIfEnded builds the report once the implementation ended.
+	// Plan is its tracked plan (nil: none); PauseForScope stops an
+	// unattended write outside the scope; ReportIfEnded builds the report
+	// once the implementation ended.
 	Binding() Tracking
-	Carry() string
+	Plan() *review.TrackedPlan
 	PauseForScope(reason string)
 	ReportIfEnded(ctx context.Context)
 	// Failpoint receives the turn's crash points.

@@ -12,6 +12,7 @@ import (
 	"planbridge/internal/agent"
 	"planbridge/internal/event"
 	"planbridge/internal/store"
+	"planbridge/review"
 )
 
 // TestRun runs one turn per case over fakes and checks what was committed
@@ -34,7 +35,8 @@ func TestRun(t *testing.T) {
 		drop     string
 		retry    bool
 		models   handoff.ModelConfig
-		carry    string
+		carry    string // a tracked plan's title ("": none)
+		planDone bool   // that plan is done: a compaction does not carry it
 
 		err        string // "" for nil; else a substring of the error
 		kept       bool   // a *PromptKept
@@ -91,6 +93,9 @@ func TestRun(t *testing.T) {
 			tried: "turn", kinds: "user turn_start error turn_end", title: "hello world", unsent: 1},
 		{name: "unknown model", req: Req{Text: "hello world"}, models: handoff.ModelConfig{Default: handoff.Policy{Model: "m9"}, Models: []handoff.Model{{Name: "m1"}}},
 			err: `model "m9" is not available`, tried: "turn", kinds: "user turn_start error turn_end", title: "hello world", unsent: 1},
+		{name: "compaction of a plan done", req: Req{Text: "hello world"}, models: handoff.ModelConfig{ContextWindow: 1}, carry: "DONE-PLAN", planDone: true,
+			replies: []string{"the summary", "done"}, tried: "segment prompt turn turn", kinds: "notice compacted user turn_start text turn_end",
+			requests: 2, title: "hello world"},
 		{name: "compaction first", req: Req{Text: "hello world"}, models: handoff.ModelConfig{ContextWindow: 1}, carry: "CARRIED-PLAN",
 			replies: []string{"the summary", "done"}, tried: "segment prompt turn turn", kinds: "notice compacted user turn_start text turn_end",
 			requests: 2, title: "hello world"},
@@ -101,7 +106,11 @@ func TestRun(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			g := newRig(t, c.row)
 			g.tr.fail, g.eng.replies = c.fail, c.replies
-			g.host.drop, g.host.retry, g.host.models, g.host.carry = c.drop, c.retry, c.models, c.carry
+			g.host.drop, g.host.retry, g.host.models = c.drop, c.retry, c.models
+			if c.carry != "" {
+				g.host.plan = &review.TrackedPlan{Title: c.carry, Status: map[bool]string{true: review.ImplDone, false: review.ImplRunning}[c.planDone],
+					Steps: []review.PlanStep{{ID: "s1", Imperative: "Do it", Status: "pending"}}}
+			}
 			if c.noEngine {
 				g.host.engine = nil
 			}
@@ -188,7 +197,7 @@ func TestRun(t *testing.T) {
 			if c.drop == "" && g.host.reports != 1 {
 				t.Errorf("%d report checks, want 1", g.host.reports)
 			}
-			if c.carry != "" && (len(g.tr.rotated) != 1 || !strings.Contains(g.tr.rotated[0], c.carry) || !strings.Contains(g.tr.rotated[0], "the summary")) {
+			if c.carry != "" && (len(g.tr.rotated) != 1 || strings.Contains(g.tr.rotated[0], c.carry) == c.planDone || !strings.Contains(g.tr.rotated[0], "the summary")) {
 				t.Errorf("compacted to %q", g.tr.rotated)
 			}
 		})
@@ -367,7 +376,7 @@ func TestHandoffTurns(t *testing.T) {
 			g.tr.fail = c.fail
 			rec := &handoff.Record{Step: handoff.StepKickoff, Policy: handoff.Policy{Model: "impl", Mode: "edits"}}
 			want := rec.Dispatched().Marshal()
-			req := Continuation(rec, "CARRIED")
+			req := Continuation(rec, &review.TrackedPlan{Title: "CARRIED", Steps: []review.PlanStep{{ID: "s1", Imperative: "Do it", Status: "pending"}}})
 			if c.kickoff {
 				req = Kickoff(rec, "PROMPT", "Implement the plan")
 			}
