@@ -38,7 +38,7 @@ type turnHost struct{ s *Session }
 
 func (h turnHost) PostureLocked() turn.Posture {
 	s := h.s
-	p := turn.Posture{Plan: s.row.Plan, FullReminder: s.row.TemplateEpisode != s.row.PlanEpisode, Title: s.row.Title,
+	p := turn.Posture{Plan: s.row.Plan, FullReminder: s.row.TemplateEpisode != s.row.PlanEpisode, PlanEpisode: s.row.PlanEpisode, Title: s.row.Title,
 		Mode: s.row.Mode, Workspace: s.row.Workspace, Segment: s.row.Segment, Parent: s.row.ParentID}
 	if pr, ok := s.card.ProposalLocked(); ok && pr.Status == ProposalProposed {
 		p.Proposal, p.ProposalPath = pr.Title, agent.WorkScheme+pr.Path

@@ -43,7 +43,8 @@
 //   - What a turn changes in the session row changes in memory only with
 //     its commit: the title (in the turn's first commit that succeeds),
 //     the full reminder's delivery (in the settlement, once a model
-//     response arrived: a cancelled dispatch leaves it armed) and the
+//     response arrived: a cancelled dispatch leaves it armed; the turn's
+//     own Plan episode, so one entered meanwhile stays armed) and the
 //     refusal counters ([Host.CommitRow]; a count whose commit fails is
 //     told as an error event).
 //   - Before a turn whose context nears the model's window, the context

@@ -55,7 +55,7 @@ func (h *fakeHost) PostureLocked() Posture {
 		h.mu.Unlock()
 		h.t.Error("PostureLocked called without the aggregate's lock")
 	}
-	p := Posture{Plan: h.row.Plan, FullReminder: h.row.TemplateEpisode != h.row.PlanEpisode, Title: h.row.Title,
+	p := Posture{Plan: h.row.Plan, FullReminder: h.row.TemplateEpisode != h.row.PlanEpisode, PlanEpisode: h.row.PlanEpisode, Title: h.row.Title,
 		Mode: h.row.Mode, Workspace: h.row.Workspace, Segment: h.row.Segment, Parent: h.row.ParentID}
 	if h.proposal != "" {
 		p.Proposal, p.ProposalPath = h.proposal, "work://plans/current.md"

@@ -26,11 +26,15 @@ type Posture struct {
 	// FullReminder: the Plan episode's full reminder template is not yet
 	// delivered (the row's template episode is not its Plan episode).
 	FullReminder bool
-	Title        string // "" until the first turn names the session
-	Mode         string
-	Workspace    string
-	Segment      int64  // the current context segment
-	Parent       string // the session this one was forked from ("": none)
+	// PlanEpisode is the Plan episode the turn's reminder belongs to: a
+	// full reminder delivered is that episode's, never one entered while
+	// the turn ran (which keeps its own armed).
+	PlanEpisode int64
+	Title       string // "" until the first turn names the session
+	Mode        string
+	Workspace   string
+	Segment     int64  // the current context segment
+	Parent      string // the session this one was forked from ("": none)
 	// Proposal and ProposalPath name a pending proposal (status proposed),
 	// which a compaction carries.
 	Proposal, ProposalPath string
@@ -223,7 +227,7 @@ func (r *Runner) Run(ctx context.Context, req Req) error {
 	if err != nil { // nothing is sent, but the person sees what failed
 		l.Announce()
 		h.UnsentGoal(ctx, req.Goal, err)
-		return r.finish(ctx, l, err, false, nil)
+		return r.finish(ctx, l, err, -1, nil)
 	}
 	roots := agent.Roots{Workspace: p.Workspace, Work: r.cfg.WorkDir, ReadRoots: r.cfg.ReadRoots, Hidden: r.cfg.Hidden}
 	// Skills folders are project configuration wherever they live.
@@ -257,7 +261,7 @@ func (r *Runner) Run(ctx context.Context, req Req) error {
 	res, retried, err := t.Send(ctx, l, opts)
 	if !l.stored {
 		h.UnsentGoal(ctx, req.Goal, err)
-		err = r.finish(ctx, l, err, false, nil)
+		err = r.finish(ctx, l, err, -1, nil)
 		if l.failed && req.QueueID != 0 && err != nil {
 			return &PromptKept{err}
 		}
@@ -273,24 +277,31 @@ func (r *Runner) Run(ctx context.Context, req Req) error {
 	}
 	// The full template counts as delivered only once a model response
 	// actually arrived: a cancelled dispatch leaves it armed.
-	return r.finish(ctx, l, err, fullReminder && len(res.Messages) > 0, req.Settle)
+	delivered := int64(-1)
+	if fullReminder && len(res.Messages) > 0 {
+		delivered = p.PlanEpisode
+	}
+	return r.finish(ctx, l, err, delivered, req.Settle)
 }
 
 // finish settles a turn whose messages are already durable: the session
-// row (the template's delivery, a title no commit stored yet) and, for a
-// successful turn, its settlement, in one commit. A failing commit fails
-// the turn (ok false, an error event); the returned error is the turn's.
-func (r *Runner) finish(ctx context.Context, l *ledger, err error, templateDelivered bool, settle func(*store.TurnStep)) error {
+// row (the full reminder's delivery for Plan episode delivered, -1 for
+// none; a title no commit stored yet) and, for a successful turn, its
+// settlement, in one commit. A failing commit fails the turn (ok false,
+// an error event); the returned error is the turn's.
+func (r *Runner) finish(ctx context.Context, l *ledger, err error, delivered int64, settle func(*store.TurnStep)) error {
 	if err != nil {
 		settle = nil // only a successful turn settles
 	}
 	set := l.row
-	if templateDelivered {
+	if delivered >= 0 {
 		set = func(row *store.Session) {
 			if l.row != nil {
 				l.row(row)
 			}
-			row.TemplateEpisode = row.PlanEpisode
+			// The turn's episode, not the row's now: a Plan episode
+			// entered during the turn keeps its full reminder armed.
+			row.TemplateEpisode = delivered
 		}
 	}
 	// Persist even after cancellation: the transcript must not lose what happened.
