@@ -38,19 +38,44 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 	trash := filepath.Join(filepath.Dir(dir), ".deleted-"+id)
 	// A directory an earlier delete left aside (killed after its move)
 	// while the session has a directory again (it was used after the
-	// restart) is removed first: rename cannot replace a directory that
-	// is not empty, so every later delete would fail. Without a session
-	// directory the stray stays, to be put back if the rows cannot go.
+	// restart) holds the session's earlier files, which the start told
+	// the person to move back by hand: rename cannot replace it, so it
+	// goes inside the session's directory first and aside with it. Only
+	// once the rows are gone is it removed with the rest; a delete whose
+	// rows remain (a failed commit, a crash) loses none of it. Without a
+	// session directory the stray stays, to be put back if the rows
+	// cannot go.
+	earlier := filepath.Join(dir, earlierAside)
+	for n := 2; ; n++ { // one a crash left there stays too
+		if _, err := os.Lstat(earlier); err != nil { // free (or unreadable: the move says why)
+			break
+		}
+		earlier = filepath.Join(dir, fmt.Sprintf("%s-%d", earlierAside, n))
+	}
+	moved := false
 	if _, err := os.Lstat(dir); err == nil {
-		if err := os.RemoveAll(trash); err != nil {
-			return fmt.Errorf("delete session %s: %w", id, err)
+		if fi, err := os.Lstat(trash); err == nil && fi.IsDir() {
+			if err := os.Rename(trash, earlier); err != nil {
+				return fmt.Errorf("delete session %s: %w", id, err)
+			}
+			moved = true
+		} else if err == nil { // no directory planbridge left: a link goes, never its target
+			if err := os.Remove(trash); err != nil {
+				return fmt.Errorf("delete session %s: %w", id, err)
+			}
 		}
 	}
 	if err := os.Rename(dir, trash); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if moved {
+			os.Rename(earlier, trash) //nolint:errcheck // best effort: as it was
+		}
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
 	if err := s.deleteRows(ctx, id); err != nil {
-		os.Rename(trash, dir) //nolint:errcheck // best effort: put it back
+		// Best effort: put it back, and the earlier files where they were.
+		if os.Rename(trash, dir) == nil && moved {
+			os.Rename(earlier, trash) //nolint:errcheck
+		}
 		return err
 	}
 	if err := os.RemoveAll(trash); err != nil {
@@ -96,6 +121,11 @@ func (s *Store) FinishDeletes(ctx context.Context) (unfinished []string, err err
 	}
 	return unfinished, nil
 }
+
+// earlierAside is where [Store.DeleteSession] keeps, inside the session's
+// directory while it goes aside, the files an earlier interrupted delete
+// left aside.
+const earlierAside = ".earlier-deleted"
 
 // SetAside reports where session id's files stay when an interrupted
 // delete set them aside and could not put them back ([Store.FinishDeletes]
