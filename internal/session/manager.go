@@ -284,7 +284,7 @@ func (m *Manager) storedInfo(ctx context.Context, r store.Session) Info {
 	in.ParentID, in.ForkedTo = r.ParentID, r.ForkedTo
 	if p, err := m.st.GetProposal(ctx, r.ID); err == nil {
 		in.ProposalStatus, in.ProposalTitle = p.Status, p.Title
-		if p.Status == ProposalProposed {
+		if _, aside := m.st.SetAside(r.ID); p.Status == ProposalProposed && !aside { // set aside: as stored, unjudged (see Get)
 			probe := &Session{m: m, id: r.ID, workDir: m.workDir(r.ID)}
 			if _, err := probe.readArtifact(p.Path, p.Hash); r.Plan && err == nil {
 				in.Approval = "shown" // resume re-presents it

@@ -62,6 +62,9 @@ func TestSetAsideSessionIsNotOpened(t *testing.T) {
 	if p, err := st.GetProposal(ctx, id); err != nil || p.Status != ProposalProposed {
 		t.Fatalf("the proposal after the refused open: %+v, %v; want it still proposed", p, err)
 	}
+	if list, err := m.List(ctx); err != nil || len(list) != 1 || list[0].ProposalStatus != ProposalProposed {
+		t.Fatalf("the list of a set-aside session: %+v, %v; want its proposal as stored (proposed)", list, err)
+	}
 	if _, err := os.Lstat(live); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a directory appeared for the set-aside session: %v", err)
 	}
