@@ -124,9 +124,19 @@ func (st *State) Next(kickoff bool) (t Turn, prompt, display string) {
 func (st *State) Admit(t Turn, free bool) (bound Turn, suffix, drop string) {
 	bound, suffix, drop = Admit(st.Goal, t, free, st.notes)
 	if drop == "" && suffix != "" {
-		st.notes = nil
+		bound.Notes, st.notes = st.notes, nil
 	}
 	return bound, suffix, drop
+}
+
+// Unsent takes back the notes [State.Admit] handed turn t, whose prompt
+// was never stored (so never sent): the next Goal turn of the same Goal
+// carries them, before any noted since.
+func (st *State) Unsent(t Turn) {
+	if st.Goal == nil || st.Goal.ID != t.ID || len(t.Notes) == 0 {
+		return
+	}
+	st.notes = append(append([]string(nil), t.Notes...), st.notes...)
 }
 
 // Book settles turn t ([Goal.Book]) if it ran for the current Goal (ok

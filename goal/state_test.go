@@ -130,7 +130,7 @@ func TestStateNext(t *testing.T) {
 			st := State{Goal: g, Kickoff: tc.kickoff, retry: tc.retry}
 			turn, prompt, display := st.Next(tc.isKickoff)
 			want := Turn{ID: g.ID, Objective: g.Objective, Kickoff: tc.isKickoff, Continuation: tc.continuation, Retried: tc.wantRetried}
-			if turn != want || prompt != tc.wantPrompt || display != tc.wantDisplay {
+			if !reflect.DeepEqual(turn, want) || prompt != tc.wantPrompt || display != tc.wantDisplay {
 				t.Fatalf("Next = %+v %q %q; want %+v %q %q", turn, prompt, display, want, tc.wantPrompt, tc.wantDisplay)
 			}
 			if st.retry || st.Kickoff != tc.kickoff {
@@ -318,5 +318,31 @@ func TestStateDispatched(t *testing.T) {
 	st.KickoffSent(g.ID)
 	if st.Kickoff != "" {
 		t.Fatal("the kickoff is still pending once sent")
+	}
+}
+
+// TestStateUnsentKeepsNotes: the budget notes handed to a turn whose
+// prompt was never stored come back, ahead of any noted since, and the
+// next turn of the same Goal carries them; a turn of another Goal takes
+// nothing back.
+func TestStateUnsentKeepsNotes(t *testing.T) {
+	g := &Goal{ID: "g-1", Objective: "ship", Status: Active}
+	st := State{Goal: g, notes: []string{"half the budget is used"}}
+	bound, suffix, drop := st.Admit(Turn{ID: g.ID, Objective: g.Objective, Continuation: true}, false)
+	if drop != "" || suffix == "" || st.notes != nil {
+		t.Fatalf("admit: %q %q, notes %v", suffix, drop, st.notes)
+	}
+	st.notes = []string{"three quarters are used"}
+	st.Unsent(Turn{ID: "g-other", Notes: bound.Notes})
+	if len(st.notes) != 1 {
+		t.Fatalf("a turn of another Goal gave notes back: %v", st.notes)
+	}
+	st.Unsent(bound)
+	if len(st.notes) != 2 || st.notes[0] != "half the budget is used" {
+		t.Fatalf("after the unsent turn the notes are %v; want the handed one back first", st.notes)
+	}
+	_, suffix, _ = st.Admit(Turn{ID: g.ID, Objective: g.Objective, Continuation: true}, false)
+	if !strings.Contains(suffix, "half the budget is used") || !strings.Contains(suffix, "three quarters are used") {
+		t.Fatalf("the next turn carries %q; want both notes", suffix)
 	}
 }

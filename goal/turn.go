@@ -11,6 +11,9 @@ type Turn struct {
 	Kickoff       bool // the Goal's kickoff prompt
 	Continuation  bool // an automatic continuation
 	Retried       bool // already retried once after a transient failure
+	// Notes are the budget notes [State.Admit] handed this turn (its
+	// prompt carries them), for [State.Unsent] to keep when it is not sent.
+	Notes []string
 }
 
 // Bound reports whether t runs for a Goal.

@@ -446,8 +446,12 @@ func (r *Runner) Book(ctx context.Context, t goal.Turn, usage agent.Usage, wall 
 // turn again, in a loop; before, it did, as fast as the failures came.
 // A turn cancelled (an interrupt, the process stopping), another turn
 // bound to the Goal, or a Goal replaced or no longer active since is left
-// alone.
+// alone. Whatever the turn, the budget notes it was handed go back to the
+// Goal ([goal.State.Unsent]): the next Goal turn carries them.
 func (r *Runner) Unsent(ctx context.Context, t goal.Turn, err error) {
+	r.cfg.Lock.Lock()
+	r.st.Unsent(t) // its budget notes wait for the next Goal turn
+	r.cfg.Lock.Unlock()
 	if err == nil || errors.Is(err, context.Canceled) || ctx.Err() != nil || !(t.Kickoff || t.Continuation) {
 		return
 	}
