@@ -35,9 +35,11 @@
 //     /dev/null; TCP bind and connect denied (ABI ≥ 4); signals and
 //     abstract unix sockets scoped to the sandbox (ABI ≥ 6). /proc, /sys
 //     and the rest of /dev are not readable.
-//   - seccomp: socket(2), io_uring, keyrings, bpf, perf events and
-//     userfaultfd fail with EACCES, which closes pathname unix sockets
-//     and UDP that Landlock's ABI may not cover; so do setns and clone or
+//   - seccomp: socket(2), io_uring, keyrings, bpf, perf events,
+//     userfaultfd and System V and POSIX IPC fail with EACCES, which
+//     closes pathname unix sockets and UDP that Landlock's ABI may not
+//     cover, and, without bwrap's IPC namespace, another process's shared
+//     memory, message queues and semaphores; so do setns and clone or
 //     unshare asking for a new namespace (a user namespace would hand the
 //     program every capability inside it), and clone3, whose flags the
 //     filter cannot read, fails with ENOSYS (the C library then uses

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -469,6 +470,17 @@ func seccompArch() uint32 {
 var deniedSyscalls = []uint32{unix.SYS_SOCKET, unix.SYS_IO_URING_SETUP, unix.SYS_KEYCTL, unix.SYS_ADD_KEY,
 	unix.SYS_REQUEST_KEY, unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_USERFAULTFD}
 
+// ipcSyscalls fail with EACCES in the read-only sandbox too (the agent
+// profile has an IPC namespace of its own instead): without bwrap the
+// program shares the machine's IPC namespace, where System V IPC, which
+// Landlock does not cover, would let it write into another process's
+// shared memory segment, message queue or semaphore set, or leave objects
+// behind that outlive it; POSIX message queues for the same reason.
+var ipcSyscalls = []uint32{unix.SYS_SHMGET, unix.SYS_SHMAT, unix.SYS_SHMCTL, unix.SYS_MSGGET, unix.SYS_MSGSND,
+	unix.SYS_MSGRCV, unix.SYS_MSGCTL, unix.SYS_SEMGET, unix.SYS_SEMOP, unix.SYS_SEMTIMEDOP, unix.SYS_SEMCTL,
+	unix.SYS_MQ_OPEN, unix.SYS_MQ_UNLINK, unix.SYS_MQ_TIMEDSEND, unix.SYS_MQ_TIMEDRECEIVE, unix.SYS_MQ_NOTIFY,
+	unix.SYS_MQ_GETSETATTR}
+
 // namespaceFlags are the clone and unshare flags that make a namespace:
 // a new user namespace would give the program every capability inside it
 // (and the kernel's namespace code as attack surface), the others need it.
@@ -496,7 +508,7 @@ func installSeccomp() error {
 		{Code: jge, K: 0x40000000, Jf: 1}, // the x32 ABI
 		{Code: ret, K: denied},
 	}
-	for _, nr := range deniedSyscalls {
+	for _, nr := range slices.Concat(deniedSyscalls, ipcSyscalls) {
 		prog = append(prog, unix.SockFilter{Code: jeq, K: nr, Jf: 1}, unix.SockFilter{Code: ret, K: denied})
 	}
 	// clone3 passes its flags in memory the filter cannot read: it fails

@@ -9,10 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) {
@@ -298,5 +301,61 @@ func testContained(t *testing.T, uid int, noBwrap bool) {
 	}
 	if out, code := sh("head -c 100000000 /dev/zero | tac | wc -c"); strings.Contains(out, "100000000") {
 		t.Errorf("tac spooled 100 MB: exit %d\n%.300s", code, out)
+	}
+}
+
+// TestReadOnlySharedMemory: the read-only sandbox cannot write into a
+// System V shared memory segment of another process (mode 0666, so any
+// user could attach) nor create IPC objects that outlive it, with every
+// layer and without bwrap (whose IPC namespace is then missing), as root
+// and as nobody.
+func TestReadOnlySharedMemory(t *testing.T) {
+	for _, uid := range []int{0, 65534} {
+		for _, noBwrap := range []bool{false, true} {
+			t.Run(fmt.Sprintf("uid=%d/bwrap=%v", uid, !noBwrap), func(t *testing.T) {
+				f := newFixture(t, uid)
+				key := 0x5eee0000 + os.Getpid()%0xfff + uid
+				if noBwrap {
+					key += 0x1000
+				}
+				id, err := unix.SysvShmGet(key, 4096, unix.IPC_CREAT|unix.IPC_EXCL|0o666)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+				mem, err := unix.SysvShmAttach(id, 0, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer unix.SysvShmDetach(mem)
+				copy(mem, "original")
+				out, _ := f.run(t, f.sandbox(t, noBwrap, Limits{}), []string{"SANDBOX_TEST_HELPER=shm", "SANDBOX_TEST_ADDR=" + strconv.Itoa(key)}, filepath.Join(f.bin, "helper"))
+				if strings.Contains(out, "written") || string(mem[:8]) != "original" {
+					t.Errorf("another process's shared memory: %q, memory %q", out, mem[:8])
+				}
+				out, _ = f.run(t, f.sandbox(t, noBwrap, Limits{}), nil, "ipcmk", "-M", "4096")
+				if strings.Contains(out, "id:") {
+					t.Errorf("ipcmk created a segment: %q", out)
+					if _, rest, ok := strings.Cut(out, "id: "); ok {
+						if n, err := strconv.Atoi(strings.TrimSpace(rest)); err == nil {
+							unix.SysvShmCtl(n, unix.IPC_RMID, nil)
+						}
+					}
+				}
+				// Another process's POSIX message queue (mode 0666): the
+				// program must neither open it nor send to it.
+				name := fmt.Sprintf("/planbridge-test-%d-%d-%v", os.Getpid(), uid, noBwrap)
+				lib := "import ctypes, os; l = ctypes.CDLL('librt.so.1', use_errno=True); "
+				if out, err := exec.Command("python3", "-c", lib+"os.umask(0); print(l.mq_open(b'"+name+"', 0o100|0o2, 0o666, None))").CombinedOutput(); err != nil || strings.HasPrefix(string(out), "-1") {
+					t.Fatalf("creating a message queue: %v %s", err, out)
+				}
+				defer exec.Command("python3", "-c", lib+"l.mq_unlink(b'"+name+"')").Run()
+				out, _ = f.run(t, f.sandbox(t, noBwrap, Limits{}), nil, "python3", "-c",
+					lib+"q = l.mq_open(b'"+name+"', 0o1); print('sent' if q >= 0 and l.mq_send(q, b'PWNED', 5, 0) == 0 else 'refused', os.strerror(ctypes.get_errno()))")
+				if !strings.HasPrefix(out, "refused") {
+					t.Errorf("another process's POSIX message queue: %q", out)
+				}
+			})
+		}
 	}
 }
