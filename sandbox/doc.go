@@ -56,7 +56,9 @@
 //     rlimit counts only the sandbox's processes.
 //
 // The timeout kills the whole tree: the launcher and everything it starts
-// run in their own process group, bwrap's pid namespace dies with its
+// run in a session (and process group) of their own, so without a
+// controlling terminal (TIOCSTI on an inherited terminal descriptor is
+// refused, with bwrap or without), bwrap's pid namespace dies with its
 // first process, and the pids cgroup is emptied before it is removed.
 //
 // Measured cost of a start (BenchmarkSandboxTrue): bwrap's namespaces and

@@ -178,7 +178,12 @@ func (s *Sandbox) Command(ctx context.Context, dir string, argv, env []string) (
 	cmd.ExtraFiles = extra
 	cmd.Dir = dir
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A session of its own (and so a process group of its own, killed
+	// whole on cancel): no controlling terminal, so TIOCSTI on a terminal
+	// it inherits as a descriptor (planbridge run from a shell) cannot push
+	// input to that shell, which would run it unconfined. bwrap's
+	// --new-session does the same, but without bwrap nothing else would.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Cancel = func() error {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cg.kill()

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +23,9 @@ func TestMain(m *testing.M) {
 	Main()
 	if p := os.Getenv("SANDBOX_TEST_AGENT_PARENT"); p != "" {
 		os.Exit(agentParent(p))
+	}
+	if p := os.Getenv("SANDBOX_TEST_RO_PARENT"); p != "" {
+		os.Exit(readOnlyParent(p))
 	}
 	if os.Getenv("SANDBOX_TEST_HELPER") == "shm" {
 		os.Exit(shmHelper(os.Getenv("SANDBOX_TEST_ADDR")))
@@ -354,6 +358,87 @@ func TestReadOnlySharedMemory(t *testing.T) {
 					lib+"q = l.mq_open(b'"+name+"', 0o1); print('sent' if q >= 0 and l.mq_send(q, b'PWNED', 5, 0) == 0 else 'refused', os.strerror(ctypes.get_errno()))")
 				if !strings.HasPrefix(out, "refused") {
 					t.Errorf("another process's POSIX message queue: %q", out)
+				}
+			})
+		}
+	}
+}
+
+// readOnlyParentSpec is what readOnlyParent runs: argv in a read-only
+// sandbox over roots, its output on the parent's stdout and stderr.
+type readOnlyParentSpec struct {
+	Roots    []string
+	NoBwrap  bool
+	Launcher string
+	Argv     []string
+	Dir      string
+	Env      []string
+}
+
+// readOnlyParent plays planbridge started from a terminal: it runs one
+// sandboxed command with its own stderr (the terminal) passed on.
+func readOnlyParent(spec string) int {
+	var sp readOnlyParentSpec
+	if err := json.Unmarshal([]byte(spec), &sp); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	sb, err := New(Config{ReadRoots: sp.Roots, NoBwrap: sp.NoBwrap, Launcher: sp.Launcher})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	cmd, err := sb.Command(context.Background(), sp.Dir, sp.Argv, sp.Env)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := Run(cmd); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// TestReadOnlyNoTerminal: a sandboxed command started by a planbridge
+// that runs in a terminal cannot push input to that terminal with TIOCSTI
+// on the descriptor it inherits (the person's shell would read and run
+// it, unconfined): it is in a session of its own, with bwrap and without,
+// as root and as nobody.
+func TestReadOnlyNoTerminal(t *testing.T) {
+	for _, uid := range []int{0, 65534} {
+		for _, noBwrap := range []bool{false, true} {
+			t.Run(fmt.Sprintf("uid=%d/bwrap=%v", uid, !noBwrap), func(t *testing.T) {
+				f := newFixture(t, uid)
+				m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+					t.Fatal(err)
+				}
+				n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pts, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer pts.Close()
+				os.Chown(pts.Name(), uid, uid)
+				go io.Copy(io.Discard, m)
+				b, _ := json.Marshal(readOnlyParentSpec{Roots: []string{f.ws, f.bin}, NoBwrap: noBwrap, Launcher: filepath.Join(f.bin, "helper"),
+					Argv: []string{filepath.Join(f.bin, "helper")}, Dir: f.ws, Env: []string{"PATH=" + fixedPath, "SANDBOX_TEST_HELPER=tty"}})
+				cmd := exec.Command("setpriv", "--reuid="+strconv.Itoa(uid), "--regid="+strconv.Itoa(uid), "--clear-groups", filepath.Join(f.bin, "helper"))
+				cmd.Env = []string{"SANDBOX_TEST_RO_PARENT=" + string(b)}
+				cmd.Stdin, cmd.Stderr = pts, pts
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+				out, err := cmd.Output()
+				if got := strings.TrimSpace(string(out)); err != nil || !strings.HasSuffix(got, "tiocsti:EPERM") {
+					t.Errorf("the sandboxed command and the terminal: %v\n got %q\nwant tiocsti:EPERM", err, got)
 				}
 			})
 		}
