@@ -39,7 +39,10 @@
 //     userfaultfd and System V and POSIX IPC fail with EACCES, which
 //     closes pathname unix sockets and UDP that Landlock's ABI may not
 //     cover, and, without bwrap's IPC namespace, another process's shared
-//     memory, message queues and semaphores; so do setns and clone or
+//     memory, message queues and semaphores; so do prlimit and the
+//     scheduler calls aimed at another process (its parent's limits or
+//     priority, reachable without bwrap's pid namespace), setpriority and
+//     ioprio_set, setns and clone or
 //     unshare asking for a new namespace (a user namespace would hand the
 //     program every capability inside it), and clone3, whose flags the
 //     filter cannot read, fails with ENOSYS (the C library then uses

@@ -526,6 +526,24 @@ func installSeccomp() error {
 		unix.SockFilter{Code: jset, K: namespaceFlags, Jf: 1},
 		unix.SockFilter{Code: ret, K: denied},
 	)
+	// Without bwrap the program shares the machine's pid namespace, and
+	// Landlock does not cover these: changing another process's resource
+	// limits (its parent, planbridge, with a file-size limit of 0 could no
+	// longer write its database) or its scheduling. They act only on the
+	// program itself (a pid argument of 0); setpriority and ioprio_set,
+	// which also take a whole process group or user, fail always.
+	for _, nr := range []uint32{unix.SYS_SETPRIORITY, unix.SYS_IOPRIO_SET} {
+		prog = append(prog, unix.SockFilter{Code: ldAbs, K: 0},
+			unix.SockFilter{Code: jeq, K: nr, Jf: 1}, unix.SockFilter{Code: ret, K: denied})
+	}
+	for _, nr := range []uint32{unix.SYS_PRLIMIT64, unix.SYS_SCHED_SETAFFINITY, unix.SYS_SCHED_SETSCHEDULER,
+		unix.SYS_SCHED_SETPARAM, unix.SYS_SCHED_SETATTR} {
+		prog = append(prog, unix.SockFilter{Code: ldAbs, K: 0},
+			unix.SockFilter{Code: jeq, K: nr, Jf: 3},
+			unix.SockFilter{Code: ldAbs, K: 16}, // args[0], the pid, low 32 bits
+			unix.SockFilter{Code: jeq, K: 0, Jt: 1},
+			unix.SockFilter{Code: ret, K: denied})
+	}
 	prog = append(prog, unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW})
 	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fp)), 0, 0)

@@ -444,3 +444,24 @@ func TestReadOnlyNoTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestReadOnlyOtherProcessesLimits: the sandboxed command cannot change
+// the resource limits of its parent (planbridge, the same user), which
+// would stop it writing its database (a file-size limit of 0) or starve
+// it; with bwrap and without, as root.
+func TestReadOnlyOtherProcessesLimits(t *testing.T) {
+	for _, noBwrap := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bwrap=%v", !noBwrap), func(t *testing.T) {
+			f := newFixture(t, 0)
+			var before unix.Rlimit
+			unix.Getrlimit(unix.RLIMIT_CORE, &before)
+			defer unix.Setrlimit(unix.RLIMIT_CORE, &before)
+			out, _ := f.run(t, f.sandbox(t, noBwrap, Limits{}), nil, "sh", "-c", "prlimit --pid $PPID --core=0:0 && echo changed; ulimit -c 0 && echo own")
+			var after unix.Rlimit
+			unix.Getrlimit(unix.RLIMIT_CORE, &after)
+			if after != before || strings.Contains(out, "changed") || !strings.Contains(out, "own") {
+				t.Errorf("the parent's core limit %v -> %v: %q", before, after, out)
+			}
+		})
+	}
+}
