@@ -28,6 +28,13 @@ func SkillDirs(workspace, configDir string) []string {
 	return dirs
 }
 
+// UserConfigDir is the person's configuration directory, whose
+// planbridge/skills folder [SkillDirs] names ("" when it has none).
+func UserConfigDir() string {
+	d, _ := os.UserConfigDir()
+	return d
+}
+
 // FindSkills lists the skills under dirs (the user-invocable ones first by
 // name). Malformed files are skipped.
 func FindSkills(dirs []string) []SkillInfo {

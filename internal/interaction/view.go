@@ -2,7 +2,6 @@ package interaction
 
 import (
 	"context"
-	"os"
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
@@ -60,13 +59,8 @@ func (c *Card) View() View {
 		}
 		v.Scope = c.cfg.Tracker.CardScope(p.Hash, body)
 	}
-	v.Skills = handoff.FindSkills(handoff.SkillDirs(workspace, userConfigDir()))
+	v.Skills = handoff.FindSkills(handoff.SkillDirs(workspace, handoff.UserConfigDir()))
 	return v
-}
-
-func userConfigDir() string {
-	d, _ := os.UserConfigDir()
-	return d
 }
 
 // Open is [Card.View] for a client opening the card: the Worktree checks

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"os"
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
@@ -44,11 +43,6 @@ func (s *Session) OpenApproval(ctx context.Context) ApprovalView { return s.card
 
 // Approval returns the current card (Pending false when there is none).
 func (s *Session) Approval() ApprovalView { return s.card.View() }
-
-func userConfigDir() string {
-	d, _ := os.UserConfigDir()
-	return d
-}
 
 // UpdateSelection applies one card edit ([interaction.Card.UpdateSelection]).
 func (s *Session) UpdateSelection(ctx context.Context, attempt string, c handoff.Change) (ApprovalView, error) {

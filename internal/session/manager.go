@@ -284,9 +284,8 @@ func (m *Manager) storedInfo(ctx context.Context, r store.Session) Info {
 	in.ParentID, in.ForkedTo = r.ParentID, r.ForkedTo
 	if p, err := m.st.GetProposal(ctx, r.ID); err == nil {
 		in.ProposalStatus, in.ProposalTitle = p.Status, p.Title
-		if _, aside := m.st.SetAside(r.ID); p.Status == ProposalProposed && !aside { // set aside: as stored, unjudged (see Get)
-			probe := &Session{m: m, id: r.ID, workDir: m.workDir(r.ID)}
-			if _, err := probe.readArtifact(p.Path, p.Hash); r.Plan && err == nil {
+		if p.Status == ProposalProposed && !m.setAside(r.ID) { // set aside: as stored, unjudged (see Get)
+			if _, err := handoff.ReadArtifact(m.workDir(r.ID), p.Path, p.Hash); r.Plan && err == nil {
 				in.Approval = "shown" // resume re-presents it
 			} else {
 				in.ProposalStatus = ProposalDraft
@@ -299,6 +298,12 @@ func (m *Manager) storedInfo(ctx context.Context, r store.Session) Info {
 	}
 	in.AcceptedPlan = tracking.StoredPlan(ctx, m.st, r.ID)
 	return in
+}
+
+// setAside reports whether session id's files are set aside ([store.Store.SetAside]).
+func (m *Manager) setAside(id string) bool {
+	_, ok := m.st.SetAside(id)
+	return ok
 }
 
 // AcceptedPlan returns the accepted plan of stored session id without

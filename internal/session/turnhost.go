@@ -19,7 +19,7 @@ import (
 func (s *Session) newRunner(lastTurn int64) *turn.Runner {
 	m := s.m
 	return turn.New(turn.Config{Session: s.id, Lock: &s.mu, Host: turnHost{s}, Transcript: s.tr, Events: s.events, Store: m.st,
-		LastTurn: lastTurn, Shell: m.shell, ReadRoots: m.read, Hidden: m.hide, WorkDir: s.workDir, UserDir: userConfigDir, Logger: m.log})
+		LastTurn: lastTurn, Shell: m.shell, ReadRoots: m.read, Hidden: m.hide, WorkDir: s.workDir, UserDir: handoff.UserConfigDir, Logger: m.log})
 }
 
 // Compact summarises the transcript into a new context segment, as the
