@@ -4,11 +4,7 @@ import (
 	"context"
 
 	"planbridge/handoff"
-	"planbridge/internal/agent"
-	"planbridge/internal/event"
 	"planbridge/internal/interaction"
-	"planbridge/internal/store"
-	"planbridge/review"
 )
 
 // More stable error codes.
@@ -89,184 +85,13 @@ func (s *Session) Accept(ctx context.Context, attempt, branch string) (AcceptRes
 	return s.AcceptExpecting(ctx, attempt, branch, "")
 }
 
-// errSettingsChanged is [handoff.ErrSettingsChanged].
-var errSettingsChanged = refused(handoff.ErrSettingsChanged)
-
 // AcceptExpecting is [Session.Accept] that also refuses, atomically with
 // the attempt check, unless the selection's Location is expect ("" = any):
 // a browser link can thus never accept a Location it may not choose. It
 // is [handoff.Accept] over this session.
 func (s *Session) AcceptExpecting(ctx context.Context, attempt, branch string, expect handoff.Location) (AcceptResult, error) {
-	rec, err := handoff.Accept(ctx, &acceptance{card: card{handoffEnv: handoffEnv{s}, attempt: attempt}}, branch, expect)
-	if err != nil {
-		return AcceptResult{}, refused(err)
-	}
-	return handoff.Accepted(agent.WorkScheme + rec.Artifact.Path), nil
-}
-
-// card is the session side of the card one [handoff.Accept] or
-// [handoff.Park] decides ([handoff.CardPort]): its attempt and proposal.
-type card struct {
-	handoffEnv
-	attempt string
-	p       store.Proposal // presented; once committed, as committed
-}
-
-// Presented: a refusal leaves the card pending.
-func (c *card) Presented(ctx context.Context) (handoff.Presented, error) {
-	s := c.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.checkAttemptLocked(c.attempt); err != nil {
-		return handoff.Presented{}, err
-	}
-	c.p, _ = s.card.ProposalLocked() // pending: there is one
-	return handoff.Presented{Selection: s.selectionLocked(), Title: c.p.Title, Hash: c.p.Hash}, nil
-}
-
-func (c *card) Body(ctx context.Context) (string, error) {
-	body, _, err := c.s.proposalBody(c.p)
-	return body, err
-}
-
-// Archive writes into the session's directory: refused once it is deleted.
-func (c *card) Archive(ctx context.Context, art handoff.Artifact, body string) error {
-	return c.s.whileLive(func() error {
-		_, err := store.WriteFileOnce(c.s.workPath(art.Path), handoff.ArtifactData(body), 0o444)
-		return err
-	})
-}
-
-// closeLocked is the decision of the card's commit, under s.mu: the first
-// decision wins and the selection is still sel; it closes the card, and
-// undo reopens it as it was (shown or hidden, its timeout armed again)
-// when the commit fails (nothing moved).
-func (c *card) closeLocked(sel handoff.Selection) (attempt string, undo func(), err error) {
-	s := c.s
-	if err := s.checkAttemptLocked(c.attempt); err != nil {
-		return "", nil, err
-	}
-	if cur := s.selectionLocked(); !cur.SameSettings(sel) {
-		return "", nil, errSettingsChanged
-	}
-	attempt = s.closeApprovalLocked()
-	return attempt, func() { s.card.ReopenLocked(attempt) }, nil
-}
-
-// acceptance is the session side of one [handoff.Accept] ([handoff.AcceptPort]).
-type acceptance struct {
-	card
-	closed string // the attempt the commit closed
-	base   string // the base the commit names
-}
-
-// Commit: accepted, Plan left, tracking, retry record — one transaction.
-// From here acceptance is final.
-func (a *acceptance) Commit(ctx context.Context, rec *handoff.Record, in handoff.Accepting) error {
-	p := a.p
-	p.Status, p.Rejections = ProposalAccepted, 0
-	base, err := a.s.commitAccepted(ctx, store.Acceptance{Proposal: p}, rec, in.Body, func() (undo func(), err error) {
-		a.closed, undo, err = a.closeLocked(in.Selection)
-		return undo, err
-	})
-	if err == nil {
-		a.p, a.base = p, base
-	}
-	return err
-}
-
-// Committed: the card closed as accepted (its outcome recorded, its
-// selection riding along, so the transcript records what the
-// implementation runs with), the start announced.
-func (a *acceptance) Committed(ctx context.Context, rec *handoff.Record, in handoff.Accepting) {
-	s, sel := a.s, in.Selection
-	s.recordOutcome(ctx, a.closed, handoff.OutcomeAccepted, a.p.Title, a.p.Hash)
-	s.emit(event.ApprovalClosed{Attempt: a.closed, Reason: handoff.OutcomeAccepted, Selection: &sel})
-	s.started(a.base)
-}
-
-// commitAccepted is the one commit that starts an implementation
-// (store.CommitAcceptance: c with the session leaving Plan, the plan's
-// tracking and rec) for an acceptance and a parked plan's start alike.
-// The base is staged before the commit names it (a Worktree
-// implementation's is its fork's, staged at the hand-over); then, under
-// s.mu, decide (which refuses, changing nothing, or returns how to undo
-// it, nil for nothing) and the tracking begins, in one critical section;
-// a failed commit undoes both, one that succeeds leaves the session on
-// c.Proposal, out of Plan. A deleted session's is refused, nothing staged
-// or written ([Session.whileLive]).
-func (s *Session) commitAccepted(ctx context.Context, c store.Acceptance, rec *handoff.Record, body string, decide func() (undo func(), err error)) (base string, err error) {
-	artifact := agent.WorkScheme + rec.Artifact.Path
-	if rec.Selection.Location != handoff.Worktree {
-		// Into the session's directory: refused once it is deleted.
-		if err := s.whileLive(func() (err error) {
-			base, err = s.track.StageBase(ctx, rec.Artifact.Hash, artifact, rec.Title, body)
-			return refused(err)
-		}); err != nil {
-			return "", err
-		}
-	}
-	err = s.commitChange(ctx, func() (change, error) {
-		undo, err := decide()
-		if err != nil {
-			return change{}, err
-		}
-		c.Session = s.row
-		c.Session.Plan = false
-		mine, prevTrack := s.track.StartLocked(review.Accepted{Title: rec.Title, Artifact: artifact, Hash: rec.Artifact.Hash, Body: body, Policy: rec.Selection.Policy(), Base: base})
-		c.Tracking, c.Record = store.Tracking(s.track.Row()), rec.Marshal()
-		return change{commit: func(ctx context.Context) error { return s.m.st.CommitAcceptance(ctx, c) },
-			undo: func() {
-				if undo != nil {
-					undo()
-				}
-				s.track.UndoLocked(mine, prevTrack) // a concurrent start that won keeps its own
-			},
-			// As committed; no later row commit writes Plan back on.
-			done: func() { s.card.SetLocked(c.Proposal); s.row.Plan = false }}, nil
-	})
-	if err != nil {
-		return "", err
-	}
-	return base, nil
-}
-
-// started announces an implementation whose start committed naming base:
-// the base pointed at ([review.BaseCommitted]), the plan's steps, evs,
-// the preparing notice, the views.
-func (s *Session) started(base string, evs ...EventData) {
-	s.track.BaseCommitted(base)
-	s.track.EmitSteps()
-	for _, ev := range evs {
-		s.emit(ev)
-	}
-	s.emit(event.Notice{Message: handoff.PreparingNotice})
-	s.changed()
-}
-
-// startHandoff runs the pipeline as the session's owning workflow.
-func (s *Session) startHandoff(rec *handoff.Record) error {
-	return s.own(func(ctx context.Context) func() {
-		// The implementation is in flight again (it may have been paused by
-		// a restart): one recovery path, so no second one applies.
-		err := s.track.SetStatus(ctx, ImplRunning, "")
-		if err == nil {
-			s.emit(event.Handoff{State: "started", Step: rec.Step})
-			err = handoff.Run(ctx, &handoffEnv{s: s}, rec)
-		}
-		if err != nil {
-			msg := handoff.StoppedMessage(rec, err)
-			return func() {
-				s.emit(event.Handoff{State: "failed", Step: rec.Step, Reason: rec.Reason})
-				s.emit(event.Error{Message: msg})
-			}
-		}
-		// The report names the plan it implemented (provenance).
-		ref := (&TrackedPlan{Title: rec.Title, Hash: rec.Artifact.Hash}).Ref()
-		return func() {
-			s.emit(event.Handoff{State: "done", Plan: &event.HandoffPlan{Title: ref.Title, Hash: ref.Hash, Trailer: ref.Trailer}})
-		}
-	})
+	res, err := s.hand.Accept(ctx, attempt, branch, expect)
+	return res, refused(err)
 }
 
 // CodeSaveFailed reports that the accepted plan could not be saved into
@@ -277,17 +102,6 @@ const CodeSaveFailed = handoff.CodeSaveFailed
 // ([handoff.SaveToProject]) and returns its workspace-relative path. A
 // failure is a [CodeSaveFailed] error naming no absolute path.
 func (s *Session) SavePlanToProject(ctx context.Context, date string) (string, error) {
-	s.mu.Lock()
-	p, ok := s.card.ProposalLocked()
-	ws := s.row.Workspace
-	s.mu.Unlock()
-	if !ok || p.Status != ProposalAccepted {
-		return "", &Error{Code: CodeNoProposal, Message: "there is no accepted plan to save"}
-	}
-	body, err := s.readArtifact(handoff.ArtifactPath(p.Hash), p.Hash)
-	if err != nil {
-		return "", err
-	}
-	rel, err := handoff.SaveToProject(ws, date, p.Title, handoff.ArtifactData(body))
+	rel, err := s.hand.SavePlan(ctx, date)
 	return rel, refused(err)
 }

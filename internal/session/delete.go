@@ -39,7 +39,7 @@ func (m *Manager) Delete(ctx context.Context, id string) (DeleteResult, error) {
 	defer s.rowMu.Unlock()
 	st := m.deleteState(ctx, s)
 	s.mu.Lock()
-	st.Busy, st.Starting, st.Queued = s.busy, s.starting, len(s.queue)
+	st.Busy, st.Starting, st.Queued = s.busy, s.hand.StartingLocked(), len(s.queue)
 	if err := handoff.CheckDelete(st); err != nil {
 		s.mu.Unlock()
 		return DeleteResult{}, refused(err)

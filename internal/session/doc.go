@@ -2,13 +2,10 @@
 // episode and reminder cadence), permission mode, the root-workflow owner and
 // pending-input queue, and the event log every surface renders. It talks to
 // the database only through internal/store's named commit operations and to
-// models only through internal/agent; it implements the ports of the
-// handoff step machines (package handoff: [handoff.Accept], [handoff.Park],
-// [handoff.StartParked], [handoff.Run], [handoff.ForkStep],
-// [handoff.StartGoal], [handoff.Recover]; one adapter, handoffEnv, which
-// the ports of one acceptance, park, start or recovery embed) and keeps
-// their data access: each port method that commits is one named store
-// operation.
+// models only through internal/agent. The session side of the handoff
+// step machines' ports is package internal/handoffport's
+// ([handoffport.Ports], guarded by the session's lock; its host is the
+// session's one adapter).
 // The proposal and its one approval card (publish, present, the card's
 // edits, feedback, cancel, drafts, the timeout, outcomes) are package
 // internal/interaction's ([interaction.Card], guarded by the session's

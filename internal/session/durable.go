@@ -2,11 +2,8 @@ package session
 
 import (
 	"context"
-	"errors"
 
-	"planbridge/goal"
 	"planbridge/handoff"
-	"planbridge/internal/store"
 )
 
 // change is one commit of the session's rows as [Session.commitChange]'s
@@ -74,55 +71,9 @@ type RecoverResult = handoff.Recovered
 // which always takes the right next step ([handoff.NextRecovery]) and
 // with nothing to recover fails with [CodeNothingToRetry].
 func (s *Session) Recover(ctx context.Context) (RecoverResult, error) {
-	res, err := handoff.Recover(ctx, recovery{handoffEnv{s}})
+	res, err := s.hand.Recover(ctx)
 	if r, ok := err.(*handoff.Refusal); ok { // Recover's own, never a step's
 		err = &Error{Code: r.Code, Message: r.Message}
 	}
 	return res, err
 }
-
-// recovery is the session side of [handoff.Recover] ([handoff.RecoverPort]).
-type recovery struct{ handoffEnv }
-
-func (r recovery) ID() string { return r.s.id }
-
-func (r recovery) State(ctx context.Context) (handoff.RecoveryState, string, error) {
-	s := r.s
-	st := handoff.RecoveryState{ForkedTo: s.Info().ForkedTo}
-	data, err := s.m.st.GetRetryRecord(ctx, s.id)
-	switch {
-	case err == nil:
-		st.Record = true
-	case !errors.Is(err, store.ErrNotFound):
-		return st, "", err
-	}
-	s.mu.Lock()
-	st.GoalPausedByRestart, st.KickoffPending = s.goal.RecoveryLocked()
-	st.Queued = len(s.queue)
-	s.mu.Unlock()
-	if p := s.TrackedPlan(); p != nil && p.Status == ImplPaused {
-		st.ImplementationPaused = true
-	}
-	return st, data, nil
-}
-
-func (r recovery) RecoverFork(ctx context.Context, id string) (RecoverResult, error) {
-	f, err := r.s.m.Get(ctx, id)
-	if err != nil {
-		return RecoverResult{}, err
-	}
-	return f.Recover(ctx)
-}
-
-func (r recovery) ContinueImplementation(ctx context.Context) error { return r.s.track.Continue(ctx) }
-
-func (r recovery) ResumeGoal(ctx context.Context, steer string) error {
-	_, err := r.s.GoalAction(ctx, goal.VerbResume, steer)
-	return err
-}
-
-func (r recovery) ResumeImplementation(ctx context.Context) error {
-	return r.s.ResumeImplementation(ctx)
-}
-
-func (r recovery) RunQueue() { r.s.kick() } // follow-ups that waited when the process stopped run now

@@ -8,6 +8,3 @@ type EventData = event.Data
 
 // Event is one entry of a session's event log as published to listeners.
 type Event = event.Event
-
-// Kind makes a parked plan an event ("parked").
-func (ParkedView) Kind() string { return event.KindParked }

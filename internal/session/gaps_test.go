@@ -85,7 +85,7 @@ func TestDeleteBetweenChecksAndCommit(t *testing.T) {
 		run       func(ctx context.Context, s *Session, attempt string, del func()) error
 	}{
 		{name: "accept, before the archive", run: func(ctx context.Context, s *Session, attempt string, del func()) error {
-			_, err := handoff.Accept(ctx, deleteFirst{&acceptance{card: card{handoffEnv: handoffEnv{s}, attempt: attempt}}, del}, "", "")
+			_, err := handoff.Accept(ctx, deleteFirst{s.hand.Acceptance(attempt), del}, "", "")
 			return err
 		}},
 		{name: "accept, after the archive", failpoint: "handoff.archived", run: func(ctx context.Context, s *Session, attempt string, _ func()) error {
@@ -93,7 +93,7 @@ func TestDeleteBetweenChecksAndCommit(t *testing.T) {
 			return err
 		}},
 		{name: "park, before the archive", run: func(ctx context.Context, s *Session, attempt string, del func()) error {
-			_, err := handoff.Park(ctx, parkDeleteFirst{&parking{card: card{handoffEnv: handoffEnv{s}, attempt: attempt}}, del}, nil)
+			_, err := handoff.Park(ctx, parkDeleteFirst{s.hand.Parking(attempt), del}, nil)
 			return err
 		}},
 		{name: "park, after the archive", failpoint: "park.archived", run: func(ctx context.Context, s *Session, attempt string, _ func()) error {
@@ -177,10 +177,10 @@ func TestDeleteDuringParkedStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var delErr error
-	port := &starting{handoffEnv: handoffEnv{s}, id: row.ID}
+	port := s.hand.Starting(row.ID)
 	pk := handoff.Parking{Selection: parked.Selection, Title: row.Title, Artifact: handoff.Artifact{Path: row.Path, Hash: row.Hash}, Head: row.Head}
 	_, err = handoff.StartParked(ctx, startDeleteFirst{port, func() { _, delErr = m.Delete(ctx, s.ID()) }}, pk, "", "")
-	port.release()
+	port.Release()
 	var e *Error
 	if !errors.As(delErr, &e) || e.Code != CodeBusy {
 		t.Errorf("the delete during the start: %v, want %s", delErr, CodeBusy)

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"planbridge/goal"
-	"planbridge/handoff"
 	"planbridge/internal/goalrun"
 	"planbridge/internal/turn"
 )
@@ -47,9 +46,4 @@ func (s *Session) GoalAction(ctx context.Context, verb, arg string) (string, err
 	cfg := s.m.modelConfig()
 	msg, err := s.goal.Act(ctx, verb, rest, goalrun.Defaults{Budget: cfg.GoalBudget, Model: cfg.Default.Model, Effort: cfg.Default.Effort})
 	return msg, refused(err)
-}
-
-// StartGoal is the Goal step of the handoff ([goalrun.Runner.Start]).
-func (e *handoffEnv) StartGoal(ctx context.Context, rec *handoff.Record) error {
-	return refused(e.s.goal.Start(ctx, e, rec))
 }

@@ -16,6 +16,7 @@ import (
 	"planbridge/internal/event"
 	"planbridge/internal/eventlog"
 	"planbridge/internal/goalrun"
+	"planbridge/internal/handoffport"
 	"planbridge/internal/interaction"
 	"planbridge/internal/store"
 	"planbridge/internal/tracking"
@@ -42,19 +43,22 @@ type Session struct {
 	// of a deleted session's rows or directory. Taken before mu.
 	rowMu sync.Mutex
 
-	mu       sync.Mutex // guards the fields below
-	row      store.Session
-	busy     bool
-	starting bool // a parked plan is being started (between its checks and its hand-over)
-	deleted  bool // Manager.Delete holds or removed it: nothing more may queue
-	gone     bool // its rows are deleted (set under rowMu): no row commit may write them back
-	queue    []turn.Req
-	cancel   context.CancelFunc
+	mu      sync.Mutex // guards the fields below
+	row     store.Session
+	busy    bool
+	deleted bool // Manager.Delete holds or removed it: nothing more may queue
+	gone    bool // its rows are deleted (set under rowMu): no row commit may write them back
+	queue   []turn.Req
+	cancel  context.CancelFunc
 	// card is the proposal and its one presentation (package
 	// interaction): its state is guarded by mu; its own commit lock is
 	// taken before pubMu and mu.
 	card  *interaction.Card
 	track *tracking.Tracking // the implementation's tracking (its tracker's own lock, a leaf under mu)
+	// hand is the session side of the handoff step machines (package
+	// internal/handoffport): its one piece of state, a parked plan's
+	// start claim, is guarded by mu.
+	hand *handoffport.Ports
 
 	// tr is the transcript of the current context segment (its own locks:
 	// commits take it before mu, reads take a leaf lock).
@@ -106,6 +110,7 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 	if s.goal, err = goalrun.Load(ctx, goalrun.Config{Session: row.ID, Store: m.st, Host: goalHost{s}, Lock: &s.mu, Logger: m.log}, restarted); err != nil {
 		return nil, err
 	}
+	s.hand = s.newPorts()
 	return s, nil
 }
 

@@ -17,23 +17,23 @@ func TestParkedStartClaimsTheSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first := &starting{handoffEnv: handoffEnv{s}, id: "p1"}
+	first := s.hand.Starting("p1")
 	if err := first.Claim(); err != nil {
 		t.Fatalf("the first start's checks: %v", err)
 	}
-	second := &starting{handoffEnv: handoffEnv{s}, id: "p1"}
+	second := s.hand.Starting("p1")
 	err = second.Claim()
 	if err == nil || !strings.Contains(err.Error(), "busy starting") {
 		t.Fatalf("a second start while the first one runs: %v", err)
 	}
-	second.release() // refused: it claimed nothing
-	if err := (&starting{handoffEnv: handoffEnv{s}, id: "p1"}).Claim(); err == nil {
+	second.Release() // refused: it claimed nothing
+	if err := s.hand.Starting("p1").Claim(); err == nil {
 		t.Fatal("a refused start released the first one's claim")
 	}
-	first.release()
-	third := &starting{handoffEnv: handoffEnv{s}, id: "p1"}
+	first.Release()
+	third := s.hand.Starting("p1")
 	if err := third.Claim(); err != nil {
 		t.Fatalf("after the first start ended: %v", err)
 	}
-	third.release()
+	third.Release()
 }

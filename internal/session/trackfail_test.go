@@ -201,7 +201,7 @@ func TestTrackingCommitFailsVisibly(t *testing.T) {
 		id := storedPausedPlan(t, dir, handoff.StepDispatched)
 		_, s, eng, st := reopenFailingTracking(t, dir, id)
 		rec := &handoff.Record{Step: handoff.StepDispatched, Title: "Tidy"}
-		err := (&handoffEnv{s: s}).Continue(ctx, rec)
+		err := s.hand.Env().Continue(ctx, rec)
 		if !errors.Is(err, syscall.ENOSPC) {
 			t.Errorf("the continuation returned %v, want the failed commit", err)
 		}
