@@ -20,18 +20,6 @@ const (
 // ([interaction.View]: the card of package handoff and the review parts).
 type ApprovalView = interaction.View
 
-// selectionLocked is the card's selection ([interaction.Card.SelectionLocked]).
-func (s *Session) selectionLocked() handoff.Selection { return s.card.SelectionLocked() }
-
-// checkAttemptLocked fails closed on a stale or missing attempt id (and
-// while a selection change commits: [interaction.Card.CheckLocked]).
-func (s *Session) checkAttemptLocked(attempt string) error {
-	return refused(s.card.CheckLocked(attempt))
-}
-
-// closeApprovalLocked ends the presentation (under s.mu).
-func (s *Session) closeApprovalLocked() string { return s.card.CloseLocked() }
-
 // OpenApproval is [Session.Approval] for a client opening the card: the
 // Worktree checks (uncommitted changes, the branch) run again first, so
 // a branch created since the card was shown is named as a blocker.

@@ -11,11 +11,6 @@ import (
 // CodeAlreadyStarted refuses a second start of a parked plan.
 const CodeAlreadyStarted = handoffport.CodeAlreadyStarted
 
-// recordOutcome stores how attempt ended ([interaction.Card.RecordOutcome]).
-func (s *Session) recordOutcome(ctx context.Context, attempt, outcome, title, hash string) {
-	s.card.RecordOutcome(ctx, attempt, outcome, title, hash)
-}
-
 // Outcomes lists how the session's approval presentations ended, oldest first.
 func (s *Session) Outcomes(ctx context.Context) ([]handoff.Outcome, error) {
 	return s.card.Outcomes(ctx)

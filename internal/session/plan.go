@@ -1,14 +1,12 @@
 package session
 
 import (
-	"path/filepath"
 	"time"
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/event"
 	"planbridge/internal/interaction"
-	"planbridge/internal/store"
 	"planbridge/internal/turn"
 )
 
@@ -60,17 +58,7 @@ func (h cardHost) Enqueue(prompt, display string) {
 	h.s.enqueue(turn.Req{Text: prompt, Display: display})
 }
 
-// workPath maps a session-relative artifact path to its file.
-func (s *Session) workPath(rel string) string {
-	return filepath.Join(s.workDir, filepath.FromSlash(rel))
-}
-
 // readArtifact is [handoff.ReadArtifact] in the session's work:// directory.
 func (s *Session) readArtifact(rel, hash string) (string, error) {
 	return handoff.ReadArtifact(s.workDir, rel, hash)
-}
-
-// proposalBody is [handoff.ProposalBody] of p.
-func (s *Session) proposalBody(p store.Proposal) (body string, differs bool, err error) {
-	return s.card.Body(p)
 }

@@ -214,11 +214,6 @@ func (s *Session) changed() {
 	s.events.View(s.statusData())
 }
 
-// saveRow persists the session row (caller must not hold s.mu).
-func (s *Session) saveRow(ctx context.Context) error {
-	return s.commitRow(ctx, func(*store.Session) {})
-}
-
 // commitRow commits the session row with set applied and only then
 // applies set in memory: when the commit fails nothing changed, so no
 // turn runs under, and no status event announces, a posture the store
