@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"planbridge/goal"
 	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/event"
@@ -39,6 +40,10 @@ type fakeStore struct {
 	record   string // the retry record ("": none)
 	parked   map[string]store.ParkedPlan
 	edited   []string
+	records  map[string]string // other sessions' retry records
+	sessions map[string]bool   // other sessions that exist
+	shared   int
+	readErr  error // every read of a retry record fails with it
 
 	acceptance *store.Acceptance
 	park       *store.Park
@@ -65,6 +70,15 @@ func (f *fakeStore) PutRetryRecord(ctx context.Context, session, data string) er
 }
 
 func (f *fakeStore) GetRetryRecord(ctx context.Context, session string) (string, error) {
+	if f.readErr != nil {
+		return "", f.readErr
+	}
+	if session != "s-1" {
+		if r, ok := f.records[session]; ok {
+			return r, nil
+		}
+		return "", store.ErrNotFound
+	}
 	if f.record == "" {
 		return "", store.ErrNotFound
 	}
@@ -117,6 +131,17 @@ func (f *fakeStore) CommitHandOver(ctx context.Context, h store.HandOver) error 
 	}
 	f.handOver, f.record = &h, ""
 	return nil
+}
+
+func (f *fakeStore) GetSession(ctx context.Context, id string) (store.Session, error) {
+	if !f.sessions[id] {
+		return store.Session{}, store.ErrNotFound
+	}
+	return store.Session{ID: id}, nil
+}
+
+func (f *fakeStore) LiveShareRooms(ctx context.Context, session string) (int, error) {
+	return f.shared, nil
 }
 
 func (f *fakeStore) EditedFiles(ctx context.Context, session string) ([]string, error) {
@@ -356,7 +381,12 @@ func (t *fakeTrack) Forget()                                    { t.h.locked("Tr
 func (t *fakeTrack) Plan() *review.TrackedPlan                  { return t.plan }
 func (t *fakeTrack) Continue(ctx context.Context) error         { return nil }
 
-type fakeGoal struct{ h *fakeHost }
+type fakeGoal struct {
+	h *fakeHost
+	g *goal.Goal
+}
+
+func (g fakeGoal) Goal() *goal.Goal { g.h.unlocked("Goal.Goal"); return g.g }
 
 func (g fakeGoal) Start(ctx context.Context, env handoff.Env, rec *handoff.Record) error { return nil }
 func (g fakeGoal) Unfinished() (bool, string)                                            { return false, "" }
@@ -422,6 +452,6 @@ func newWorld(t *testing.T) *world {
 	w.tr = &fakeTr{}
 	n := 0
 	w.p = New(Config{Session: "s-1", WorkDir: t.TempDir(), Lock: l, Store: w.st, Host: h, Card: w.card, Track: w.track,
-		Goal: fakeGoal{h}, Turns: w.turns, Tr: w.tr, NewID: func(prefix string) string { n++; return fmt.Sprintf("%snew%d", prefix, n) }})
+		Goal: fakeGoal{h: h}, Turns: w.turns, Tr: w.tr, NewID: func(prefix string) string { n++; return fmt.Sprintf("%snew%d", prefix, n) }})
 	return w
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"planbridge/goal"
 	"planbridge/handoff"
 	"planbridge/internal/agent"
 	"planbridge/internal/event"
@@ -26,6 +27,8 @@ type Store interface {
 	CommitForkSession(ctx context.Context, f store.ForkSession) error
 	CommitHandOver(ctx context.Context, h store.HandOver) error
 	EditedFiles(ctx context.Context, session string) ([]string, error)
+	GetSession(ctx context.Context, id string) (store.Session, error)
+	LiveShareRooms(ctx context.Context, session string) (int, error)
 }
 
 // Change is one commit of the session's rows as [Host.Commit]'s prepare
@@ -117,6 +120,7 @@ type Tracking interface {
 // Goal is the session's Goal at run time (package goalrun's Runner).
 type Goal interface {
 	Start(ctx context.Context, env handoff.Env, rec *handoff.Record) error
+	Goal() *goal.Goal
 	Unfinished() (bool, string)
 	RecoveryLocked() (pausedByRestart, kickoffPending bool)
 }

@@ -13,6 +13,7 @@ import (
 	"planbridge/handoff"
 	"planbridge/internal/store"
 	"planbridge/proposal"
+	"planbridge/review"
 )
 
 // TestCommitsFailOrRace: every port method that commits, with a store
@@ -386,4 +387,88 @@ func TestRecoveryState(t *testing.T) {
 func isCode(err error, code string) bool {
 	r, ok := handoff.AsRefusal(err)
 	return ok && r.Code == code
+}
+
+// TestDeleteState: the stored facts a delete is checked against — a
+// source still handing over to this session (its record names it), a
+// fork that still exists, the retry record (or its read failing), an
+// unfinished implementation, open share links; none of a finished one.
+func TestDeleteState(t *testing.T) {
+	ctx := context.Background()
+	forkRec := func(fork string) string {
+		return (&handoff.Record{Step: handoff.StepForked, Artifact: handoff.Artifact{Path: "plans/a.md", Hash: "h"}, Fork: handoff.Fork{Session: fork}}).Marshal()
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(w *world)
+		check func(t *testing.T, st handoff.DeleteState)
+	}{
+		{name: "nothing", setup: func(w *world) {}, check: func(t *testing.T, st handoff.DeleteState) {
+			if err := handoff.CheckDelete(st); err != nil {
+				t.Errorf("a session owning nothing: %v (%+v)", err, st)
+			}
+		}},
+		{name: "source handing over", setup: func(w *world) {
+			w.h.row.ParentID = "s-src"
+			w.st.records = map[string]string{"s-src": forkRec("s-1")}
+		}, check: func(t *testing.T, st handoff.DeleteState) {
+			if st.Source != "s-src" || handoff.CheckDelete(st) == nil {
+				t.Errorf("%+v", st)
+			}
+		}},
+		{name: "source forked another", setup: func(w *world) {
+			w.h.row.ParentID = "s-src"
+			w.st.records = map[string]string{"s-src": forkRec("s-other")}
+		}, check: func(t *testing.T, st handoff.DeleteState) {
+			if st.Source != "" || st.SourceErr != nil {
+				t.Errorf("%+v", st)
+			}
+		}},
+		{name: "fork exists", setup: func(w *world) {
+			w.h.row.ForkedTo = "s-f"
+			w.st.sessions = map[string]bool{"s-f": true}
+		}, check: func(t *testing.T, st handoff.DeleteState) {
+			if st.Fork != "s-f" || handoff.CheckDelete(st) == nil {
+				t.Errorf("%+v", st)
+			}
+		}},
+		{name: "fork deleted", setup: func(w *world) { w.h.row.ForkedTo = "s-f" }, check: func(t *testing.T, st handoff.DeleteState) {
+			if st.Fork != "" {
+				t.Errorf("%+v", st)
+			}
+		}},
+		{name: "record", setup: func(w *world) { w.st.record = "{}" }, check: func(t *testing.T, st handoff.DeleteState) {
+			if !st.Record || handoff.CheckDelete(st) == nil {
+				t.Errorf("%+v", st)
+			}
+		}},
+		{name: "record unreadable", setup: func(w *world) { w.st.readErr = syscall.EIO }, check: func(t *testing.T, st handoff.DeleteState) {
+			if st.Record || !errors.Is(st.RecordErr, syscall.EIO) || handoff.CheckDelete(st) == nil {
+				t.Errorf("%+v", st)
+			}
+		}},
+		{name: "implementation paused", setup: func(w *world) { w.track.plan = &review.TrackedPlan{Status: review.ImplPaused} },
+			check: func(t *testing.T, st handoff.DeleteState) {
+				if st.Implementation != "paused" || handoff.CheckDelete(st) == nil {
+					t.Errorf("%+v", st)
+				}
+			}},
+		{name: "implementation done", setup: func(w *world) { w.track.plan = &review.TrackedPlan{Status: review.ImplDone} },
+			check: func(t *testing.T, st handoff.DeleteState) {
+				if st.Implementation != "" {
+					t.Errorf("%+v", st)
+				}
+			}},
+		{name: "shared", setup: func(w *world) { w.st.shared = 2 }, check: func(t *testing.T, st handoff.DeleteState) {
+			if st.Shared != 2 || handoff.CheckDelete(st) == nil {
+				t.Errorf("%+v", st)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			tc.setup(w)
+			tc.check(t, w.p.DeleteState(ctx))
+		})
+	}
 }

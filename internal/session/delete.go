@@ -37,7 +37,7 @@ func (m *Manager) Delete(ctx context.Context, id string) (DeleteResult, error) {
 	// it ([Session.whileLive]); never between.
 	s.rowMu.Lock()
 	defer s.rowMu.Unlock()
-	st := m.deleteState(ctx, s)
+	st := s.hand.DeleteState(ctx)
 	s.mu.Lock()
 	st.Busy, st.Starting, st.Queued = s.busy, s.hand.StartingLocked(), len(s.queue)
 	if err := handoff.CheckDelete(st); err != nil {
@@ -74,37 +74,4 @@ func (m *Manager) Delete(ctx context.Context, id string) (DeleteResult, error) {
 type DeleteResult struct {
 	Deleted bool   `json:"deleted"`
 	Warning string `json:"warning,omitempty"`
-}
-
-// deleteState is what [handoff.CheckDelete] needs of s beyond its own
-// lock's facts (read by [Manager.Delete] under s.mu). Caller holds
-// s.rowMu, so the row's fork link and the retry record stay as read.
-func (m *Manager) deleteState(ctx context.Context, s *Session) handoff.DeleteState {
-	st := handoff.DeleteState{Goal: s.Goal()}
-	s.mu.Lock()
-	fork, parent := s.row.ForkedTo, s.row.ParentID
-	s.mu.Unlock()
-	if parent != "" {
-		// Before s's own record: the hand-over moves the record from the
-		// parent to s in one commit, so one of the two reads sees it.
-		data, err := m.st.GetRetryRecord(ctx, parent)
-		if rec, perr := handoff.UnmarshalRecord(data); err == nil && perr == nil && rec.Fork.Session == s.id {
-			st.Source = parent
-		} else if !errors.Is(err, store.ErrNotFound) {
-			st.SourceErr = err
-		}
-	}
-	if fork != "" {
-		if _, err := m.st.GetSession(ctx, fork); err == nil {
-			st.Fork = fork
-		}
-	}
-	if _, err := m.st.GetRetryRecord(ctx, s.id); !errors.Is(err, store.ErrNotFound) {
-		st.Record, st.RecordErr = err == nil, err
-	}
-	if p := s.TrackedPlan(); p != nil && (p.Status == ImplRunning || p.Status == ImplPaused) {
-		st.Implementation = fmt.Sprint(p.Status)
-	}
-	st.Shared, st.SharedErr = m.st.LiveShareRooms(ctx, s.id)
-	return st
 }
