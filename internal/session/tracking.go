@@ -42,17 +42,7 @@ func (h trackHost) Roots() agent.Roots {
 	return agent.Roots{Workspace: h.s.row.Workspace, Work: h.s.workDir}
 }
 
-func (h trackHost) Ask() agent.Asker {
-	h.s.m.mu.Lock()
-	ask := h.s.m.asker
-	h.s.m.mu.Unlock()
-	if ask == nil {
-		return nil
-	}
-	return func(ctx context.Context, call agent.ToolCall, q string) (bool, error) {
-		return ask(ctx, h.s.id, call, q)
-	}
-}
+func (h trackHost) Ask() agent.Asker { return h.s.asker() }
 
 func (h trackHost) GoalComplete() bool { return h.s.goal.PlanComplete() }
 

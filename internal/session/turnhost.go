@@ -72,8 +72,11 @@ func (h turnHost) BookGoal(ctx context.Context, t goal.Turn, usage agent.Usage, 
 	return h.s.goal.Book(ctx, t, usage, wall, err)
 }
 
-func (h turnHost) Asker() agent.Asker {
-	s := h.s
+func (h turnHost) Asker() agent.Asker { return h.s.asker() }
+
+// asker is the person's permission prompt for this session's tool calls
+// (nil: nobody can answer).
+func (s *Session) asker() agent.Asker {
 	s.m.mu.Lock()
 	ask := s.m.asker
 	s.m.mu.Unlock()
