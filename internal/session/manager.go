@@ -14,8 +14,8 @@ import (
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
-	"planbridge/internal/goalrun"
 	"planbridge/internal/redact"
+	"planbridge/internal/sessioninfo"
 	"planbridge/internal/store"
 	"planbridge/internal/tracking"
 )
@@ -270,40 +270,9 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 			out = append(out, live.Info())
 			continue
 		}
-		out = append(out, m.storedInfo(ctx, r))
+		out = append(out, sessioninfo.Stored(ctx, m.st, r))
 	}
 	return out, nil
-}
-
-// storedInfo is the summary of a session not loaded in this process: what
-// opening it would show (see loadSession), read without changing anything.
-// A proposal that opening would demote is reported as a draft, and an active
-// Goal as paused by the restart.
-func (m *Manager) storedInfo(ctx context.Context, r store.Session) Info {
-	in := infoFromRow(r, false)
-	in.ParentID, in.ForkedTo = r.ParentID, r.ForkedTo
-	if p, err := m.st.GetProposal(ctx, r.ID); err == nil {
-		in.ProposalStatus, in.ProposalTitle = p.Status, p.Title
-		if p.Status == ProposalProposed && !m.setAside(r.ID) { // set aside: as stored, unjudged (see Get)
-			if _, err := handoff.ReadArtifact(m.workDir(r.ID), p.Path, p.Hash); r.Plan && err == nil {
-				in.Approval = "shown" // resume re-presents it
-			} else {
-				in.ProposalStatus = ProposalDraft
-			}
-		}
-	}
-	in.Goal = goalrun.StoredSummary(ctx, m.st, r.ID)
-	if seq, err := m.st.LastSeq(ctx, r.ID); err == nil {
-		in.LastSeq = seq
-	}
-	in.AcceptedPlan = tracking.StoredPlan(ctx, m.st, r.ID)
-	return in
-}
-
-// setAside reports whether session id's files are set aside ([store.Store.SetAside]).
-func (m *Manager) setAside(id string) bool {
-	_, ok := m.st.SetAside(id)
-	return ok
 }
 
 // AcceptedPlan returns the accepted plan of stored session id without

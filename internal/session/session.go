@@ -18,6 +18,7 @@ import (
 	"planbridge/internal/goalrun"
 	"planbridge/internal/handoffport"
 	"planbridge/internal/interaction"
+	"planbridge/internal/sessioninfo"
 	"planbridge/internal/store"
 	"planbridge/internal/tracking"
 	"planbridge/internal/transcript"
@@ -125,40 +126,13 @@ func (s *Session) ID() string { return s.id }
 // WorkDir is the directory behind the session's work:// addresses.
 func (s *Session) WorkDir() string { return s.workDir }
 
-// Info is the client-facing summary of a session.
-type Info struct {
-	ID             string `json:"id"`
-	Workspace      string `json:"workspace"`
-	Title          string `json:"title"`
-	Plan           bool   `json:"plan"`
-	Mode           string `json:"mode"`
-	Busy           bool   `json:"busy"`
-	Queued         int    `json:"queued"`
-	ProposalStatus string `json:"proposal_status"`
-	ProposalTitle  string `json:"proposal_title,omitempty"`
-	Approval       string `json:"approval"` // "", "shown" or "hidden"
-	Goal           string `json:"goal,omitempty"`
-	ParentID       string `json:"parent_id,omitempty"`
-	ForkedTo       string `json:"forked_to,omitempty"`
-	BlockedTotal   int64  `json:"blocked_total"` // Plan refusals
-	RefusedTotal   int64  `json:"refused_total"` // other refusals
-	LastSeq        int64  `json:"last_seq"`
-	// AcceptedPlan names the plan this session implements (or implemented):
-	// the provenance that travels with the work. Nil before any acceptance.
-	AcceptedPlan *PlanRef  `json:"accepted_plan,omitempty"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
-}
-
-func infoFromRow(r store.Session, busy bool) Info {
-	return Info{ID: r.ID, Workspace: r.Workspace, Title: r.Title, Plan: r.Plan, Mode: r.Mode, Busy: busy,
-		ProposalStatus: "none", BlockedTotal: r.BlockedTotal, RefusedTotal: r.RefusedTotal, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
-}
+// Info is the client-facing summary of a session ([sessioninfo.Info]).
+type Info = sessioninfo.Info
 
 // Info returns the session's current summary.
 func (s *Session) Info() Info {
 	s.mu.Lock()
-	in := infoFromRow(s.row, s.busy)
+	in := sessioninfo.FromRow(s.row, s.busy)
 	in.Queued = len(s.queue)
 	if p, ok := s.card.ProposalLocked(); ok {
 		in.ProposalStatus, in.ProposalTitle = p.Status, p.Title
@@ -168,7 +142,6 @@ func (s *Session) Info() Info {
 	}
 	in.Goal = s.goal.SummaryLocked()
 	in.AcceptedPlan = s.track.Ref()
-	in.ParentID, in.ForkedTo = s.row.ParentID, s.row.ForkedTo
 	s.mu.Unlock()
 	in.LastSeq = s.events.LastSeq()
 	return in
@@ -227,12 +200,7 @@ func (s *Session) commitRow(ctx context.Context, set func(*store.Session)) error
 	})
 }
 
-func (s *Session) statusData() event.Status {
-	in := s.Info()
-	return event.Status{Plan: in.Plan, Mode: in.Mode, Busy: in.Busy, Queued: in.Queued, Title: in.Title,
-		ProposalStatus: in.ProposalStatus, ProposalTitle: in.ProposalTitle, Approval: in.Approval, BlockedTotal: in.BlockedTotal,
-		RefusedTotal: in.RefusedTotal, Goal: in.Goal, ForkedTo: in.ForkedTo}
-}
+func (s *Session) statusData() event.Status { return s.Info().Status() }
 
 // SetMode sets the permission mode. It never touches the Plan posture.
 func (s *Session) SetMode(ctx context.Context, mode string) error {
