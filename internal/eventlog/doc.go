@@ -35,6 +35,9 @@
 //     still gathering is committed first), in order, as every surface gets
 //     it.
 //
+// [Listeners] is the publisher many logs share (a process's sessions):
+// every event to every listener subscribed, in each log's order.
+//
 // It imports internal/event (the catalogue) and internal/store (its row
 // type) and nothing of the session.
 package eventlog

@@ -14,6 +14,7 @@ import (
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
+	"planbridge/internal/eventlog"
 	"planbridge/internal/redact"
 	"planbridge/internal/sessioninfo"
 	"planbridge/internal/store"
@@ -75,15 +76,14 @@ type Manager struct {
 	turns  sync.WaitGroup
 	// approvalTimeout closes undecided cards as timed_out.
 	approvalTimeout handoff.TimeoutSetting
+	listeners       eventlog.Listeners // every session's log publishes to them
 
-	mu        sync.Mutex // guards the fields below
-	sessions  map[string]*Session
-	engine    agent.Engine
-	listeners map[int]func(Event)
-	nextLis   int
-	asker     Asker
-	models    handoff.ModelConfig
-	closed    bool
+	mu       sync.Mutex // guards the fields below
+	sessions map[string]*Session
+	engine   agent.Engine
+	asker    Asker
+	models   handoff.ModelConfig
+	closed   bool
 	// created are the sessions this process created: loading one is no
 	// restart, so nothing of it is paused by restart.
 	created map[string]bool
@@ -107,7 +107,7 @@ func NewManager(cfg Config) *Manager {
 		lg = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return &Manager{st: cfg.Store, log: lg, shell: cfg.Shell, engine: cfg.Engine, redact: cfg.Redact, read: cfg.ReadRoots, hide: cfg.Hidden,
-		sessions: map[string]*Session{}, listeners: map[int]func(Event){}, created: map[string]bool{}, failpoint: handoff.Failpoint}
+		sessions: map[string]*Session{}, created: map[string]bool{}, failpoint: handoff.Failpoint}
 }
 
 // SetEngine replaces the model engine for turns started from now on.
@@ -133,30 +133,7 @@ func (m *Manager) SetAsker(a Asker) {
 
 // Subscribe registers fn for every event of every session, in order per
 // session. It returns a function that unsubscribes.
-func (m *Manager) Subscribe(fn func(Event)) (cancel func()) {
-	m.mu.Lock()
-	id := m.nextLis
-	m.nextLis++
-	m.listeners[id] = fn
-	m.mu.Unlock()
-	return func() {
-		m.mu.Lock()
-		delete(m.listeners, id)
-		m.mu.Unlock()
-	}
-}
-
-func (m *Manager) publish(ev Event) {
-	m.mu.Lock()
-	fns := make([]func(Event), 0, len(m.listeners))
-	for _, fn := range m.listeners {
-		fns = append(fns, fn)
-	}
-	m.mu.Unlock()
-	for _, fn := range fns {
-		fn(ev)
-	}
-}
+func (m *Manager) Subscribe(fn func(Event)) (cancel func()) { return m.listeners.Subscribe(fn) }
 
 // Close interrupts running turns (queued prompts stay queued for the next
 // start), waits for them and flushes event logs.

@@ -84,7 +84,7 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 		Row: s.rowSnapshot, RowLock: &s.rowMu, OnSegment: s.segmentCommitted, Apply: s.applyRow, Redact: m.redact, Logger: m.log}); err != nil {
 		return nil, err
 	}
-	if s.events, err = eventlog.Open(ctx, eventlog.Config{Session: row.ID, Store: m.st, Publish: m.publish, Redact: m.redact, Logger: m.log}); err != nil {
+	if s.events, err = eventlog.Open(ctx, eventlog.Config{Session: row.ID, Store: m.st, Publish: m.listeners.Publish, Redact: m.redact, Logger: m.log}); err != nil {
 		return nil, err
 	}
 	// Turn numbers continue from the log's last turn_start.
