@@ -4,24 +4,18 @@ import (
 	"context"
 
 	"planbridge/handoff"
+	"planbridge/internal/handoffport"
 )
-
-// change is one commit of the session's rows as [Session.commitChange]'s
-// prepare makes it, under s.mu.
-type change struct {
-	commit func(context.Context) error // the named store operation, run outside s.mu
-	done   func()                      // under s.mu once committed: memory follows the store (nil: nothing)
-	undo   func()                      // under s.mu when the commit failed: what prepare moved goes back (nil: nothing)
-}
 
 // commitChange is the one sequence of every commit that writes the
 // session's rows (the row, an acceptance, a park, a hand-over, a fork's
 // creation, a segment, the retry record): under rowMu from the snapshot
 // to the in-memory change that follows (see rowMu), refused while the
 // session is deleted ([Session.whileLive]); prepare runs under s.mu and
-// returns the change, or a refusal that changes nothing. Memory moves
-// only with a commit that succeeded: a failed one runs undo.
-func (s *Session) commitChange(ctx context.Context, prepare func() (change, error)) error {
+// returns the change ([handoffport.Change]), or a refusal that changes
+// nothing. Memory moves only with a commit that succeeded: a failed one
+// runs its Undo.
+func (s *Session) commitChange(ctx context.Context, prepare func() (handoffport.Change, error)) error {
 	return s.whileLive(func() error {
 		s.mu.Lock()
 		c, err := prepare()
@@ -29,10 +23,10 @@ func (s *Session) commitChange(ctx context.Context, prepare func() (change, erro
 		if err != nil {
 			return err
 		}
-		err = c.commit(ctx)
-		f := c.undo
+		err = c.Commit(ctx)
+		f := c.Undo
 		if err == nil {
-			f = c.done
+			f = c.Done
 		}
 		if f != nil {
 			s.mu.Lock()

@@ -44,10 +44,7 @@ func refused(err error) error {
 type handoffHost struct{ s *Session }
 
 func (h handoffHost) Commit(ctx context.Context, prepare func() (handoffport.Change, error)) error {
-	return h.s.commitChange(ctx, func() (change, error) {
-		c, err := prepare()
-		return change{commit: c.Commit, done: c.Done, undo: c.Undo}, err
-	})
+	return h.s.commitChange(ctx, prepare)
 }
 
 func (h handoffHost) WhileLive(fn func() error) error           { return h.s.whileLive(fn) }

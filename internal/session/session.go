@@ -193,10 +193,10 @@ func (s *Session) changed() {
 // does not hold; a deleted session's is refused ([Session.commitChange];
 // caller must not hold s.mu).
 func (s *Session) commitRow(ctx context.Context, set func(*store.Session)) error {
-	return s.commitChange(ctx, func() (change, error) {
+	return s.commitChange(ctx, func() (handoffport.Change, error) {
 		row := s.row
 		set(&row)
-		return change{commit: func(ctx context.Context) error { return s.m.st.PutSession(ctx, row) }, done: func() { set(&s.row) }}, nil
+		return handoffport.Change{Commit: func(ctx context.Context) error { return s.m.st.PutSession(ctx, row) }, Done: func() { set(&s.row) }}, nil
 	})
 }
 
