@@ -11,9 +11,20 @@
 // ([handoff.Park]), [StartParked] ([handoff.StartParked]), the pipeline
 // ([Ports.Env], [handoff.Run], with its Worktree step [handoff.ForkStep]
 // and its Goal step, the Goal runner's), [Ports.Recover]
-// ([handoff.Recover]); [ListParked] and [ParkedText] are the parked
-// plans as clients see them ([ParkedView]), [Ports.SavePlan] writes the
-// accepted plan into the project. It imports neither the session nor rpc.
+// ([handoff.Recover]); [Ports.DeleteState] reads the stored facts
+// [handoff.CheckDelete] decides a delete on; [ListParked] and
+// [ParkedText] are the parked plans as clients see them ([ParkedView]),
+// [Ports.SavePlan] writes the accepted plan into the project. It imports
+// neither the session nor rpc.
+//
+// Only an acceptance ([Ports.Accept]) and a parked plan's start
+// ([StartParked]) start an implementation, and both go through the same
+// durable handoff: one commit ([store.Store.CommitAcceptance]) names the
+// staged base, tracks the plan, leaves Plan and writes the retry record.
+// A park ([Ports.Park]) archives an approved plan with its whole
+// selection and the workspace HEAD and starts nothing; a parked plan
+// starts at most once ([CodeAlreadyStarted]), and the start reports a
+// HEAD that moved since approval.
 //
 // Each port method that commits is one named store operation run
 // through [Host.Commit], the session's one commit sequence: refused with

@@ -74,15 +74,14 @@
 // (prompts, queued and shared prompts, feedback, Goal objectives and
 // steering): a pasted key never becomes a session title or a Goal row.
 //
-// Only [Session.Accept] and [Manager.StartParked] start an implementation,
-// and both go through the same durable handoff. [Session.Park] archives an
-// approved plan with its whole selection and the workspace HEAD and starts
-// nothing; a parked plan starts at most once, and the start reports a HEAD
-// that moved since approval. Every approval presentation that ends has
+// How an implementation starts (an acceptance, a parked plan's start) and
+// what a park does is package internal/handoffport's contract. Every
+// approval presentation that ends has
 // its outcome recorded ([Session.Outcomes], see package interaction). A
 // headless Plan turn (package internal/planonly) drives a session through this exported API alone and
-// reads its result with [Session.Proposed]. [Info.AcceptedPlan] and [PlanStatus]
-// carry the accepted plan's title, hash and commit trailer.
+// reads its result with [Session.Proposed]. [Info] is package
+// internal/sessioninfo's; its AcceptedPlan and [PlanStatus] carry the
+// accepted plan's title, hash and commit trailer.
 //
 // Holding the implementation to its plan is package tracking's
 // ([tracking.Tracking], its contract there); the session holds it (s.track).
