@@ -14,8 +14,9 @@
 // the retry [Record] and its steps (recorded →
 // context_ready → kickoff → dispatched, or forked), and the step machines.
 // Each step machine is a function over a narrow port that the session
-// implements; the session keeps the data access, and every port method
-// that commits is one named store operation:
+// side implements (package internal/handoffport, over the session's
+// parts); it keeps the data access, and every port method that commits
+// is one named store operation:
 //   - [Accept] over [AcceptPort] ([RunPort] and the [CardPort] it shares
 //     with [Park]: the card's proposal, its plan, the archive): validate (the attempt, the expected
 //     Location, the selection, the branch, [CheckRun], the plan), archive
