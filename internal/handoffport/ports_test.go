@@ -472,3 +472,31 @@ func TestDeleteState(t *testing.T) {
 		})
 	}
 }
+
+// TestInstallSegment: a Fresh context rotates to the next segment (the
+// record names it before the rotation commits it) and announces the new
+// context only once the rotation committed; a rotation that fails
+// returns its error and announces nothing.
+func TestInstallSegment(t *testing.T) {
+	ctx := context.Background()
+	for _, fail := range []bool{false, true} {
+		w := newWorld(t)
+		if fail {
+			w.tr.failErr = syscall.ENOSPC
+		}
+		rec := &handoff.Record{Step: handoff.StepContextReady, Selection: handoff.Selection{Context: handoff.Fresh}}
+		err := w.p.Env().InstallSegment(ctx, rec, "fresh material")
+		if rec.Segment != 2 {
+			t.Errorf("fail %v: the record names segment %d, want 2", fail, rec.Segment)
+		}
+		if fail {
+			if !errors.Is(err, syscall.ENOSPC) || len(w.h.events) != 0 {
+				t.Errorf("a failed rotation: %v, events %v", err, w.h.events)
+			}
+			continue
+		}
+		if err != nil || len(w.tr.rotated) != 1 || w.tr.rotated[0] != 2 || len(w.h.events) != 1 || w.h.events[0].Kind() != "notice" {
+			t.Errorf("the rotation: %v, rotated %v, events %v", err, w.tr.rotated, w.h.events)
+		}
+	}
+}
