@@ -29,7 +29,10 @@ func TestCommitsFailOrRace(t *testing.T) {
 	type step struct {
 		name string
 		op   string // the named store operation
-		run  func(w *world) error
+		// at is the session's WhileLive call that runs the commit (the
+		// ones before write its directory: the archive, a staged base).
+		at  int
+		run func(w *world) error
 		// kept checks memory after a commit that did not happen.
 		kept func(t *testing.T, w *world)
 		// moved checks memory after one that did.
@@ -54,7 +57,7 @@ func TestCommitsFailOrRace(t *testing.T) {
 			Selection: handoff.Defaults("ask", 0, handoff.Policy{}), Fork: handoff.Fork{Dir: "/tmp/fork", Branch: "b", Session: "s-fork"}}
 	}
 	for _, s := range []step{
-		{name: "acceptance", op: "CommitAcceptance",
+		{name: "acceptance", op: "CommitAcceptance", at: 3,
 			run: func(w *world) error { _, err := w.p.Accept(ctx, "a-1", "", ""); return err },
 			kept: func(t *testing.T, w *world) {
 				cardKept(t, w)
@@ -73,7 +76,7 @@ func TestCommitsFailOrRace(t *testing.T) {
 					t.Errorf("outcomes %v", w.card.outcome)
 				}
 			}},
-		{name: "park", op: "CommitPark",
+		{name: "park", op: "CommitPark", at: 2,
 			run:  func(w *world) error { _, err := w.p.Park(ctx, "a-1", nil); return err },
 			kept: cardKept,
 			moved: func(t *testing.T, w *world) {
@@ -84,7 +87,7 @@ func TestCommitsFailOrRace(t *testing.T) {
 					t.Errorf("the park committed %+v, kicked %d", w.st.park, w.h.kicked)
 				}
 			}},
-		{name: "parked start", op: "CommitAcceptance",
+		{name: "parked start", op: "CommitAcceptance", at: 2,
 			run: func(w *world) error {
 				w.card.attempt = "" // no card: a parked plan starts from none
 				w.st.parked["pp-9"] = store.ParkedPlan{ID: "pp-9", SessionID: "s-1", Title: "Tidy", Path: "plans/accepted-x.md", Hash: proposal.HashBody(planBody),
@@ -106,7 +109,7 @@ func TestCommitsFailOrRace(t *testing.T) {
 					t.Errorf("the start committed %+v", w.st.acceptance)
 				}
 			}},
-		{name: "retry record", op: "PutRetryRecord",
+		{name: "retry record", op: "PutRetryRecord", at: 1,
 			run:  func(w *world) error { return w.p.Env().Save(ctx, rec()) },
 			kept: func(t *testing.T, w *world) {},
 			moved: func(t *testing.T, w *world) {
@@ -114,7 +117,7 @@ func TestCommitsFailOrRace(t *testing.T) {
 					t.Error("no record stored")
 				}
 			}},
-		{name: "segment already installed", op: "CommitSegment",
+		{name: "segment already installed", op: "CommitSegment", at: 1,
 			run: func(w *world) error {
 				r := rec()
 				r.Segment = 1
@@ -126,7 +129,7 @@ func TestCommitsFailOrRace(t *testing.T) {
 					t.Errorf("segment %+v, rotated %v", w.st.segment, w.tr.rotated)
 				}
 			}},
-		{name: "fork session", op: "CommitForkSession",
+		{name: "fork session", op: "CommitForkSession", at: 1,
 			run: func(w *world) error {
 				r := rec()
 				r.Fork.Session = ""
@@ -153,7 +156,7 @@ func TestCommitsFailOrRace(t *testing.T) {
 					t.Errorf("the fork's directory: %v", err)
 				}
 			}},
-		{name: "hand-over", op: "CommitHandOver",
+		{name: "hand-over", op: "CommitHandOver", at: 1,
 			run: func(w *world) error {
 				r := rec()
 				writeArchive(t, w, r.Artifact.Path)
@@ -173,7 +176,7 @@ func TestCommitsFailOrRace(t *testing.T) {
 				}
 			}},
 	} {
-		for _, mode := range []string{"fails", "deleted", "commits"} {
+		for _, mode := range []string{"fails", "deleted", "deleted at the commit", "commits"} {
 			t.Run(s.name+"/"+mode, func(t *testing.T) {
 				w := newWorld(t)
 				switch mode {
@@ -181,6 +184,13 @@ func TestCommitsFailOrRace(t *testing.T) {
 					w.st.failFrom = 1
 				case "deleted":
 					w.h.onCommit = func() { w.h.gone = true }
+				case "deleted at the commit":
+					n := 0
+					w.h.onCommit = func() {
+						if n++; n == s.at {
+							w.h.gone = true
+						}
+					}
 				}
 				// The fork's creation names its fork in the record only once it exists.
 				err := s.run(w)
@@ -193,17 +203,17 @@ func TestCommitsFailOrRace(t *testing.T) {
 						t.Errorf("store calls %v, want %s", w.st.calls, s.op)
 					}
 					s.kept(t, w)
-				case "deleted":
+				case "deleted", "deleted at the commit":
 					if r, ok := handoff.AsRefusal(err); !ok || r.Code != CodeNotFound {
 						t.Fatalf("got %v, want a not_found refusal", err)
 					}
 					if len(w.st.calls) != 0 {
 						t.Errorf("a deleted session's commit reached the store: %v", w.st.calls)
 					}
-					if w.track.staged != 0 {
+					if w.track.staged != 0 && mode == "deleted" {
 						t.Errorf("a base was staged for a deleted session")
 					}
-					if ents, _ := os.ReadDir(filepath.Join(w.p.cfg.WorkDir, "plans")); s.name != "parked start" && s.name != "hand-over" && len(ents) > 0 {
+					if ents, _ := os.ReadDir(filepath.Join(w.p.cfg.WorkDir, "plans")); mode == "deleted" && s.name != "parked start" && s.name != "hand-over" && len(ents) > 0 {
 						t.Errorf("the deleted session's directory was written: %v", ents)
 					}
 					s.kept(t, w)
