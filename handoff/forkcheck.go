@@ -108,7 +108,9 @@ func WorktreeNotice(ctx context.Context, workspace string, edited []string) (not
 // workspace, with slashes) from the source checkout at root into the fork
 // at dir, keeping their permission bits. A path that leaves root, a file
 // that is gone, or one that is not a regular file is skipped; nothing
-// else in the source is copied. Each file is written atomically.
+// else in the source is copied. Each file is written atomically, its
+// missing folders created below dir, never dir itself (a fork removed
+// meanwhile fails the restore).
 func RestoreEdits(workspace, root, dir string, paths []string) error {
 	for _, rel := range paths {
 		src := filepath.Join(workspace, filepath.FromSlash(rel))
@@ -116,16 +118,16 @@ func RestoreEdits(workspace, root, dir string, paths []string) error {
 		if err != nil || in == ".." || strings.HasPrefix(in, ".."+string(filepath.Separator)) {
 			continue
 		}
-		if err := copyRegular(src, filepath.Join(dir, in)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := copyRegular(dir, src, filepath.Join(dir, in)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("restore %s into the fork: %w", rel, err)
 		}
 	}
 	return nil
 }
 
-// copyRegular copies src to dst when src (not followed if a symbolic
-// link) is a regular file.
-func copyRegular(src, dst string) error {
+// copyRegular copies src to dst, below the existing directory anchor,
+// when src (not followed if a symbolic link) is a regular file.
+func copyRegular(anchor, src, dst string) error {
 	fi, err := os.Lstat(src)
 	if err != nil || !fi.Mode().IsRegular() {
 		return err
@@ -139,5 +141,5 @@ func copyRegular(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(dst, b, fi.Mode().Perm())
+	return atomicfile.WriteFileIn(anchor, dst, b, fi.Mode().Perm())
 }

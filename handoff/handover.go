@@ -19,6 +19,8 @@ const CurrentPlan = "plans/current.md"
 // ([CurrentPlan], 0644) if the source has a readable one. Each file is written once
 // and atomically: an identical one (a retried hand-over) is reused, a
 // different one refused, so the fork never implements another plan.
+// The fork's session directory (forkWork's parent) must exist and is
+// never created: a fork session deleted meanwhile fails the install.
 func InstallPlan(srcWork, forkWork, artifact string) error {
 	for _, f := range []struct {
 		rel      string
@@ -32,7 +34,7 @@ func InstallPlan(srcWork, forkWork, artifact string) error {
 			}
 			return err
 		}
-		if _, err := atomicfile.WriteOnce(filepath.Join(forkWork, filepath.FromSlash(f.rel)), b, f.perm); err != nil {
+		if _, err := atomicfile.WriteOnceIn(filepath.Dir(filepath.Clean(forkWork)), filepath.Join(forkWork, filepath.FromSlash(f.rel)), b, f.perm); err != nil {
 			return fmt.Errorf("install the accepted plan in the fork: %w", err)
 		}
 	}

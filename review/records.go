@@ -44,7 +44,8 @@ func StageBase(ctx context.Context, dir, ws, title, hash, artifact string, scope
 		}
 	}
 	bdir := filepath.Join(dir, id)
-	if err := os.MkdirAll(bdir, 0o700); err != nil {
+	// Below the session's directory (dir's parent), never creating it.
+	if err := atomicfile.MkdirIn(filepath.Dir(filepath.Clean(dir)), bdir); err != nil {
 		return "", err
 	}
 	data, _ := json.Marshal(b)

@@ -73,7 +73,8 @@ type Tracker struct {
 	watchMu  sync.Mutex
 	watching map[string]int
 	// writeRecord writes the scope's record, the records a command
-	// changed, put back, and the report ([atomicfile.WriteFile]; a
+	// changed, put back, and the report ([atomicfile.WriteFileIn] below
+	// the session's directory; a
 	// test's full disk).
 	writeRecord func(path string, data []byte, perm os.FileMode) error
 	logMu       sync.Mutex // orders appends to the tool log and guards logFailing
@@ -153,7 +154,11 @@ func NewTracker(cfg Config) *Tracker {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Tracker{cfg: cfg, watching: map[string]int{}, writeRecord: atomicfile.WriteFile}
+	t := &Tracker{cfg: cfg, watching: map[string]int{}}
+	t.writeRecord = func(path string, data []byte, perm os.FileMode) error {
+		return atomicfile.WriteFileIn(t.recordAnchor(), path, data, perm)
+	}
+	return t
 }
 
 // Load installs a stored row. A corrupt todo list starts empty and a

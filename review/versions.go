@@ -34,6 +34,13 @@ func (t *Tracker) commentsRel(n int) string {
 
 func (t *Tracker) workPath(rel string) string { return filepath.Join(t.cfg.Work, rel) }
 
+// workAnchor and recordAnchor are the session's directory (the parent of
+// the work:// root and of the review directory), which every write of the
+// Tracker lies below and none creates (package atomicfile's …In writes):
+// once the session is deleted, a write fails and brings nothing back.
+func (t *Tracker) workAnchor() string   { return filepath.Dir(filepath.Clean(t.cfg.Work)) }
+func (t *Tracker) recordAnchor() string { return filepath.Dir(filepath.Clean(t.cfg.Dir)) }
+
 // Versions lists the published versions in order. A file that cannot be
 // read is left out.
 func (t *Tracker) Versions() []PlanVersion {
@@ -71,7 +78,7 @@ func (t *Tracker) RecordVersion(hash, body string) error {
 	if len(vs) > 0 {
 		n = vs[len(vs)-1].N + 1
 	}
-	_, err := atomicfile.WriteOnce(t.workPath(t.versionRel(n)), []byte(body+"\n"), 0o444)
+	_, err := atomicfile.WriteOnceIn(t.workAnchor(), t.workPath(t.versionRel(n)), []byte(body+"\n"), 0o444)
 	return err
 }
 
@@ -106,7 +113,7 @@ func (t *Tracker) SaveComments(hash string, comments []Comment) error {
 		cs[i] = Comment{Line: c.Line, Text: strings.TrimSpace(c.Text)}
 	}
 	b, _ := json.Marshal(cs)
-	return atomicfile.WriteFile(t.workPath(t.commentsRel(n)), b, 0o444)
+	return atomicfile.WriteFileIn(t.workAnchor(), t.workPath(t.commentsRel(n)), b, 0o444)
 }
 
 func (t *Tracker) loadComments(n int) ([]Comment, error) {

@@ -44,7 +44,7 @@ func (t *Tracker) CardScope(hash, body string) []string {
 // list declares none, so nothing is held.
 func (t *Tracker) SetCardScope(hash string, paths []string) error {
 	data, _ := json.Marshal(paths)
-	return atomicfile.WriteFile(t.scopeOverride(hash), data, 0o644)
+	return atomicfile.WriteFileIn(t.workAnchor(), t.scopeOverride(hash), data, 0o644)
 }
 
 func (t *Tracker) scopePath() string {
@@ -378,7 +378,7 @@ func (t *Tracker) restore(command string, cs []Change, o *checkout, by string) s
 	parent := filepath.Join(bd, "restored")
 	var dir string
 	var keep *os.Root
-	if bd != "" && os.MkdirAll(parent, 0o700) == nil {
+	if bd != "" && atomicfile.MkdirIn(t.recordAnchor(), parent) == nil {
 		for ; n < 1<<20; n++ {
 			dir = filepath.Join(parent, strconv.Itoa(n))
 			err := os.Mkdir(dir, 0o700)
@@ -457,7 +457,7 @@ func (t *Tracker) beginWatch(dir, command string) error {
 	t.watchMu.Lock()
 	t.watching[dir]++
 	t.watchMu.Unlock()
-	if err := atomicfile.WriteFile(filepath.Join(dir, watchFile), []byte(command), 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, watchFile), []byte(command), 0o600); err != nil { // dir exists: WriteFile creates none
 		t.endWatch(dir)
 		return err
 	}

@@ -64,7 +64,7 @@ func applyPatch(env *Env, files []FilePatch, commit func(i int) error) ([]string
 		if c.remove {
 			continue
 		}
-		dirs, err := mkdirs(filepath.Dir(c.abs))
+		dirs, err := mkdirs(env.writeAnchor(c.abs), filepath.Dir(c.abs))
 		made = append(made, dirs...)
 		if err != nil {
 			cleanup()
@@ -233,19 +233,24 @@ func rollback(changes []*patchChange) error {
 	return errors.Join(errs...)
 }
 
-// mkdirs creates dir and its missing parents, returning the ones it made.
-func mkdirs(dir string) ([]string, error) {
+// mkdirs creates dir and its missing parents below anchor (never anchor
+// itself, which must exist, nor anything above it: see
+// [Env.writeAnchor]), returning the ones it made.
+func mkdirs(anchor, dir string) ([]string, error) {
+	if fi, err := os.Stat(anchor); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("%s: %w", anchor, atomicfile.ErrGone)
+	}
+	if _, in := under(anchor, dir); !in {
+		return nil, fmt.Errorf("%s is not below %s", dir, anchor)
+	}
 	var missing []string
-	for d := dir; ; d = filepath.Dir(d) {
+	for d := dir; d != anchor; d = filepath.Dir(d) {
 		if _, err := os.Lstat(d); err == nil {
 			break
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
 		missing = append(missing, d)
-		if filepath.Dir(d) == d {
-			break
-		}
 	}
 	var made []string
 	for i := len(missing) - 1; i >= 0; i-- {

@@ -203,6 +203,23 @@ func under(root, abs string) (string, bool) {
 	return abs[len(root)+1:], true
 }
 
+// writeAnchor is the directory below which a write of abs (resolved) may
+// create the directories it needs, and which it never creates itself: the
+// session's directory (the work:// root's parent) for a work:// target, so
+// that a write racing the session's delete brings back nothing; the
+// workspace for a target in it; else abs's own directory (none created).
+func (e *Env) writeAnchor(abs string) string {
+	if e.Roots.Work != "" {
+		if w := realOr(e.Roots.Work); w == abs || strings.HasPrefix(abs, w+string(filepath.Separator)) {
+			return filepath.Dir(w)
+		}
+	}
+	if ws := realOr(e.Roots.Workspace); ws == abs || strings.HasPrefix(abs, ws+string(filepath.Separator)) {
+		return ws
+	}
+	return filepath.Dir(abs)
+}
+
 func realOr(p string) string {
 	if r, err := filepath.EvalSymlinks(p); err == nil {
 		return r

@@ -354,7 +354,7 @@ var writeFileTool = &Tool{
 		if err != nil {
 			return "", err
 		}
-		if err := atomicfile.WriteFile(p, []byte(a.Content), filePerm(p)); err != nil {
+		if err := atomicfile.WriteFileIn(env.writeAnchor(p), p, []byte(a.Content), filePerm(p)); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), a.Path), nil

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,7 +17,13 @@ import (
 // ErrExists is returned by [WriteOnce] when path holds different content.
 var ErrExists = errors.New("file exists with different content")
 
-// WriteFile replaces path with data atomically and durably.
+// ErrGone is wrapped by the error of a write whose anchor ([WriteFileIn])
+// is not there (removed, or renamed away as a session's delete does) or
+// is no directory: the write created nothing.
+var ErrGone = errors.New("directory is gone")
+
+// WriteFile replaces path with data atomically and durably. The directory
+// of path must exist: WriteFile creates no directory (see [WriteFileIn]).
 func WriteFile(path string, data []byte, perm os.FileMode) error {
 	tmp, err := writeTemp(path, data, perm)
 	if err != nil {
@@ -32,7 +39,8 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 
 // WriteOnce creates path with data and never overwrites: if path already
 // holds exactly data it is reused (reused=true); if it holds anything else
-// the result is [ErrExists]. Durable like [WriteFile].
+// the result is [ErrExists]. Durable like [WriteFile]; like it, it creates
+// no directory.
 func WriteOnce(path string, data []byte, perm os.FileMode) (reused bool, err error) {
 	if old, err := os.ReadFile(path); err == nil {
 		if bytes.Equal(old, data) {
@@ -56,13 +64,71 @@ func WriteOnce(path string, data []byte, perm os.FileMode) (reused bool, err err
 	return false, SyncDir(filepath.Dir(path))
 }
 
+// WriteFileIn is [WriteFile] of path, which must lie below anchor, an
+// existing directory: the directories missing between anchor and path are
+// created first, one level at a time (mkdir(2), mode 0700), never anchor
+// itself nor anything above it. An anchor that is not there fails with
+// [ErrGone] and creates nothing; so does one renamed away while the write
+// is in flight, because every step names its file by a path through
+// anchor's name, which no longer leads anywhere.
+func WriteFileIn(anchor, path string, data []byte, perm os.FileMode) error {
+	if err := MkdirIn(anchor, filepath.Dir(path)); err != nil {
+		return err
+	}
+	return gone(anchor, WriteFile(path, data, perm))
+}
+
+// WriteOnceIn is [WriteOnce] of path below anchor, creating missing
+// directories as [WriteFileIn] does.
+func WriteOnceIn(anchor, path string, data []byte, perm os.FileMode) (reused bool, err error) {
+	if err := MkdirIn(anchor, filepath.Dir(path)); err != nil {
+		return false, err
+	}
+	reused, err = WriteOnce(path, data, perm)
+	return reused, gone(anchor, err)
+}
+
+// MkdirIn creates dir, which is anchor or lies below it, and its missing
+// parents below anchor, one level at a time (mode 0700); anchor must
+// exist and is never created, nor anything above it ([ErrGone]).
+func MkdirIn(anchor, dir string) error {
+	anchor, dir = filepath.Clean(anchor), filepath.Clean(dir)
+	rel, err := filepath.Rel(anchor, dir)
+	if err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return fmt.Errorf("%s is not below %s", dir, anchor)
+	}
+	if fi, err := os.Stat(anchor); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s: %w", anchor, ErrGone)
+	}
+	if rel == "." {
+		return nil
+	}
+	d := anchor
+	for _, c := range strings.Split(rel, string(filepath.Separator)) {
+		d = filepath.Join(d, c)
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return gone(anchor, err)
+		}
+	}
+	return nil
+}
+
+// gone turns err into an [ErrGone] one when anchor is not there any more
+// (the write failed because its directory went away).
+func gone(anchor string, err error) error {
+	if err == nil || errors.Is(err, ErrGone) {
+		return err
+	}
+	if fi, serr := os.Stat(anchor); serr != nil || !fi.IsDir() {
+		return fmt.Errorf("%s: %w (%v)", anchor, ErrGone, err)
+	}
+	return err
+}
+
 func tempPrefix(path string) string { return "." + filepath.Base(path) + ".pbtmp-" }
 
 func writeTemp(path string, data []byte, perm os.FileMode) (string, error) {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	name := filepath.Join(dir, tempPrefix(path)+strconv.Itoa(os.Getpid())+"-"+hex.EncodeToString(rnd[:]))

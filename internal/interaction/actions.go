@@ -2,6 +2,7 @@ package interaction
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 
@@ -244,7 +245,8 @@ func (c *Card) end(ctx context.Context, attempt, outcome string, demote bool) (c
 }
 
 // RecordOutcome stores how attempt ended ("" records nothing). A failure
-// is logged: the outcome is also in the event log.
+// is logged and told (an error event through the host): the outcome is
+// also in the event log, but the person knows the record is missing.
 func (c *Card) RecordOutcome(ctx context.Context, attempt, outcome, title, hash string) {
 	if attempt == "" {
 		return
@@ -252,6 +254,7 @@ func (c *Card) RecordOutcome(ctx context.Context, attempt, outcome, title, hash 
 	o := store.ApprovalOutcome{SessionID: c.cfg.Session, Attempt: attempt, Outcome: outcome, Title: title, Hash: hash}
 	if err := c.cfg.Live(func() error { return c.cfg.Store.PutApprovalOutcome(context.WithoutCancel(ctx), o) }); err != nil {
 		c.cfg.Logger.Error("record approval outcome", "session", c.cfg.Session, "attempt", attempt, "err", err)
+		c.cfg.Host.Emit(event.Error{Message: fmt.Sprintf("could not record how approval %s ended (%s): %v", attempt, outcome, err)})
 	}
 }
 

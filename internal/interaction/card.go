@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
+	"planbridge/internal/atomicfile"
 	"planbridge/internal/event"
 	"planbridge/internal/store"
 	"planbridge/proposal"
@@ -256,11 +259,13 @@ func (c *Card) armLocked() {
 func (c *Card) Load(ctx context.Context, plan bool) error {
 	p, err := c.cfg.Store.GetProposal(ctx, c.cfg.Session)
 	if errors.Is(err, store.ErrNotFound) {
+		c.settle(nil)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	c.settle(&p)
 	if p.Status == Proposed {
 		if _, err := c.readArtifact(p.Path, p.Hash); plan && err == nil {
 			// Resume re-presents it (hidden state is not persisted).
@@ -283,6 +288,54 @@ func (c *Card) Arm(d time.Duration) {
 }
 
 // --- Files -------------------------------------------------------------------
+
+// PendingPlan is the work:// path (session-relative) where [Card.Publish]
+// stages a proposal's text until its row is committed.
+const PendingPlan = "plans/.current.md.pending"
+
+// installPending moves the staged plan file of the work:// root work into
+// place, durably.
+func installPending(work string) error {
+	dst := filepath.Join(work, filepath.FromSlash(handoff.CurrentPlan))
+	if err := os.Rename(filepath.Join(work, filepath.FromSlash(PendingPlan)), dst); err != nil {
+		return err
+	}
+	return atomicfile.SyncDir(filepath.Dir(dst))
+}
+
+// settlePending finishes or drops a staged plan file a crashed publish
+// left: installed when it is the text of the stored proposal p (the
+// commit happened), removed otherwise (it did not). Nothing staged:
+// nothing to do.
+func (c *Card) settlePending(p *store.Proposal) error {
+	pending := c.path(PendingPlan)
+	if _, err := os.Lstat(pending); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if p != nil && p.Path == handoff.CurrentPlan {
+		if _, err := handoff.ReadArtifact(c.cfg.WorkDir, PendingPlan, p.Hash); err == nil {
+			return installPending(c.cfg.WorkDir)
+		}
+	}
+	if err := os.Remove(pending); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// settle is [Card.settlePending] at load, whose failure is logged: the
+// resume rule then goes by the plan file as it is (a mismatch makes the
+// proposal a draft, never actionable from a file the row does not name).
+func (c *Card) settle(p *store.Proposal) {
+	if err := c.settlePending(p); err != nil {
+		c.cfg.Logger.Error("settle the plan file an interrupted publish left", "session", c.cfg.Session, "err", err)
+	}
+}
+
+// anchor is the session's directory (the work:// root's parent): the
+// card's writes lie below it and never create it, so none brings back a
+// deleted session's directory.
+func (c *Card) anchor() string { return filepath.Dir(filepath.Clean(c.cfg.WorkDir)) }
 
 func (c *Card) path(rel string) string {
 	return filepath.Join(c.cfg.WorkDir, filepath.FromSlash(rel))
@@ -321,10 +374,16 @@ func (c *Card) OnResponse(res *proposal.Result) {
 }
 
 // Publish makes body the session's one actionable proposal and presents
-// it: the artifact is written atomically first, then its version kept,
-// then the row (with the selection the card will show) points at it.
-// The selection of an earlier proposal survives. A failure changes
-// nothing in memory.
+// it: the new text is staged beside the plan file ([PendingPlan]) and its
+// version kept, then the row (with the selection the card will show)
+// points at it, and only then does the staged file replace
+// [handoff.CurrentPlan]. The selection of an earlier proposal survives. A
+// failure changes nothing in memory, and the plan file and the row agree
+// after it: a failed commit leaves the plan file as it was (the staged
+// one removed); a crash between the commit and the replacement is
+// finished by the next [Card.Load]. A replacement that fails after the
+// commit is told (an error event) and finished by the next Load too.
+
 func (c *Card) Publish(ctx context.Context, title, body string, edited bool) error {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
@@ -334,8 +393,10 @@ func (c *Card) Publish(ctx context.Context, title, body string, edited bool) err
 // publish is [Card.Publish] with commitMu held.
 func (c *Card) publish(ctx context.Context, title, body string, edited bool) error {
 	hash := proposal.HashBody(body)
+	pending := c.path(PendingPlan)
 	if err := c.cfg.Live(func() error {
-		if err := store.WriteFileAtomic(c.path(handoff.CurrentPlan), handoff.ArtifactData(body), 0o644); err != nil {
+		// Below the session's directory, never creating it.
+		if err := atomicfile.WriteFileIn(c.anchor(), pending, handoff.ArtifactData(body), 0o644); err != nil {
 			return err
 		}
 		if err := c.cfg.Tracker.RecordVersion(hash, body); err != nil {
@@ -343,6 +404,7 @@ func (c *Card) publish(ctx context.Context, title, body string, edited bool) err
 		}
 		return nil
 	}); err != nil {
+		os.Remove(pending)
 		return err
 	}
 	c.cfg.Lock.Lock()
@@ -358,7 +420,13 @@ func (c *Card) publish(ctx context.Context, title, body string, edited bool) err
 	}
 	c.cfg.Lock.Unlock()
 	if err := c.put(ctx, p); err != nil {
+		os.Remove(pending) // the plan file stays what the row still names
 		return err
+	}
+	if err := c.cfg.Live(func() error { return installPending(c.cfg.WorkDir) }); err != nil {
+		c.cfg.Logger.Error("install the published plan file", "session", c.cfg.Session, "err", err)
+		c.cfg.Host.Emit(event.Error{Message: "the proposal is saved, but its plan file work://" + handoff.CurrentPlan +
+			" could not be written (" + err.Error() + "); the next start writes it"})
 	}
 	c.cfg.Host.Emit(event.Proposal{Title: title, Body: body, Hash: hash,
 		Path: agent.WorkScheme + handoff.CurrentPlan, Text: proposal.RenderText(body), Edited: edited})
