@@ -141,6 +141,22 @@ func TestSessionDelete(t *testing.T) {
 	if db != 0 {
 		t.Fatalf("%d event rows of the deleted session remain", db)
 	}
+	// The script engine's position of the deleted session goes with it
+	// (before, its "script-cursor:<script>:<id>" row stayed forever); the
+	// kept sessions' positions stay.
+	var cursors, kept int
+	st.DB().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM kv WHERE key LIKE '%' || ?`, a.ID).Scan(&cursors)
+	if cursors != 0 {
+		t.Fatalf("%d key-value rows of the deleted session remain", cursors)
+	}
+	st.DB().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM session_values WHERE session_id = ?`, a.ID).Scan(&cursors)
+	if cursors != 0 {
+		t.Fatalf("%d values of the deleted session remain", cursors)
+	}
+	st.DB().QueryRowContext(context.Background(), `SELECT COUNT(*) FROM session_values WHERE key LIKE 'script-cursor:%'`).Scan(&kept)
+	if kept != 2 {
+		t.Fatalf("%d script positions stored for the 2 sessions kept", kept)
+	}
 }
 
 // TestStartSaysWhatADeleteLeft: a server starting after deletes a crash

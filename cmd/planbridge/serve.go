@@ -82,21 +82,24 @@ func newEngine(ctx context.Context, st *store.Store, red *redact.Set, cfg agent.
 	red.Add(cfg.APIKey, agent.OpenAIConfigFromEnv(os.Getenv).APIKey, agent.AnthropicConfigFromEnv(os.Getenv).APIKey)
 	if sc, ok := eng.(*agent.Script); ok {
 		abs, _ := filepath.Abs(cfg.Script)
-		sc.Cursors = scriptCursors{st: st, prefix: "script-cursor:" + abs + ":"}
+		sc.Cursors = scriptCursors{st: st, key: "script-cursor:" + abs}
 	}
 	return agent.Redacting(eng, red), nil
 }
 
-// scriptCursors persists script positions per session in the store.
+// scriptCursors persists script positions per session in the store, as
+// values of the session ([store.Store.PutValue]) keyed by the script: they
+// are deleted with the session, and a position saved after its delete is
+// refused, never left behind.
 type scriptCursors struct {
-	st     *store.Store
-	prefix string
+	st  *store.Store
+	key string
 }
 
 // LoadCursor reads session's position; a store error is returned, never
 // taken for "no position" (that would replay the script from its start).
 func (c scriptCursors) LoadCursor(session string) (int, bool, error) {
-	v, ok, err := c.st.Get(context.Background(), c.prefix+session)
+	v, ok, err := c.st.Value(context.Background(), session, c.key)
 	if err != nil || !ok {
 		return 0, false, err
 	}
@@ -108,7 +111,7 @@ func (c scriptCursors) LoadCursor(session string) (int, bool, error) {
 }
 
 func (c scriptCursors) SaveCursor(session string, pos int) error {
-	return c.st.Put(context.Background(), c.prefix+session, strconv.Itoa(pos))
+	return c.st.PutValue(context.Background(), session, c.key, strconv.Itoa(pos))
 }
 
 // envOr returns the environment variable name, or def when it is unset or empty.

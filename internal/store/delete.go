@@ -24,8 +24,8 @@ func (e *FilesLeftError) Unwrap() error { return e.Err }
 
 // DeleteSession removes session id: every row (events, transcript,
 // proposal, retry record, tracking, edited files, Goals, queued input,
-// parked plans, approval outcomes, share rooms and their links, the
-// session row) in one transaction, and
+// parked plans, approval outcomes, the session's values ([Store.PutValue]),
+// share rooms and their links, the session row) in one transaction, and
 // its directory ([SessionDir]). The directory goes aside first (a name
 // [SessionDirs] does not count), then the rows, then the files: a crash
 // between leaves rows without a directory or a stray directory, never a
@@ -173,6 +173,7 @@ func (s *Store) deleteRows(ctx context.Context, id string) error {
 			`DELETE FROM queued_input WHERE session_id = ?`,
 			`DELETE FROM parked_plans WHERE session_id = ?`,
 			`DELETE FROM approval_outcomes WHERE session_id = ?`,
+			`DELETE FROM session_values WHERE session_id = ?`,
 			`DELETE FROM goals WHERE session_id = ?`,
 			`DELETE FROM edited_files WHERE session_id = ?`,
 			`DELETE FROM tracking WHERE session_id = ?`,

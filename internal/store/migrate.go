@@ -163,6 +163,20 @@ var migrations = []string{
 	// 13: the guest mark of a queued prompt sent from a share link, so a
 	// restart never gives a guest's prompt a person's powers.
 	`ALTER TABLE queued_input ADD COLUMN guest INTEGER NOT NULL DEFAULT 0;`,
+	// 14: values of one session (the script engine's positions), deleted
+	// with it; the positions kept in kv as "script-cursor:<script>:<id>"
+	// move here, and those of sessions already deleted go.
+	`CREATE TABLE session_values (
+		session_id TEXT NOT NULL REFERENCES sessions(id),
+		key TEXT NOT NULL,
+		value TEXT NOT NULL,
+		PRIMARY KEY (session_id, key)
+	);
+	INSERT OR REPLACE INTO session_values (session_id, key, value)
+		SELECT s.id, substr(kv.key, 1, length(kv.key) - length(s.id) - 1), kv.value
+		FROM kv JOIN sessions s
+		ON substr(kv.key, 1, 14) = 'script-cursor:' AND substr(kv.key, length(kv.key) - length(s.id)) = ':' || s.id;
+	DELETE FROM kv WHERE substr(key, 1, 14) = 'script-cursor:';`,
 }
 
 func (s *Store) migrate(ctx context.Context, steps []string) error {
