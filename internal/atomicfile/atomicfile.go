@@ -29,6 +29,7 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	if err != nil {
 		return err
 	}
+	step("temp")
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("rename %s: %w", path, err)
@@ -53,6 +54,7 @@ func WriteOnce(path string, data []byte, perm os.FileMode) (reused bool, err err
 		return false, err
 	}
 	defer os.Remove(tmp)
+	step("temp")
 	// link(2) fails if the target exists, so two writers cannot both win.
 	if err := os.Link(tmp, path); err != nil {
 		if old, rerr := os.ReadFile(path); rerr == nil && bytes.Equal(old, data) {
@@ -75,8 +77,13 @@ func WriteFileIn(anchor, path string, data []byte, perm os.FileMode) error {
 	if err := MkdirIn(anchor, filepath.Dir(path)); err != nil {
 		return err
 	}
+	step("mkdir")
 	return gone(anchor, WriteFile(path, data, perm))
 }
+
+// step is a test's hook between the steps of a write ("mkdir": the
+// directories exist; "temp": the temp file is written).
+var step = func(string) {}
 
 // WriteOnceIn is [WriteOnce] of path below anchor, creating missing
 // directories as [WriteFileIn] does.
@@ -84,6 +91,7 @@ func WriteOnceIn(anchor, path string, data []byte, perm os.FileMode) (reused boo
 	if err := MkdirIn(anchor, filepath.Dir(path)); err != nil {
 		return false, err
 	}
+	step("mkdir")
 	reused, err = WriteOnce(path, data, perm)
 	return reused, gone(anchor, err)
 }
