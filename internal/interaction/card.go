@@ -289,6 +289,11 @@ func (c *Card) Arm(d time.Duration) {
 
 // --- Files -------------------------------------------------------------------
 
+// publishStep is a test's hook between the steps of a publish ("staged":
+// the new text staged, "committed": its row committed, the plan file not
+// yet replaced).
+var publishStep = func(string) {}
+
 // PendingPlan is the work:// path (session-relative) where [Card.Publish]
 // stages a proposal's text until its row is committed.
 const PendingPlan = "plans/.current.md.pending"
@@ -407,6 +412,7 @@ func (c *Card) publish(ctx context.Context, title, body string, edited bool) err
 		os.Remove(pending)
 		return err
 	}
+	publishStep("staged")
 	c.cfg.Lock.Lock()
 	p := store.Proposal{SessionID: c.cfg.Session}
 	if c.prop != nil {
@@ -423,6 +429,7 @@ func (c *Card) publish(ctx context.Context, title, body string, edited bool) err
 		os.Remove(pending) // the plan file stays what the row still names
 		return err
 	}
+	publishStep("committed")
 	if err := c.cfg.Live(func() error { return installPending(c.cfg.WorkDir) }); err != nil {
 		c.cfg.Logger.Error("install the published plan file", "session", c.cfg.Session, "err", err)
 		c.cfg.Host.Emit(event.Error{Message: "the proposal is saved, but its plan file work://" + handoff.CurrentPlan +

@@ -28,8 +28,10 @@ type fakeStore struct {
 	outcomes []store.ApprovalOutcome
 	puts     int // proposal commits tried
 	failFrom int
-	block    chan struct{}
-	entered  chan struct{} // told when a commit is held by block
+	// failOutcomes makes outcome commits fail.
+	failOutcomes bool
+	block        chan struct{}
+	entered      chan struct{} // told when a commit is held by block
 }
 
 func (f *fakeStore) GetProposal(ctx context.Context, session string) (store.Proposal, error) {
@@ -63,6 +65,9 @@ func (f *fakeStore) PutProposal(ctx context.Context, p store.Proposal) error {
 func (f *fakeStore) PutApprovalOutcome(ctx context.Context, o store.ApprovalOutcome) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failOutcomes {
+		return errDiskFull
+	}
 	for _, e := range f.outcomes {
 		if e.Attempt == o.Attempt {
 			return nil // the first outcome of an attempt is kept
@@ -213,6 +218,7 @@ func kinds(evs []event.Data) string {
 // fakeTracker keeps versions and comments in memory.
 type fakeTracker struct {
 	failComments bool
+	failVersions bool
 	mu           sync.Mutex
 	versions     []string
 	comments     map[string][]review.Comment
@@ -221,6 +227,9 @@ type fakeTracker struct {
 func (f *fakeTracker) RecordVersion(hash, body string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failVersions {
+		return errDiskFull
+	}
 	f.versions = append(f.versions, hash)
 	return nil
 }
