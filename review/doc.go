@@ -6,6 +6,12 @@
 // files of its own (see its layout), and the only one that opens a
 // checkout itself (package worktree).
 //
+// Every file the Tracker writes lies below the session's directory (the
+// parent of its work:// root and of its review directory) and is written
+// with package atomicfile's …In writes anchored there: none creates that
+// directory, so a write racing the session's delete fails and brings
+// nothing back.
+//
 // The Tracker keeps the todo list and the tracked plan, committing every
 // change through [Port.CommitTracking] before publishing it; a record it
 // cannot write (the scope's, the tool log, the report, a record put back

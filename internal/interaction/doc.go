@@ -62,8 +62,17 @@
 //   - The published proposal's body is stored with its hash and is what
 //     every surface shows and acceptance archives; a plan file changed on
 //     disk is flagged ([Card.Body]), never trusted.
+//   - The plan file and the row agree: a publish stages the new text
+//     ([PendingPlan]) and replaces work://plans/current.md only after
+//     the row is committed; a failed commit leaves the plan file as the
+//     row names it, a crash between the two is settled by the next
+//     [Card.Load] (installed if the row holds it, dropped if not), and a
+//     replacement failing after the commit is told and finished there.
+//     The card's files are written below the session's directory and
+//     never create it (package atomicfile's …In writes).
 //   - Every presentation that ends has its outcome recorded (a failed
-//     record is logged: the outcome is also in the event log) and an
+//     record is logged and told with an error event; the outcome is
+//     also in the event log) and an
 //     approval_closed event: accepted, parked (recorded by the session's
 //     commits), feedback, cancelled (also leaving Plan), demoted,
 //     interrupted (an interrupt, or the server closing with the card up —

@@ -26,5 +26,8 @@
 // Every session has a directory <dir>/sessions/<id>, created after its
 // row is committed, which is what makes a database that lost its newest
 // commits detectable; [Store.DeleteSession] removes both in the order that
-// keeps it so (the directory aside, the rows, the files).
+// keeps it so (the directory aside, the rows, the files). Values kept per
+// session ([Store.PutValue]: the script engine's positions) are rows of
+// the session, deleted in that transaction and written only while its
+// row exists.
 package store
