@@ -430,7 +430,10 @@ func (c *Card) publish(ctx context.Context, title, body string, edited bool) err
 		return err
 	}
 	publishStep("committed")
-	if err := c.cfg.Live(func() error { return installPending(c.cfg.WorkDir) }); err != nil {
+	ran := false
+	if err := c.cfg.Live(func() error { ran = true; return installPending(c.cfg.WorkDir) }); !ran {
+		return err // deleted meanwhile: its row and files are gone with it
+	} else if err != nil {
 		c.cfg.Logger.Error("install the published plan file", "session", c.cfg.Session, "err", err)
 		c.cfg.Host.Emit(event.Error{Message: "the proposal is saved, but its plan file work://" + handoff.CurrentPlan +
 			" could not be written (" + err.Error() + "); the next start writes it"})
