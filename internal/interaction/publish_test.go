@@ -19,7 +19,6 @@ import (
 	"planbridge/proposal"
 )
 
-
 // agree fails unless the plan file is the text of the stored proposal
 // (or absent with none stored) and nothing is left staged.
 func agree(t *testing.T, work string, row store.Proposal, stored bool, step string) {
