@@ -114,6 +114,14 @@ func TestCorruptEventRowDoesNotHideTheLog(t *testing.T) {
 
 func TestWriteFileOnce(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "a", "plan.md")
+	// It creates no directory: a session's folder comes only with the session.
+	if _, err := WriteFileOnce(p, []byte("one"), 0o444); err == nil {
+		t.Fatal("written into a directory that does not exist")
+	}
+	if _, err := os.Lstat(filepath.Dir(p)); !os.IsNotExist(err) {
+		t.Fatalf("the write created its directory: %v", err)
+	}
+	os.Mkdir(filepath.Dir(p), 0o700)
 	if reused, err := WriteFileOnce(p, []byte("one"), 0o444); err != nil || reused {
 		t.Fatal(reused, err)
 	}

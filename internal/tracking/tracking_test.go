@@ -423,6 +423,17 @@ func TestForFork(t *testing.T) {
 		tk, h, st, state := setup(t)
 		own := start(t, tk, h, st)
 		dir := t.TempDir()
+		// The fork session's directory comes with the fork session (before
+		// the hand-over): staging never creates it.
+		if _, err := tk.ForFork(ctx, "s2", dir, "plans/accepted-x.md", planHash); err == nil {
+			t.Fatal("a base staged for a fork session that has no directory")
+		}
+		if _, err := os.Lstat(filepath.Join(state, "sessions", "s2")); !os.IsNotExist(err) {
+			t.Fatalf("staging created the fork session's directory: %v", err)
+		}
+		if err := os.MkdirAll(filepath.Join(state, "sessions", "s2"), 0o700); err != nil {
+			t.Fatal(err)
+		}
 		f, err := tk.ForFork(ctx, "s2", dir, "plans/accepted-x.md", planHash)
 		if err != nil || f.Base == "" || f.Base == own {
 			t.Fatalf("fork %+v %v", f, err)
