@@ -69,3 +69,27 @@ func TestWorkWritesAfterTheSessionIsGone(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkWriteThroughALinkedStateDirectory: a state directory reached
+// through a symbolic link, whose session has no work:// folder yet, still
+// takes the agent's first work:// write (the folders below the session's
+// directory are made).
+func TestWorkWriteThroughALinkedStateDirectory(t *testing.T) {
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "state")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	session := filepath.Join(link, "sessions", "s-1")
+	if err := os.MkdirAll(session, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{Roots: Roots{Workspace: t.TempDir(), Work: filepath.Join(session, "work")}}
+	args, _ := json.Marshal(map[string]string{"path": "work://notes/x.md", "content": "hi\n"})
+	if _, err := writeFileTool.Run(context.Background(), env, args); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(real, "sessions", "s-1", "work", "notes", "x.md")); string(b) != "hi\n" {
+		t.Fatalf("content %q", b)
+	}
+}

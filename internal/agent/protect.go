@@ -210,8 +210,13 @@ func under(root, abs string) (string, bool) {
 // workspace for a target in it; else abs's own directory (none created).
 func (e *Env) writeAnchor(abs string) string {
 	if e.Roots.Work != "" {
-		if w := realOr(e.Roots.Work); w == abs || strings.HasPrefix(abs, w+string(filepath.Separator)) {
-			return filepath.Dir(w)
+		// The session's directory, which exists while the session does
+		// (work:// itself may not exist yet), as spelled or resolved.
+		lex := filepath.Dir(filepath.Clean(e.Roots.Work))
+		for _, sess := range []string{realOr(lex), lex} {
+			if w := filepath.Join(sess, filepath.Base(e.Roots.Work)); w == abs || strings.HasPrefix(abs, w+string(filepath.Separator)) {
+				return sess
+			}
 		}
 	}
 	if ws := realOr(e.Roots.Workspace); ws == abs || strings.HasPrefix(abs, ws+string(filepath.Separator)) {
