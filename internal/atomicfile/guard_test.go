@@ -28,22 +28,22 @@ var dirMakers = map[string]bool{
 // (or, better, uses MkdirIn / WriteFileIn with the session's directory as
 // anchor).
 var allowedDirMakers = map[string]string{
-	"internal/session/manager.go:Create":           "creates a new session's directory, after its row",
-	"internal/session/fork.go:CreateForkSession":   "creates a fork session's directory, after its row",
-	"internal/store/lock.go:Lock":                  "the state directory",
-	"internal/store/modes.go:secureStateDir":       "the state directory",
-	"internal/agent/acp.go:start":                  "<state>/acp, the acp agent's own directory",
-	"internal/agent/acp_confine.go:confinePlanACP": "below <state>/acp",
-	"internal/agent/apply.go:mkdirs":               "one level at a time below the anchor Env.writeAnchor names",
-	"review/watch.go:restore":                      "one level (a numbered restoration) below a parent made with MkdirIn",
-	"review/effects.go:restoreOne":                 "through the workspace's os.Root",
-	"review/effects.go:keepCopy":                   "through the restoration's own os.Root",
-	"handoff/saveplan.go:SaveToProject":            "the workspace's docs/plans, one level at a time",
-	"worktree/add.go:*":                            "a Worktree fork's checkout and the repository's refs",
-	"worktree/exclude.go:*":                        "the repository's .git/info",
-	"sandbox/probe.go:makePidsCgroup":              "a cgroup",
-	"cmd/planbridge/demo.go:*":                     "the demo's temporary directory",
-	"cmd/planbridge/plan_cmd.go:*":                 "a temporary directory",
+	"internal/session/manager.go:Create":            "creates a new session's directory, after its row",
+	"internal/handoffport/env.go:CreateForkSession": "creates a fork session's directory, after its row",
+	"internal/store/lock.go:Lock":                   "the state directory",
+	"internal/store/modes.go:secureStateDir":        "the state directory",
+	"internal/agent/acp.go:start":                   "<state>/acp, the acp agent's own directory",
+	"internal/agent/acp_confine.go:confinePlanACP":  "below <state>/acp",
+	"internal/agent/apply.go:mkdirs":                "one level at a time below the anchor Env.writeAnchor names",
+	"review/watch.go:restore":                       "one level (a numbered restoration) below a parent made with MkdirIn",
+	"review/effects.go:restoreOne":                  "through the workspace's os.Root",
+	"review/effects.go:keepCopy":                    "through the restoration's own os.Root",
+	"handoff/saveplan.go:SaveToProject":             "the workspace's docs/plans, one level at a time",
+	"worktree/add.go:*":                             "a Worktree fork's checkout and the repository's refs",
+	"worktree/exclude.go:*":                         "the repository's .git/info",
+	"sandbox/probe.go:makePidsCgroup":               "a cgroup",
+	"cmd/planbridge/demo.go:*":                      "the demo's temporary directory",
+	"cmd/planbridge/plan_cmd.go:*":                  "a temporary directory",
 }
 
 // TestNoUnreviewedDirectoryMaker parses every non-test Go file of the
