@@ -2,6 +2,7 @@ package handoffport
 
 import (
 	"context"
+	"path/filepath"
 
 	"planbridge/handoff"
 	"planbridge/internal/agent"
@@ -57,7 +58,7 @@ func (c *card) Body(ctx context.Context) (string, error) {
 // Archive writes into the session's directory: refused once it is deleted.
 func (c *card) Archive(ctx context.Context, art handoff.Artifact, body string) error {
 	return c.p.cfg.Host.WhileLive(func() error {
-		_, err := store.WriteFileOnce(c.p.workPath(art.Path), handoff.ArtifactData(body), 0o444)
+		_, err := store.WriteFileOnceIn(filepath.Dir(filepath.Clean(c.p.cfg.WorkDir)), c.p.workPath(art.Path), handoff.ArtifactData(body), 0o444) // below the session's directory, never creating it
 		return err
 	})
 }

@@ -160,6 +160,11 @@ func TestCommitsFailOrRace(t *testing.T) {
 			run: func(w *world) error {
 				r := rec()
 				writeArchive(t, w, r.Artifact.Path)
+				// The fork session's directory, as CreateForkSession made it
+				// (the hand-over never creates it).
+				if err := os.MkdirAll(store.SessionDir(w.st.dir, r.Fork.Session), 0o700); err != nil {
+					t.Fatal(err)
+				}
 				return w.p.Env().(handoff.ForkPort).HandOver(ctx, r)
 			},
 			kept: func(t *testing.T, w *world) {

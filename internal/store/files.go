@@ -21,3 +21,9 @@ var ErrExists = atomicfile.ErrExists
 func WriteFileOnce(path string, data []byte, perm os.FileMode) (reused bool, err error) {
 	return atomicfile.WriteOnce(path, data, perm)
 }
+
+// WriteFileOnceIn is [atomicfile.WriteOnceIn]: path lies below anchor (a
+// session's directory), whose missing folders it creates, never anchor.
+func WriteFileOnceIn(anchor, path string, data []byte, perm os.FileMode) (reused bool, err error) {
+	return atomicfile.WriteOnceIn(anchor, path, data, perm)
+}
