@@ -522,6 +522,14 @@ func restrictAgentLandlock(sp spec) error {
 	return ll.LandlockRestrictSelf(fd, flags)
 }
 
+// agentDeniedSyscalls fail with EACCES in the agent profile, besides its
+// socket rules: io_uring (a second door to the same operations), the
+// keyrings, bpf, perf events and userfaultfd. Its filter stays a
+// deny-list (see the package doc): a node agent's system calls are
+// neither measured nor bounded like those of the read-only programs.
+var agentDeniedSyscalls = []uint32{unix.SYS_IO_URING_SETUP, unix.SYS_KEYCTL, unix.SYS_ADD_KEY,
+	unix.SYS_REQUEST_KEY, unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_USERFAULTFD}
+
 // installAgentSeccomp: socket(2) only for TCP and UDP over AF_INET and
 // AF_INET6 (and AF_UNIX when unix is set), no listen(2), no send with
 // MSG_FASTOPEN, io_uring, keyrings, bpf, perf events and
@@ -547,10 +555,7 @@ func installAgentSeccomp(unixOK bool) error {
 		{Code: jge, K: 0x40000000, Jf: 1}, // the x32 ABI
 		{Code: ret, K: denied},
 	}
-	for _, nr := range deniedSyscalls {
-		if nr == unix.SYS_SOCKET {
-			continue
-		}
+	for _, nr := range agentDeniedSyscalls {
 		prog = append(prog, unix.SockFilter{Code: jeq, K: nr, Jf: 1}, unix.SockFilter{Code: ret, K: denied})
 	}
 	// listen(2) on a socket never bound binds it to a free port itself,

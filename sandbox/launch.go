@@ -7,13 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
-	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -448,103 +446,4 @@ func carve(root string, hidden []string) []string {
 		out = append(out, carve(filepath.Join(root, e.Name()), inside)...)
 	}
 	return out
-}
-
-var errNoSeccomp = errors.New("seccomp filters are not supported on this architecture")
-
-// seccompArch is the audit architecture of this build, 0 if unsupported.
-func seccompArch() uint32 {
-	switch runtime.GOARCH {
-	case "amd64":
-		return unix.AUDIT_ARCH_X86_64
-	case "arm64":
-		return unix.AUDIT_ARCH_AARCH64
-	}
-	return 0
-}
-
-// deniedSyscalls fail with EACCES in the sandbox: sockets of every family
-// (pathname unix sockets and UDP are beyond Landlock ABI 7; read-only
-// programs need none), io_uring (a second door to the same operations),
-// the keyrings, bpf, perf events and userfaultfd.
-var deniedSyscalls = []uint32{unix.SYS_SOCKET, unix.SYS_IO_URING_SETUP, unix.SYS_KEYCTL, unix.SYS_ADD_KEY,
-	unix.SYS_REQUEST_KEY, unix.SYS_BPF, unix.SYS_PERF_EVENT_OPEN, unix.SYS_USERFAULTFD}
-
-// ipcSyscalls fail with EACCES in the read-only sandbox too (the agent
-// profile has an IPC namespace of its own instead): without bwrap the
-// program shares the machine's IPC namespace, where System V IPC, which
-// Landlock does not cover, would let it write into another process's
-// shared memory segment, message queue or semaphore set, or leave objects
-// behind that outlive it; POSIX message queues for the same reason.
-var ipcSyscalls = []uint32{unix.SYS_SHMGET, unix.SYS_SHMAT, unix.SYS_SHMCTL, unix.SYS_MSGGET, unix.SYS_MSGSND,
-	unix.SYS_MSGRCV, unix.SYS_MSGCTL, unix.SYS_SEMGET, unix.SYS_SEMOP, unix.SYS_SEMTIMEDOP, unix.SYS_SEMCTL,
-	unix.SYS_MQ_OPEN, unix.SYS_MQ_UNLINK, unix.SYS_MQ_TIMEDSEND, unix.SYS_MQ_TIMEDRECEIVE, unix.SYS_MQ_NOTIFY,
-	unix.SYS_MQ_GETSETATTR}
-
-// namespaceFlags are the clone and unshare flags that make a namespace:
-// a new user namespace would give the program every capability inside it
-// (and the kernel's namespace code as attack surface), the others need it.
-const namespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC |
-	unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWTIME
-
-func installSeccomp() error {
-	arch := seccompArch()
-	if arch == 0 {
-		return errNoSeccomp
-	}
-	const (
-		ldAbs  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge    = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		jset   = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
-		ret    = unix.BPF_RET | unix.BPF_K
-		denied = unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES)
-	)
-	prog := []unix.SockFilter{
-		{Code: ldAbs, K: 4}, // seccomp_data.arch
-		{Code: jeq, K: arch, Jt: 1},
-		{Code: ret, K: unix.SECCOMP_RET_KILL_PROCESS},
-		{Code: ldAbs, K: 0},               // seccomp_data.nr
-		{Code: jge, K: 0x40000000, Jf: 1}, // the x32 ABI
-		{Code: ret, K: denied},
-	}
-	for _, nr := range slices.Concat(deniedSyscalls, ipcSyscalls) {
-		prog = append(prog, unix.SockFilter{Code: jeq, K: nr, Jf: 1}, unix.SockFilter{Code: ret, K: denied})
-	}
-	// clone3 passes its flags in memory the filter cannot read: it fails
-	// with ENOSYS, on which the C library falls back to clone. clone and
-	// unshare fail when their flags (the first argument) ask for a new
-	// namespace; setns always fails.
-	prog = append(prog,
-		unix.SockFilter{Code: jeq, K: unix.SYS_CLONE3, Jf: 1},
-		unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
-		unix.SockFilter{Code: jeq, K: unix.SYS_SETNS, Jf: 1},
-		unix.SockFilter{Code: ret, K: denied},
-		unix.SockFilter{Code: jeq, K: unix.SYS_CLONE, Jt: 1},
-		unix.SockFilter{Code: jeq, K: unix.SYS_UNSHARE, Jf: 3},
-		unix.SockFilter{Code: ldAbs, K: 16}, // seccomp_data.args[0], low 32 bits
-		unix.SockFilter{Code: jset, K: namespaceFlags, Jf: 1},
-		unix.SockFilter{Code: ret, K: denied},
-	)
-	// Without bwrap the program shares the machine's pid namespace, and
-	// Landlock does not cover these: changing another process's resource
-	// limits (its parent, planbridge, with a file-size limit of 0 could no
-	// longer write its database) or its scheduling. They act only on the
-	// program itself (a pid argument of 0); setpriority and ioprio_set,
-	// which also take a whole process group or user, fail always.
-	for _, nr := range []uint32{unix.SYS_SETPRIORITY, unix.SYS_IOPRIO_SET} {
-		prog = append(prog, unix.SockFilter{Code: ldAbs, K: 0},
-			unix.SockFilter{Code: jeq, K: nr, Jf: 1}, unix.SockFilter{Code: ret, K: denied})
-	}
-	for _, nr := range []uint32{unix.SYS_PRLIMIT64, unix.SYS_SCHED_SETAFFINITY, unix.SYS_SCHED_SETSCHEDULER,
-		unix.SYS_SCHED_SETPARAM, unix.SYS_SCHED_SETATTR} {
-		prog = append(prog, unix.SockFilter{Code: ldAbs, K: 0},
-			unix.SockFilter{Code: jeq, K: nr, Jf: 3},
-			unix.SockFilter{Code: ldAbs, K: 16}, // args[0], the pid, low 32 bits
-			unix.SockFilter{Code: jeq, K: 0, Jt: 1},
-			unix.SockFilter{Code: ret, K: denied})
-	}
-	prog = append(prog, unix.SockFilter{Code: ret, K: unix.SECCOMP_RET_ALLOW})
-	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fp)), 0, 0)
 }
