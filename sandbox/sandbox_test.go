@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SANDBOX_TEST_HELPER") == "tty" {
 		os.Exit(ttyHelper())
 	}
+	if os.Getenv("SANDBOX_TEST_HELPER") == "syscalls" {
+		os.Exit(syscallHelper())
+	}
 	if os.Getenv("SANDBOX_TEST_HELPER") == "sockets" {
 		os.Exit(socketsHelper(os.Getenv("SANDBOX_TEST_ADDR")))
 	}
