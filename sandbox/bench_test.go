@@ -39,3 +39,35 @@ func BenchmarkBareTrue(b *testing.B) {
 		}
 	}
 }
+
+// duArgv stats every file of a system directory: a program that makes
+// tens of thousands of system calls, so the filter's cost per call
+// shows against BenchmarkBareDu.
+var duArgv = []string{"du", "-s", "/usr/share/doc"}
+
+// BenchmarkSandboxDuNoBwrap runs duArgv under every layer but bwrap.
+func BenchmarkSandboxDuNoBwrap(b *testing.B) {
+	sb, err := New(Config{ReadRoots: []string{b.TempDir()}, NoBwrap: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		cmd, err := sb.Command(context.Background(), sb.cfg.ReadRoots[0], duArgv, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+		release(cmd)
+	}
+}
+
+// BenchmarkBareDu runs duArgv directly.
+func BenchmarkBareDu(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		if out, err := exec.Command(duArgv[0], duArgv[1:]...).CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+}

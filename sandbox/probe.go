@@ -24,7 +24,7 @@ func probe() Layers {
 	}
 	l.Bwrap, l.BwrapWhy = probeBwrap()
 	l.UserNS = userNamespaces()
-	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err == nil && seccompArch() != 0 {
+	if _, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0); err == nil && seccompFilterBuilds() {
 		l.Seccomp = true
 	}
 	l.cgroupRoot = pidsCgroupRoot()

@@ -242,7 +242,9 @@ type Layers struct {
 	Bwrap, BwrapWhy string
 	// UserNS reports that unprivileged user namespaces can be created.
 	UserNS bool
-	// Seccomp reports that a seccomp filter can be installed.
+	// Seccomp reports that a seccomp filter can be installed: the
+	// read-only profile's allowlist builds for this architecture and the
+	// kernel has seccomp filters.
 	Seccomp bool
 	// Root reports that this process runs as uid 0.
 	Root bool
@@ -302,7 +304,7 @@ func (l Layers) Lines() [][3]string {
 		{"landlock", ll, on(l.LandlockABI > 0)},
 		{"bwrap", bw, on(l.Bwrap != "")},
 		{"userns", userns, on(l.UserNS)},
-		{"seccomp", "socket, io_uring, keyctl, bpf denied", on(l.Seccomp)},
+		{"seccomp", seccompLine(), on(l.Seccomp)},
 		{"rlimits", "address space, cpu, file size 0, processes: " + l.Processes, "active"},
 	}
 }

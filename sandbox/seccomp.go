@@ -320,6 +320,25 @@ func readOnlyFilter() ([]unix.SockFilter, error) {
 	return prog, nil
 }
 
+// seccompFilterBuilds reports whether this architecture has the
+// read-only filter.
+func seccompFilterBuilds() bool {
+	_, err := readOnlyFilter()
+	return err == nil
+}
+
+// seccompLine describes the filters for [Layers.Lines].
+func seccompLine() string {
+	n := 0
+	for _, r := range readOnlyRules() {
+		if len(r.block) > 1 || r.block[0].K == retAllow {
+			n++ // allowed, perhaps only for some arguments
+		}
+	}
+	return fmt.Sprintf("shell: an allowlist of %d system calls (some for some arguments only), every other call fails; "+
+		"agent: sockets but TCP and UDP, listen, io_uring, keyctl, bpf, perf denied", n)
+}
+
 func installSeccomp() error {
 	prog, err := readOnlyFilter()
 	if err != nil {

@@ -308,6 +308,10 @@ func syscallHelper() int {
 	}
 	buf := make([]byte, 4096)
 	p := uintptr(unsafe.Pointer(&buf[0]))
+	// A struct sembuf waiting for nothing: IPC_NOWAIT in sem_flg, should a
+	// semop get through.
+	sem := []uint16{0, 0, unix.IPC_NOWAIT}
+	sp := uintptr(unsafe.Pointer(&sem[0]))
 	ws, err := os.Open("notes.txt")
 	if err != nil {
 		fmt.Println("open:", err)
@@ -341,8 +345,8 @@ func syscallHelper() int {
 		{"msgrcv", unix.SYS_MSGRCV, [6]uintptr{0, p, 8, 0, unix.IPC_NOWAIT}},
 		{"msgctl", unix.SYS_MSGCTL, [6]uintptr{0, unix.IPC_STAT, p}},
 		{"semget", unix.SYS_SEMGET, [6]uintptr{unix.IPC_PRIVATE, 1, unix.IPC_CREAT | 0o600}},
-		{"semop", unix.SYS_SEMOP, [6]uintptr{0, p, 1}},
-		{"semtimedop", unix.SYS_SEMTIMEDOP, [6]uintptr{0, p, 1, 0}},
+		{"semop", unix.SYS_SEMOP, [6]uintptr{0, sp, 1}},
+		{"semtimedop", unix.SYS_SEMTIMEDOP, [6]uintptr{0, sp, 1, 0}},
 		{"semctl", unix.SYS_SEMCTL, [6]uintptr{0, 0, unix.IPC_STAT, p}},
 		{"mq_open", unix.SYS_MQ_OPEN, [6]uintptr{str("planbridge-attack"), unix.O_RDWR | unix.O_CREAT, 0o600, 0}},
 		{"mq_unlink", unix.SYS_MQ_UNLINK, [6]uintptr{str("planbridge-attack")}},
@@ -446,9 +450,9 @@ func syscallHelper() int {
 		{"inotify_add_watch", unix.SYS_INOTIFY_ADD_WATCH, [6]uintptr{neg, str("notes.txt"), unix.IN_ACCESS}},
 		{"timerfd_create", unix.SYS_TIMERFD_CREATE, [6]uintptr{unix.CLOCK_MONOTONIC, 0}},
 		// Page-cache plumbing between descriptors.
-		{"splice", unix.SYS_SPLICE, [6]uintptr{fd, 0, uintptr(pipe[1]), 0, 4, 0}},
-		{"tee", unix.SYS_TEE, [6]uintptr{uintptr(pipe[0]), uintptr(pipe[1]), 4, 0}},
-		{"vmsplice", unix.SYS_VMSPLICE, [6]uintptr{uintptr(pipe[1]), p, 0, 0}},
+		{"splice", unix.SYS_SPLICE, [6]uintptr{fd, 0, uintptr(pipe[1]), 0, 4, unix.SPLICE_F_NONBLOCK}},
+		{"tee", unix.SYS_TEE, [6]uintptr{uintptr(pipe[0]), uintptr(pipe[1]), 4, unix.SPLICE_F_NONBLOCK}},
+		{"vmsplice", unix.SYS_VMSPLICE, [6]uintptr{uintptr(pipe[1]), p, 0, unix.SPLICE_F_NONBLOCK}},
 		{"copy_file_range", unix.SYS_COPY_FILE_RANGE, [6]uintptr{fd, 0, uintptr(pipe[1]), 0, 4, 0}},
 		{"sendfile", unix.SYS_SENDFILE, [6]uintptr{uintptr(pipe[1]), fd, 0, 4}},
 		{"openat2", unix.SYS_OPENAT2, [6]uintptr{at, str("notes.txt"), p, 24}},

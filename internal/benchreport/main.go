@@ -28,6 +28,7 @@ var ratios = []ratio{
 	{"acp: first-token latency through planbridge's acp engine vs the agent (Codex) alone", "BenchmarkACPFirstToken:acp-ns/op", "BenchmarkACPFirstToken:agent-ns/op", 0, false},
 	{"fork: our linked worktree vs git worktree add (20k files)", "BenchmarkAddWorktreeVsGit:ours-ns/op", "BenchmarkAddWorktreeVsGit:git-ns/op", 1, false},
 	{"events: a turn streamed as 5,000 deltas vs as one (end to end, write-ahead)", "BenchmarkTurnDeltas5000", "BenchmarkTurnDeltas1", 3, false},
+	{"sandbox: a system-call-heavy du (seccomp allowlist, Landlock, no bwrap) vs du alone", "BenchmarkSandboxDuNoBwrap", "BenchmarkBareDu", 0, false},
 	{"scope: holding one bash command to the scope (snapshot before, compare after) vs one git status (20k files)", "BenchmarkScopeWatch", "BenchmarkScopeWatchGitStatus", 0, false},
 }
 
