@@ -57,7 +57,8 @@
 //     capabilities; Landlock's signal scoping or bwrap's pid namespace).
 //     Every other call fails: ENOSYS where programs and the C library
 //     fall back (clone3, whose flags the filter cannot read; openat2;
-//     inotify, from which GNU tail -f falls back to polling; splice, tee,
+//     inotify, whose watches Landlock does not check and from which GNU
+//     tail -f falls back to polling, with a warning; splice, tee,
 //     vmsplice, copy_file_range and sendfile, read and write instead);
 //     EACCES, as Landlock answers, for changes to the file system — a
 //     file's mode, owner, times and extended attributes are no Landlock

@@ -231,10 +231,13 @@ func readOnlyRules() []scRule {
 	// What fails, and how. ENOSYS for what programs and the C library
 	// fall back from, as on a kernel without the call: clone3, whose
 	// flags sit in memory the filter cannot read (glibc then uses clone);
-	// openat2 (openat); inotify (GNU tail -f polls instead, silently
-	// only on ENOSYS); splice, tee, vmsplice, copy_file_range and
-	// sendfile (read and write instead: moving page-cache pages between
-	// descriptors is how Dirty Pipe wrote to read-only files).
+	// openat2 (openat); inotify (GNU tail -f polls once a second
+	// instead, after a warning: a watch is placed by path, which Landlock
+	// does not check, so a program could learn when files outside its
+	// read roots are read or written); splice, tee, vmsplice,
+	// copy_file_range and sendfile (read and write instead: moving
+	// page-cache pages between descriptors is how Dirty Pipe wrote to
+	// read-only files).
 	add(fail(unix.ENOSYS, unix.SYS_CLONE3, unix.SYS_OPENAT2, unix.SYS_INOTIFY_INIT1, unix.SYS_INOTIFY_ADD_WATCH,
 		unix.SYS_SPLICE, unix.SYS_TEE, unix.SYS_VMSPLICE, unix.SYS_COPY_FILE_RANGE, unix.SYS_SENDFILE)...)
 	// EACCES, as Landlock answers the same requests, for changes to the
