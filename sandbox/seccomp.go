@@ -182,6 +182,9 @@ func readOnlyRules() []scRule {
 		unix.SYS_GETXATTR, unix.SYS_LGETXATTR, unix.SYS_FGETXATTR, unix.SYS_LISTXATTR,
 		unix.SYS_LLISTXATTR, unix.SYS_FLISTXATTR, unix.SYS_DUP, unix.SYS_DUP3, unix.SYS_CLOSE_RANGE,
 		unix.SYS_PIPE2, unix.SYS_UMASK)...)
+	// The architecture's own calls, among them amd64's legacy forms of
+	// the above (access and stat are frequent there).
+	add(archRules()...)
 	add(argIn(unix.SYS_FCNTL, 1, fcntlCommands, unix.EPERM))
 	add(argIn(unix.SYS_IOCTL, 1, ioctlRequests, unix.EPERM))
 
@@ -225,8 +228,6 @@ func readOnlyRules() []scRule {
 	}
 	add(argIn(unix.SYS_PRCTL, 0, prctlOptions, unix.EPERM))
 	add(argIn(unix.SYS_PERSONALITY, 0, personalityValues, unix.EPERM))
-
-	add(archRules()...)
 
 	// What fails, and how. ENOSYS for what programs and the C library
 	// fall back from, as on a kernel without the call: clone3, whose
