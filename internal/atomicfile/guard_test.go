@@ -30,6 +30,7 @@ var dirMakers = map[string]bool{
 var allowedDirMakers = map[string]string{
 	"internal/session/manager.go:Create":            "creates a new session's directory, after its row",
 	"internal/handoffport/env.go:CreateForkSession": "creates a fork session's directory, after its row",
+	"internal/handoffport/env.go:HandOver":          "the fork session's directory once more, one level, only while its row exists (a crash after CreateForkSession's commit left it unmade)",
 	"internal/store/lock.go:Lock":                   "the state directory",
 	"internal/store/modes.go:secureStateDir":        "the state directory",
 	"internal/agent/acp.go:start":                   "<state>/acp, the acp agent's own directory",

@@ -2,7 +2,9 @@ package handoffport
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"planbridge/handoff"
@@ -183,6 +185,16 @@ func (e env) RestoreEdits(ctx context.Context, root, dir string) error {
 // links it to the fork.
 func (e env) HandOver(ctx context.Context, rec *handoff.Record) error {
 	p := e.p
+	// The fork's directory, should a crash between its row's commit and
+	// its directory (CreateForkSession) have left it unmade: the record
+	// names the fork only once its row committed, and only while the row
+	// exists is it made (a directory never exists without its session).
+	if _, err := p.cfg.Store.GetSession(ctx, rec.Fork.Session); err != nil {
+		return fmt.Errorf("the fork session %s: %w", rec.Fork.Session, err)
+	}
+	if err := os.Mkdir(store.SessionDir(p.cfg.Store.Dir(), rec.Fork.Session), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
 	if err := handoff.InstallPlan(p.cfg.WorkDir, p.workDirOf(rec.Fork.Session), rec.Artifact.Path); err != nil {
 		return err
 	}

@@ -165,6 +165,10 @@ func TestCommitsFailOrRace(t *testing.T) {
 				if err := os.MkdirAll(store.SessionDir(w.st.dir, r.Fork.Session), 0o700); err != nil {
 					t.Fatal(err)
 				}
+				if w.st.sessions == nil {
+					w.st.sessions = map[string]bool{}
+				}
+				w.st.sessions[r.Fork.Session] = true // its row, which CreateForkSession committed
 				return w.p.Env().(handoff.ForkPort).HandOver(ctx, r)
 			},
 			kept: func(t *testing.T, w *world) {
@@ -512,6 +516,34 @@ func TestInstallSegment(t *testing.T) {
 		}
 		if err != nil || len(w.tr.rotated) != 1 || w.tr.rotated[0] != 2 || len(w.h.events) != 1 || w.h.events[0].Kind() != "notice" {
 			t.Errorf("the rotation: %v, rotated %v, events %v", err, w.tr.rotated, w.h.events)
+		}
+	}
+}
+
+// TestHandOverMakesTheMissingForkDirectoryOnlyForItsRow: the hand-over
+// resumed after a crash between the fork session's commit and its
+// directory makes that directory (the install is anchored there), but
+// only while the fork's row exists: without it, it fails and makes none.
+func TestHandOverMakesTheMissingForkDirectoryOnlyForItsRow(t *testing.T) {
+	ctx := context.Background()
+	for _, row := range []bool{false, true} {
+		w := newWorld(t)
+		r := &handoff.Record{Step: handoff.StepRecorded, Title: "Tidy", Artifact: handoff.Artifact{Path: "plans/accepted-x.md", Hash: proposal.HashBody(planBody)},
+			Selection: handoff.Defaults("ask", 0, handoff.Policy{}), Fork: handoff.Fork{Dir: "/tmp/fork", Branch: "b", Session: "s-fork"}}
+		writeArchive(t, w, r.Artifact.Path)
+		if err := os.MkdirAll(filepath.Join(w.st.dir, "sessions"), 0o700); err != nil { // where the source lives
+			t.Fatal(err)
+		}
+		if row {
+			w.st.sessions = map[string]bool{r.Fork.Session: true}
+		}
+		err := w.p.Env().(handoff.ForkPort).HandOver(ctx, r)
+		_, statErr := os.Stat(store.SessionDir(w.st.dir, r.Fork.Session))
+		if row && (err != nil || statErr != nil) {
+			t.Errorf("with its row: %v, directory %v", err, statErr)
+		}
+		if !row && (err == nil || statErr == nil) {
+			t.Errorf("without its row: %v, directory %v (a directory without its session)", err, statErr)
 		}
 	}
 }
