@@ -72,7 +72,14 @@ func Stored(ctx context.Context, st Store, r store.Session) Info {
 		in.ProposalStatus, in.ProposalTitle = p.Status, p.Title
 		if p.Status == interaction.Proposed && !setAside(st, r.ID) { // set aside: as stored, unjudged
 			work := filepath.Join(store.SessionDir(st.Dir(), r.ID), "work")
-			if _, err := handoff.ReadArtifact(work, p.Path, p.Hash); r.Plan && err == nil {
+			_, err := handoff.ReadArtifact(work, p.Path, p.Hash)
+			if err != nil && p.Path == handoff.CurrentPlan {
+				// A publish killed between its commit and the plan file's
+				// replacement: opening installs the staged file
+				// ([interaction.PendingPlan]) when it is the row's text.
+				_, err = handoff.ReadArtifact(work, interaction.PendingPlan, p.Hash)
+			}
+			if r.Plan && err == nil {
 				in.Approval = "shown" // resume re-presents it
 			} else {
 				in.ProposalStatus = interaction.Draft

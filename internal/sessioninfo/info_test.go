@@ -14,7 +14,8 @@ import (
 // show it, from a real store, changing nothing: a proposal stays
 // proposed (and shown) only with Plan on and its plan file matching its
 // hash, else it is reported a draft; with its files set aside by an
-// interrupted delete it is reported as stored, unjudged; the row's
+// interrupted delete it is reported as stored, unjudged; a staged plan
+// file of the row's text counts as the plan file (opening installs it); the row's
 // fields, the fork link and the log's last number come along.
 func TestStored(t *testing.T) {
 	ctx := context.Background()
@@ -23,6 +24,7 @@ func TestStored(t *testing.T) {
 		name         string
 		plan         bool
 		file         string // the plan file's content ("": none)
+		pending      string // a staged plan file's content ("": none)
 		aside        bool
 		wantStatus   string
 		wantApproval string
@@ -32,6 +34,10 @@ func TestStored(t *testing.T) {
 		{name: "file changed", plan: true, file: "# Other\n", wantStatus: "draft"},
 		{name: "file gone", plan: true, wantStatus: "draft"},
 		{name: "set aside", plan: true, aside: true, wantStatus: "proposed"},
+		// A publish killed between its row's commit and the replacement:
+		// opening installs the staged file, so it is shown.
+		{name: "staged, committed", plan: true, file: "# Older\n", pending: body + "\n", wantStatus: "proposed", wantApproval: "shown"},
+		{name: "staged, not committed", plan: true, file: "# Older\n", pending: "# Newer\n", wantStatus: "draft"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -54,6 +60,11 @@ func TestStored(t *testing.T) {
 			}
 			if tc.file != "" {
 				if err := os.WriteFile(filepath.Join(work, "plans", "current.md"), []byte(tc.file), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.pending != "" {
+				if err := os.WriteFile(filepath.Join(work, "plans", ".current.md.pending"), []byte(tc.pending), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
