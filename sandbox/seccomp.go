@@ -158,6 +158,14 @@ var madviseAdvice = []uint32{unix.MADV_NORMAL, unix.MADV_RANDOM, unix.MADV_SEQUE
 	unix.MADV_COLD, unix.MADV_POPULATE_READ, unix.MADV_POPULATE_WRITE, unix.MADV_DONTNEED_LOCKED,
 	unix.MADV_COLLAPSE, unix.MADV_GUARD_INSTALL, unix.MADV_GUARD_REMOVE}
 
+// fadviseAdvice: hints about how the program will read a file. No
+// POSIX_FADV_DONTNEED, which drops the file's clean pages from the page
+// cache for every process on the machine (as MADV_PAGEOUT would): a
+// side channel (evict, then see whether another process brought the
+// pages back) and a slowdown of others.
+var fadviseAdvice = []uint32{unix.FADV_NORMAL, unix.FADV_RANDOM, unix.FADV_SEQUENTIAL, unix.FADV_WILLNEED,
+	unix.FADV_NOREUSE}
+
 // personalityValues: personality(0xffffffff), which only reads, and
 // PER_LINUX (0), the only personality a program may set: no
 // ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC or foreign execution domains.
@@ -178,10 +186,18 @@ func readOnlyRules() []scRule {
 		unix.SYS_FSTAT, unix.SYS_MMAP, unix.SYS_GETDENTS64, unix.SYS_LSEEK, unix.SYS_PREAD64,
 		unix.SYS_STATX, unix.SYS_READV, unix.SYS_WRITEV, unix.SYS_PREADV, unix.SYS_PREADV2,
 		unix.SYS_READLINKAT, unix.SYS_FACCESSAT, unix.SYS_FACCESSAT2, unix.SYS_GETCWD, unix.SYS_CHDIR,
-		unix.SYS_FCHDIR, unix.SYS_STATFS, unix.SYS_FSTATFS, unix.SYS_FADVISE64, unix.SYS_READAHEAD,
-		unix.SYS_GETXATTR, unix.SYS_LGETXATTR, unix.SYS_FGETXATTR, unix.SYS_LISTXATTR,
-		unix.SYS_LLISTXATTR, unix.SYS_FLISTXATTR, unix.SYS_DUP, unix.SYS_DUP3, unix.SYS_CLOSE_RANGE,
-		unix.SYS_PIPE2, unix.SYS_UMASK)...)
+		unix.SYS_FCHDIR, unix.SYS_STATFS, unix.SYS_FSTATFS, unix.SYS_READAHEAD, unix.SYS_FGETXATTR,
+		unix.SYS_FLISTXATTR, unix.SYS_DUP, unix.SYS_DUP3, unix.SYS_CLOSE_RANGE, unix.SYS_PIPE2,
+		unix.SYS_UMASK)...)
+	// Extended attributes only of an open file: Landlock does not check
+	// getxattr and listxattr by path (nor stat), so without bwrap they
+	// would read the attributes of any file on the machine, outside the
+	// read roots too (user.* attributes hold data: a download's origin
+	// URL, tags, checksums). A file opened for reading passed Landlock; an
+	// O_PATH descriptor gets EBADF. The path forms answer EOPNOTSUPP, as a
+	// file system without attributes does (ls then shows no ACL mark).
+	add(fail(unix.EOPNOTSUPP, unix.SYS_GETXATTR, unix.SYS_LGETXATTR, unix.SYS_LISTXATTR, unix.SYS_LLISTXATTR)...)
+	add(argIn(unix.SYS_FADVISE64, 3, fadviseAdvice, unix.EPERM))
 	// The architecture's own calls, among them amd64's legacy forms of
 	// the above (access and stat are frequent there).
 	add(archRules()...)
