@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Limits are the resource limits of every sandboxed process. Zero fields
@@ -206,13 +209,108 @@ func Wait(cmd *exec.Cmd) error {
 	return err
 }
 
-// Start starts cmd; on failure its cgroup is removed.
+// Start starts cmd; on failure its cgroup is removed. A Stdin, Stdout or
+// Stderr that is an *os.File reaches the program as a file description
+// of its own (see [privateStdio]).
 func Start(cmd *exec.Cmd) error {
-	if err := cmd.Start(); err != nil {
+	opened := privateStdio(cmd)
+	err := cmd.Start()
+	for _, f := range opened {
+		f.Close() // the program has its copies
+	}
+	if err != nil {
 		release(cmd)
 		return err
 	}
 	return nil
+}
+
+// privateStdio replaces each of cmd's Stdin, Stdout and Stderr that is an
+// *os.File (a terminal, a pipe, a file) by a new open file description of
+// the same object: file status flags (O_NONBLOCK, O_APPEND, O_ASYNC) live
+// in the description, and a description shared with the caller, its shell
+// or its editor would let the program change theirs (fcntl F_SETFL and
+// ioctl FIONBIO, which read-only programs need on their own pipes and
+// which the filter cannot tell apart from a dup of an inherited
+// descriptor: a terminal left non-blocking makes the person's shell read
+// EAGAIN). The object is reopened through /proc/self/fd (a file at the
+// same offset, not advanced for the caller); what cannot be reopened (a
+// socket) is passed through a pipe instead. It returns the files it
+// opened, for the caller to close once the program started.
+func privateStdio(cmd *exec.Cmd) []*os.File {
+	var opened []*os.File
+	reopened := map[*os.File]*os.File{}
+	private := func(f *os.File) *os.File {
+		if nf, ok := reopened[f]; ok {
+			return nf
+		}
+		nf := reopenFile(f)
+		if nf != nil {
+			opened = append(opened, nf)
+		}
+		reopened[f] = nf
+		return nf
+	}
+	if f, ok := cmd.Stdin.(*os.File); ok && f != nil {
+		if nf := private(f); nf != nil {
+			cmd.Stdin = nf
+		} else {
+			cmd.Stdin = struct{ io.Reader }{f}
+		}
+	}
+	for _, w := range []*io.Writer{&cmd.Stdout, &cmd.Stderr} {
+		if f, ok := (*w).(*os.File); ok && f != nil {
+			if nf := private(f); nf != nil {
+				*w = nf
+			} else {
+				*w = struct{ io.Writer }{f}
+			}
+		}
+	}
+	return opened
+}
+
+// reopenFile opens a new description of what f is open on, with f's
+// access mode and O_APPEND, at f's offset; nil when it cannot.
+func reopenFile(f *os.File) *os.File {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var nfd = -1
+	rc.Control(func(fd uintptr) {
+		fl, err := unix.FcntlInt(fd, unix.F_GETFL, 0)
+		if err != nil {
+			return
+		}
+		// O_NONBLOCK: a pipe without a writer does not block the open
+		// (cleared below); O_NOCTTY: a terminal never becomes this
+		// process's controlling one.
+		n, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", fd),
+			fl&(unix.O_ACCMODE|unix.O_APPEND)|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return
+		}
+		var st1, st2 unix.Stat_t
+		if unix.Fstat(int(fd), &st1) != nil || unix.Fstat(n, &st2) != nil || st1.Dev != st2.Dev || st1.Ino != st2.Ino {
+			unix.Close(n)
+			return
+		}
+		if _, err := unix.FcntlInt(uintptr(n), unix.F_SETFL, fl&unix.O_APPEND); err != nil {
+			unix.Close(n)
+			return
+		}
+		if st1.Mode&unix.S_IFMT == unix.S_IFREG {
+			if off, err := unix.Seek(int(fd), 0, io.SeekCurrent); err == nil {
+				unix.Seek(n, off, io.SeekStart)
+			}
+		}
+		nfd = n
+	})
+	if nfd < 0 {
+		return nil
+	}
+	return os.NewFile(uintptr(nfd), f.Name())
 }
 
 // Run is [Start] then [Wait].

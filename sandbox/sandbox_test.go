@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SANDBOX_TEST_HELPER") == "xattr" {
 		os.Exit(xattrHelper(os.Getenv("SANDBOX_TEST_ADDR")))
 	}
+	if os.Getenv("SANDBOX_TEST_HELPER") == "stdio" {
+		os.Exit(stdioHelper())
+	}
 	if os.Getenv("SANDBOX_TEST_HELPER") == "syscalls" {
 		os.Exit(syscallHelper())
 	}
