@@ -50,7 +50,10 @@
 //     its own regressed); fcntl without locks, F_SETOWN, F_NOTIFY or
 //     leases; prctl for names, no_new_privs, seccomp and reads of its own
 //     state; madvise without MADV_REMOVE, MADV_MERGEABLE or
-//     MADV_PAGEOUT; personality only to query or PER_LINUX; prlimit and
+//     MADV_PAGEOUT, fadvise without POSIX_FADV_DONTNEED (both evict
+//     shared page cache); extended attributes only through an open
+//     descriptor (Landlock does not check getxattr or listxattr by path:
+//     the path forms answer EOPNOTSUPP); personality only to query or PER_LINUX; prlimit and
 //     the scheduler setters only on the program itself (a pid of 0: its
 //     parent's limits or priority are reachable without bwrap's pid
 //     namespace). kill and tgkill pass, bounded by the kernel (no
@@ -83,6 +86,13 @@
 //     (created per command when a pids hierarchy is writable, removed
 //     afterwards); in a fresh user namespace (bwrap as non-root) the
 //     rlimit counts only the sandbox's processes.
+//
+// A Stdin, Stdout or Stderr that is an *os.File (a terminal, a pipe, a
+// file) reaches the program as a new open file description of the same
+// object ([Start] reopens it through /proc/self/fd, or passes it through
+// a pipe when it cannot): file status flags live in the description, and
+// one shared with the caller would let the program make the person's
+// terminal non-blocking (fcntl F_SETFL, ioctl FIONBIO, on it or a dup).
 //
 // The timeout kills the whole tree: the launcher and everything it starts
 // run in a session (and process group) of their own, so without a
@@ -156,6 +166,14 @@
 //
 // # Not covered
 //
+// Without bwrap, Landlock does not check the stat family, readlink,
+// chdir or O_PATH opens: a program learns whether any path on the
+// machine exists, its size, owner, mode and times (when a file outside
+// the read roots was last written), and the targets of symlinks, though
+// never a byte of a file's contents; only bwrap's mount namespace hides
+// those paths. Memory is bounded per process (the address-space limit),
+// not per sandbox: the process count times that limit can exceed the
+// machine's memory (no memory cgroup is made).
 // Without bwrap and Landlock (old kernels, containers without user
 // namespaces) only the capabilities, seccomp and resource limits remain;
 // [Probe] says so and callers must show it. Landlock cannot hide a path
