@@ -85,7 +85,13 @@
 //     to the real uid 0, so as root the count is enforced by a pids cgroup
 //     (created per command when a pids hierarchy is writable, removed
 //     afterwards); in a fresh user namespace (bwrap as non-root) the
-//     rlimit counts only the sandbox's processes.
+//     rlimit counts only the sandbox's processes. The memory all the
+//     sandbox's processes use together is bounded by a memory cgroup
+//     ([Limits.Memory], 2 GiB by default; swap bounded with it where the
+//     kernel offers it), created per command when a memory hierarchy is
+//     writable (as root: v1's memory hierarchy, or v2's, where the pids
+//     cgroup carries both limits), removed afterwards; [Layers.Memory]
+//     says whether there is one.
 //
 // A Stdin, Stdout or Stderr that is an *os.File (a terminal, a pipe, a
 // file) reaches the program as a new open file description of the same
@@ -171,9 +177,10 @@
 // machine exists, its size, owner, mode and times (when a file outside
 // the read roots was last written), and the targets of symlinks, though
 // never a byte of a file's contents; only bwrap's mount namespace hides
-// those paths. Memory is bounded per process (the address-space limit),
-// not per sandbox: the process count times that limit can exceed the
-// machine's memory (no memory cgroup is made).
+// those paths. Where no memory cgroup can be made (not root, no writable
+// memory hierarchy), memory is bounded per process only (the
+// address-space limit): the process count times that limit can exceed
+// the machine's memory; [Layers.Memory] says so.
 // Without bwrap and Landlock (old kernels, containers without user
 // namespaces) only the capabilities, seccomp and resource limits remain;
 // [Probe] says so and callers must show it. Landlock cannot hide a path

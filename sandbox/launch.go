@@ -57,14 +57,14 @@ func Main() {
 
 // spec is what the launcher is told, JSON-encoded in os.Args[2].
 type spec struct {
-	Read     []string `json:"read"`
-	Hidden   []string `json:"hidden,omitempty"`
-	Limits   Limits   `json:"limits"`
-	Dir      string   `json:"dir"`
-	Landlock bool     `json:"landlock,omitempty"`
-	CgroupFD int      `json:"cgroup_fd,omitempty"` // write "0" here to join the pids cgroup
-	InBwrap  bool     `json:"bwrap,omitempty"`     // started by bwrap: HOME is an empty tmpfs
-	Argv     []string `json:"argv"`
+	Read      []string `json:"read"`
+	Hidden    []string `json:"hidden,omitempty"`
+	Limits    Limits   `json:"limits"`
+	Dir       string   `json:"dir"`
+	Landlock  bool     `json:"landlock,omitempty"`
+	CgroupFDs []int    `json:"cgroup_fds,omitempty"` // write "0" to each to join the pids and memory cgroups
+	InBwrap   bool     `json:"bwrap,omitempty"`      // started by bwrap: HOME is an empty tmpfs
+	Argv      []string `json:"argv"`
 
 	// The agent profile (Profile "agent", see [AgentConfig]).
 	Profile string      `json:"profile,omitempty"`
@@ -91,14 +91,15 @@ func launch(arg string) error {
 	if err := json.Unmarshal([]byte(arg), &sp); err != nil || len(sp.Argv) == 0 {
 		return fmt.Errorf("bad launcher arguments")
 	}
-	if sp.CgroupFD > 0 {
-		// Join the pids cgroup through the descriptor the parent opened
-		// (the cgroup file system is not mounted inside bwrap).
-		f := os.NewFile(uintptr(sp.CgroupFD), "cgroup.procs")
+	for _, fd := range sp.CgroupFDs {
+		// Join the pids and memory cgroups through the descriptors the
+		// parent opened (the cgroup file system is not mounted inside
+		// bwrap).
+		f := os.NewFile(uintptr(fd), "cgroup.procs")
 		_, err := f.Write([]byte("0"))
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("join the pids cgroup: %w", err)
+			return fmt.Errorf("join the sandbox's cgroup: %w", err)
 		}
 	}
 	if sp.Profile == profileAgent {

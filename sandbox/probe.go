@@ -28,6 +28,12 @@ func probe() Layers {
 		l.Seccomp = true
 	}
 	l.cgroupRoot = pidsCgroupRoot()
+	l.memRoot, l.memFile = memoryCgroupRoot()
+	if l.memRoot != "" {
+		l.Memory = "memory cgroup"
+	} else {
+		l.Memory = "per process only (no memory cgroup is writable)"
+	}
 	switch {
 	case l.cgroupRoot != "":
 		l.Processes = "pids cgroup"
@@ -102,13 +108,66 @@ func probeBwrap() (path, why string) {
 // hierarchy (v1 or v2) where a child cgroup with pids.max can be created,
 // or "".
 func pidsCgroupRoot() string {
+	for _, c := range cgroupCandidates("pids") {
+		cg, err := newCgroup(c, 1)
+		if err == nil {
+			cg.destroy()
+			return c
+		}
+	}
+	return ""
+}
+
+// memoryCgroupRoot returns this process's cgroup directory in a memory
+// hierarchy where a child cgroup with a memory limit can be created, and
+// the limit's file (memory.max in v2, memory.limit_in_bytes in v1), or
+// "". Where it is the pids directory (v2: a process is in one cgroup of
+// it only) the limit goes into the pids cgroup itself.
+func memoryCgroupRoot() (root, file string) {
+	for _, c := range cgroupCandidates("memory") {
+		for _, f := range []string{"memory.max", "memory.limit_in_bytes"} {
+			cg, err := newMemoryCgroup(c, f, 64<<20)
+			if err == nil {
+				cg.destroy()
+				return c, f
+			}
+		}
+	}
+	return "", ""
+}
+
+// newMemoryCgroup creates a cgroup below root whose processes together
+// use at most max bytes of memory (file is the limit's file).
+func newMemoryCgroup(root, file string, max uint64) (*cgroup, error) {
+	dir := filepath.Join(root, fmt.Sprintf("planbridge-sandbox-mem-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(fmt.Sprint(max)), 0); err != nil {
+		os.Remove(dir)
+		return nil, err
+	}
+	noSwap(dir, max)
+	return &cgroup{dir: dir}, nil
+}
+
+// noSwap keeps a memory cgroup's processes from swapping past its limit,
+// where the kernel offers it (best effort: without swap there is none).
+func noSwap(dir string, max uint64) {
+	os.WriteFile(filepath.Join(dir, "memory.memsw.limit_in_bytes"), []byte(fmt.Sprint(max)), 0) // v1
+	os.WriteFile(filepath.Join(dir, "memory.swap.max"), []byte("0"), 0)                         // v2
+}
+
+// cgroupCandidates are this process's cgroup directories in the v1
+// hierarchy of controller and in the v2 one.
+func cgroupCandidates(controller string) []string {
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return ""
+		return nil
 	}
 	own, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
-		return ""
+		return nil
 	}
 	var v1, v2 string
 	sc := bufio.NewScanner(bytes.NewReader(mounts))
@@ -120,7 +179,7 @@ func pidsCgroupRoot() string {
 				continue
 			}
 			switch fstype, super := f[i+1], f[i+3]; {
-			case fstype == "cgroup" && hasOpt(super, "pids") && f[3] == "/":
+			case fstype == "cgroup" && hasOpt(super, controller) && f[3] == "/":
 				v1 = f[4]
 			case fstype == "cgroup2" && f[3] == "/":
 				v2 = f[4]
@@ -134,20 +193,13 @@ func pidsCgroupRoot() string {
 			continue
 		}
 		switch {
-		case v1 != "" && hasOpt(parts[1], "pids"):
+		case v1 != "" && hasOpt(parts[1], controller):
 			candidates = append(candidates, filepath.Join(v1, parts[2]))
 		case v2 != "" && parts[0] == "0" && parts[1] == "":
 			candidates = append(candidates, filepath.Join(v2, parts[2]))
 		}
 	}
-	for _, c := range candidates {
-		cg, err := newCgroup(c, 1)
-		if err == nil {
-			cg.destroy()
-			return c
-		}
-	}
-	return ""
+	return candidates
 }
 
 func hasOpt(opts, name string) bool {

@@ -27,10 +27,13 @@ type Limits struct {
 	CPUSeconds uint64
 	// OpenFiles bounds each process's descriptors.
 	OpenFiles uint64
+	// Memory bounds the memory the processes of one sandbox use together,
+	// in bytes, where a memory cgroup can be made ([Layers.Memory]).
+	Memory uint64
 }
 
 // DefaultLimits are the limits a zero [Limits] field takes.
-var DefaultLimits = Limits{AddressSpace: 2 << 30, Processes: 256, CPUSeconds: 60, OpenFiles: 1024}
+var DefaultLimits = Limits{AddressSpace: 2 << 30, Processes: 256, CPUSeconds: 60, OpenFiles: 1024, Memory: 2 << 30}
 
 func (l Limits) withDefaults() Limits {
 	if l.AddressSpace == 0 {
@@ -41,6 +44,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.CPUSeconds == 0 {
 		l.CPUSeconds = DefaultLimits.CPUSeconds
+	}
+	if l.Memory == 0 {
+		l.Memory = DefaultLimits.Memory
 	}
 	if l.OpenFiles == 0 {
 		l.OpenFiles = DefaultLimits.OpenFiles
@@ -119,15 +125,17 @@ var (
 
 // liveCmd is what a started process leaves outside it.
 type liveCmd struct {
-	cg    *cgroup
+	cgs   []*cgroup  // its pids cgroup and its memory cgroup (v1), where made
 	files []*os.File // the parent's copies of the launcher's descriptors
 }
 
-func release1(cg *cgroup, files []*os.File) {
+func release1(cgs []*cgroup, files []*os.File) {
 	for _, f := range files {
 		f.Close()
 	}
-	cg.destroy()
+	for _, cg := range cgs {
+		cg.destroy()
+	}
 }
 
 // Command returns the process that runs argv (argv[0] an absolute path, or
@@ -146,16 +154,37 @@ func (s *Sandbox) Command(ctx context.Context, dir string, argv, env []string) (
 	sp := spec{Read: s.policy.roots, Hidden: s.policy.hidden, Limits: s.cfg.Limits, Dir: dir,
 		Landlock: s.layers.LandlockABI > 0, Argv: argv}
 	var (
-		cg    *cgroup
+		cg    *cgroup // the pids cgroup, killed on cancel
+		cgs   []*cgroup
 		extra []*os.File
 	)
+	// join adds c to the cgroups the launcher joins (through a descriptor
+	// the parent opens: the cgroup file system is not mounted in bwrap).
+	join := func(c *cgroup) bool {
+		f, err := os.OpenFile(filepath.Join(c.dir, "cgroup.procs"), os.O_WRONLY, 0)
+		if err != nil {
+			c.destroy()
+			return false
+		}
+		cgs, extra = append(cgs, c), append(extra, f)
+		sp.CgroupFDs = append(sp.CgroupFDs, 2+len(extra))
+		return true
+	}
 	if s.layers.cgroupRoot != "" {
 		if c, err := newCgroup(s.layers.cgroupRoot, s.cfg.Limits.Processes); err == nil {
-			if f, err := os.OpenFile(filepath.Join(c.dir, "cgroup.procs"), os.O_WRONLY, 0); err == nil {
-				cg, extra, sp.CgroupFD = c, []*os.File{f}, 3
-			} else {
-				c.destroy()
+			if s.layers.memRoot == s.layers.cgroupRoot {
+				// One cgroup holds both limits (v2).
+				os.WriteFile(filepath.Join(c.dir, s.layers.memFile), []byte(fmt.Sprint(s.cfg.Limits.Memory)), 0)
+				noSwap(c.dir, s.cfg.Limits.Memory)
 			}
+			if join(c) {
+				cg = c
+			}
+		}
+	}
+	if s.layers.memRoot != "" && s.layers.memRoot != s.layers.cgroupRoot {
+		if c, err := newMemoryCgroup(s.layers.memRoot, s.layers.memFile, s.cfg.Limits.Memory); err == nil {
+			join(c)
 		}
 	}
 	var cmd *exec.Cmd
@@ -163,7 +192,7 @@ func (s *Sandbox) Command(ctx context.Context, dir string, argv, env []string) (
 		sp.InBwrap = true
 		enc, err := sp.encode()
 		if err != nil {
-			release1(cg, extra)
+			release1(cgs, extra)
 			return nil, err
 		}
 		args := append(bwrapArgs(sp, s.launch), launcherInside, launcherArg, enc)
@@ -172,7 +201,7 @@ func (s *Sandbox) Command(ctx context.Context, dir string, argv, env []string) (
 	} else {
 		enc, err := sp.encode()
 		if err != nil {
-			release1(cg, extra)
+			release1(cgs, extra)
 			return nil, err
 		}
 		cmd = exec.CommandContext(ctx, s.launch, launcherArg, enc)
@@ -193,9 +222,9 @@ func (s *Sandbox) Command(ctx context.Context, dir string, argv, env []string) (
 		return nil
 	}
 	cmd.WaitDelay = time.Second
-	if cg != nil {
+	if len(cgs) > 0 {
 		mu.Lock()
-		live[cmd] = liveCmd{cg, extra}
+		live[cmd] = liveCmd{cgs, extra}
 		mu.Unlock()
 	}
 	return cmd, nil
@@ -329,7 +358,7 @@ func release(cmd *exec.Cmd) {
 	if cmd.Process != nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
-	release1(l.cg, l.files)
+	release1(l.cgs, l.files)
 }
 
 // Layers reports which confinement layers work on this machine.
@@ -349,7 +378,12 @@ type Layers struct {
 	// Processes says how the process count is bounded.
 	Processes string
 
+	// Memory says how the memory of the sandbox's processes is bounded.
+	Memory string
+
 	cgroupRoot string // pids hierarchy directory to create cgroups in
+	memRoot    string // memory hierarchy directory to create cgroups in ("" none)
+	memFile    string // its limit's file
 }
 
 // None reports that no OS layer confines file access: no Landlock and no
@@ -371,6 +405,9 @@ func (l Layers) Summary() string {
 		parts = append(parts, "seccomp")
 	}
 	parts = append(parts, "rlimits (processes: "+l.Processes+")")
+	if l.Memory != "" {
+		parts = append(parts, "memory: "+l.Memory)
+	}
 	s := strings.Join(parts, ", ")
 	if l.None() {
 		return "NO OS CONFINEMENT of file access (no Landlock, no bwrap: " + l.BwrapWhy + "); only " + s

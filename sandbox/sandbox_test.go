@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("SANDBOX_TEST_HELPER") == "syscalls" {
 		os.Exit(syscallHelper())
 	}
+	if h := os.Getenv("SANDBOX_TEST_HELPER"); h == "memory" || h == "memchild" {
+		os.Exit(memoryHelper(h))
+	}
 	if os.Getenv("SANDBOX_TEST_HELPER") == "sockets" {
 		os.Exit(socketsHelper(os.Getenv("SANDBOX_TEST_ADDR")))
 	}
