@@ -43,6 +43,7 @@ var allowedDirMakers = map[string]string{
 	"worktree/add.go:*":                             "a Worktree fork's checkout and the repository's refs",
 	"worktree/exclude.go:*":                         "the repository's .git/info",
 	"sandbox/probe.go:makePidsCgroup":               "a cgroup",
+	"sandbox/probe.go:newMemoryCgroup":              "a cgroup",
 	"cmd/planbridge/demo.go:*":                      "the demo's temporary directory",
 	"cmd/planbridge/plan_cmd.go:*":                  "a temporary directory",
 }
