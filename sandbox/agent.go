@@ -372,7 +372,7 @@ func newAgentCgroup(root string, max uint64) (string, error) {
 		}
 	}
 	dir := filepath.Join(root, fmt.Sprintf("%s%d-%d-new", agentCgroupPrefix, os.Getpid(), cgroupSeq.Add(1)))
-	if err := makePidsCgroup(dir, max); err != nil {
+	if err := makeCgroup(dir, "pids.max", max); err != nil {
 		return "", err
 	}
 	return dir, nil

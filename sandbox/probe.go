@@ -140,11 +140,7 @@ func memoryCgroupRoot() (root, file string) {
 // use at most max bytes of memory (file is the limit's file).
 func newMemoryCgroup(root, file string, max uint64) (*cgroup, error) {
 	dir := filepath.Join(root, fmt.Sprintf("planbridge-sandbox-mem-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, file), []byte(fmt.Sprint(max)), 0); err != nil {
-		os.Remove(dir)
+	if err := makeCgroup(dir, file, max); err != nil {
 		return nil, err
 	}
 	noSwap(dir, max)
@@ -218,19 +214,20 @@ var cgroupSeq atomic.Int64
 
 func newCgroup(root string, max uint64) (*cgroup, error) {
 	dir := filepath.Join(root, fmt.Sprintf("planbridge-sandbox-%d-%d", os.Getpid(), cgroupSeq.Add(1)))
-	if err := makePidsCgroup(dir, max); err != nil {
+	if err := makeCgroup(dir, "pids.max", max); err != nil {
 		return nil, err
 	}
 	return &cgroup{dir: dir}, nil
 }
 
-// makePidsCgroup creates the cgroup dir holding at most max processes;
-// on failure nothing is left.
-func makePidsCgroup(dir string, max uint64) error {
+// makeCgroup creates the cgroup dir with its limit file set to max (at
+// most max processes in pids.max, bytes in a memory limit); on failure
+// nothing is left.
+func makeCgroup(dir, limit string, max uint64) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(fmt.Sprint(max)), 0); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, limit), []byte(fmt.Sprint(max)), 0); err != nil {
 		os.Remove(dir)
 		return err
 	}

@@ -42,8 +42,7 @@ var allowedDirMakers = map[string]string{
 	"handoff/saveplan.go:SaveToProject":             "the workspace's docs/plans, one level at a time",
 	"worktree/add.go:*":                             "a Worktree fork's checkout and the repository's refs",
 	"worktree/exclude.go:*":                         "the repository's .git/info",
-	"sandbox/probe.go:makePidsCgroup":               "a cgroup",
-	"sandbox/probe.go:newMemoryCgroup":              "a cgroup",
+	"sandbox/probe.go:makeCgroup":                   "a cgroup",
 	"cmd/planbridge/demo.go:*":                      "the demo's temporary directory",
 	"cmd/planbridge/plan_cmd.go:*":                  "a temporary directory",
 }
