@@ -173,7 +173,7 @@ func (p *Ports) StartingLocked() bool { return p.starting }
 
 // workDirOf is the work:// root of session id.
 func (p *Ports) workDirOf(id string) string {
-	return filepath.Join(store.SessionDir(p.cfg.Store.Dir(), id), "work")
+	return store.WorkDir(p.cfg.Store.Dir(), id)
 }
 
 // workPath maps a session-relative artifact path to its file.

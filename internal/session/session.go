@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -117,7 +116,7 @@ func loadSession(ctx context.Context, m *Manager, row store.Session, restarted b
 
 // workDir is the work:// root of session id: <state>/sessions/<id>/work.
 func (m *Manager) workDir(id string) string {
-	return filepath.Join(m.st.Dir(), "sessions", id, "work")
+	return store.WorkDir(m.st.Dir(), id)
 }
 
 // ID is the session id.

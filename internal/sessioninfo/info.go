@@ -2,7 +2,6 @@ package sessioninfo
 
 import (
 	"context"
-	"path/filepath"
 	"time"
 
 	"planbridge/handoff"
@@ -71,7 +70,7 @@ func Stored(ctx context.Context, st Store, r store.Session) Info {
 	if p, err := st.GetProposal(ctx, r.ID); err == nil {
 		in.ProposalStatus, in.ProposalTitle = p.Status, p.Title
 		if p.Status == interaction.Proposed && !setAside(st, r.ID) { // set aside: as stored, unjudged
-			work := filepath.Join(store.SessionDir(st.Dir(), r.ID), "work")
+			work := store.WorkDir(st.Dir(), r.ID)
 			_, err := handoff.ReadArtifact(work, p.Path, p.Hash)
 			if err != nil && p.Path == handoff.CurrentPlan {
 				// A publish killed between its commit and the plan file's

@@ -48,6 +48,10 @@ func SessionDirs(dir string) ([]string, error) {
 // SessionDir is the directory of session id in state directory dir.
 func SessionDir(dir, id string) string { return filepath.Join(dir, "sessions", id) }
 
+// WorkDir is the work:// root of session id in the state directory dir:
+// the session's directory's work/.
+func WorkDir(dir, id string) string { return filepath.Join(SessionDir(dir, id), "work") }
+
 // Preflight is the quick check before [Open] creates or migrates anything:
 // a database that is missing or empty while session directories exist, a
 // corrupt one, or one without rows for sessions whose directories exist
