@@ -91,7 +91,8 @@
 //     kernel offers it), created per command when a memory hierarchy is
 //     writable (as root: v1's memory hierarchy, or v2's, where the pids
 //     cgroup carries both limits), removed afterwards; [Layers.Memory]
-//     says whether there is one.
+//     says whether there is one. Those a killed planbridge left are
+//     removed at the next [Probe] (only empty ones whose creator is gone).
 //
 // A Stdin, Stdout or Stderr that is an *os.File (a terminal, a pipe, a
 // file) reaches the program as a new open file description of the same

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,43 @@ func TestReadOnlyMemoryPerSandbox(t *testing.T) {
 					t.Errorf("under the default limit: exit %d\n%s", code, out)
 				}
 			})
+		}
+	}
+}
+
+// TestSweepLeftCgroups: the cgroups a killed planbridge left (its pid
+// gone) are removed at the next probe, in the pids and the memory
+// hierarchy; those of a live process are kept even while empty (its
+// launcher may not have joined yet), and so are other directories.
+func TestSweepLeftCgroups(t *testing.T) {
+	l := Probe()
+	if l.cgroupRoot == "" || l.memRoot == "" {
+		t.Fatalf("no pids or memory cgroup can be made here (as root): %q, %q", l.Processes, l.Memory)
+	}
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead, live := gone.Process.Pid, os.Getppid()
+	for _, root := range []string{l.cgroupRoot, l.memRoot} {
+		names := map[string]bool{ // name: kept
+			fmt.Sprintf("planbridge-sandbox-%d-1", dead):     false,
+			fmt.Sprintf("planbridge-sandbox-mem-%d-2", dead): false,
+			fmt.Sprintf("planbridge-sandbox-%d-3", live):     true,
+			fmt.Sprintf("planbridge-sandbox-mem-%d-4", live): true,
+			fmt.Sprintf("other-%d-5", dead):                  true,
+		}
+		for n := range names {
+			if err := os.Mkdir(filepath.Join(root, n), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Remove(filepath.Join(root, n)) })
+		}
+		sweepCgroups(root)
+		for n, kept := range names {
+			if _, err := os.Stat(filepath.Join(root, n)); (err == nil) != kept {
+				t.Errorf("%s/%s: kept %v, want %v", root, n, err == nil, kept)
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,6 +30,8 @@ func probe() Layers {
 	}
 	l.cgroupRoot = pidsCgroupRoot()
 	l.memRoot, l.memFile = memoryCgroupRoot()
+	sweepCgroups(l.cgroupRoot)
+	sweepCgroups(l.memRoot)
 	if l.memRoot != "" {
 		l.Memory = "memory cgroup"
 	} else {
@@ -145,6 +148,33 @@ func newMemoryCgroup(root, file string, max uint64) (*cgroup, error) {
 	}
 	noSwap(dir, max)
 	return &cgroup{dir: dir}, nil
+}
+
+// sweepCgroups removes from root the read-only sandboxes' cgroups a
+// planbridge that is gone left (killed while a command ran): those named
+// for a creator pid that is not this process and no longer exists. A
+// cgroup still holding a process is never removed (rmdir refuses it),
+// and one of a live planbridge is left alone even while empty (its
+// launcher may not have joined it yet). Run once, at [Probe].
+func sweepCgroups(root string) {
+	if root == "" {
+		return
+	}
+	ents, _ := os.ReadDir(root)
+	for _, e := range ents {
+		var pid, seq int
+		n := strings.TrimPrefix(e.Name(), "planbridge-sandbox-mem-")
+		if n == e.Name() {
+			n = strings.TrimPrefix(n, "planbridge-sandbox-")
+		}
+		if !e.IsDir() || n == e.Name() {
+			continue
+		}
+		if _, err := fmt.Sscanf(n, "%d-%d", &pid, &seq); err == nil && pid > 0 && pid != os.Getpid() &&
+			errors.Is(unix.Kill(pid, 0), unix.ESRCH) {
+			os.Remove(filepath.Join(root, e.Name()))
+		}
+	}
 }
 
 // noSwap keeps a memory cgroup's processes from swapping past its limit,
